@@ -12,11 +12,11 @@
  *
  * Budgets: each rewriter may apply at most max_use_ratio times the largest
  * graph size seen (counted up to max_use_ratio times the starting size, so
- * a rule that grows the graph with every use still runs out).  Cycles: each rewrite replaces an expression (hashed by
- * structure) by another; a rewrite producing an expression that an earlier
- * rewrite replaced means the graph came back to an earlier state, and the
- * chain of rules between the two is named.  Hashing starts once a run has
- * made as many rewrites as the graph's largest size: a run that ends
+ * a rule that grows the graph with every use still runs out).  Cycles: a
+ * cycle is the whole graph returning to a state seen before, compared
+ * exactly (cycle.c numbers expressions by hash-consing), and the rules
+ * applied between the two visits are named.  Recording starts once a run
+ * has made as many rewrites as the graph's largest size: a run that ends
  * sooner cannot be cycling forever, and a cycle is still found one period
  * after that, long before any budget (8 times the size by default) ends
  * it.  Rewrites that would break the
@@ -27,102 +27,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-
-/* ------------------------------------------------------------------ structural hashing */
-
-#define HASH_VAR_BUDGET 32
-#define HASH_MEMO 128 /* a power of two, > 2 * HASH_VAR_BUDGET */
-
-/* A memo of variable hashes for one expr_hash call, reused across calls:
- * an entry is valid when its stamp is the current generation, so nothing
- * is cleared between calls.  At most HASH_VAR_BUDGET + 1 entries are
- * stored per call, so probing always finds an empty slot. */
-typedef struct hmemo {
-  const rg_variable *k[HASH_MEMO];
-  uint64_t v[HASH_MEMO];
-  uint32_t stamp[HASH_MEMO];
-  uint32_t gen;
-} hmemo;
-
-static size_t hm_slot(const hmemo *m, const rg_variable *x) {
-  size_t h = (size_t)(((uintptr_t)x >> 4) * 0x9e3779b97f4a7c15ull) & (HASH_MEMO - 1);
-  while (m->stamp[h] == m->gen && m->k[h] != x) h = (h + 1) & (HASH_MEMO - 1);
-  return h;
-}
-
-static bool hm_get(const hmemo *m, const rg_variable *x, uint64_t *out) {
-  size_t h = hm_slot(m, x);
-  if (m->stamp[h] != m->gen) return false;
-  *out = m->v[h];
-  return true;
-}
-
-static void hm_put(hmemo *m, const rg_variable *x, uint64_t v) {
-  size_t h = hm_slot(m, x);
-  m->k[h] = x;
-  m->v[h] = v;
-  m->stamp[h] = m->gen;
-}
-
-static uint64_t mix(uint64_t h, uint64_t x) {
-  h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
-
-/* A variable not explored: constants by value, others by identity. */
-static uint64_t leaf_hash(const rg_variable *v) {
-  return rg_is_constant(v) ? rg_constant_hash(v) : mix(0x51, v->id);
-}
-
-static uint64_t node_hash(const hmemo *m, const rg_variable *v) {
-  const rg_node *n = v->owner;
-  uint64_t h = mix(rg_op_hash(n->op), (uint64_t)v->index);
-  for (int i = 0; i < n->nin; i++) {
-    uint64_t hi;
-    if (!hm_get(m, n->inputs[i], &hi)) hi = leaf_hash(n->inputs[i]);
-    h = mix(h, hi);
-  }
-  return h;
-}
-
-/* The structure of the expression computing root: ops and leaves, for at
- * most HASH_VAR_BUDGET variables (beyond, variables hash as leaves). */
-static uint64_t expr_hash(hmemo *m, const rg_variable *root) {
-  if (++m->gen == 0) {
-    memset(m->stamp, 0, sizeof m->stamp);
-    m->gen = 1;
-  }
-  const rg_variable *stack[HASH_VAR_BUDGET + 1];
-  uint8_t expanded[HASH_VAR_BUDGET + 1];
-  int sp = 0, reserved = 1;
-  stack[sp] = root;
-  expanded[sp++] = 0;
-  while (sp) {
-    const rg_variable *v = stack[sp - 1];
-    uint64_t h;
-    if (!v->owner) {
-      hm_put(m, v, leaf_hash(v));
-      sp--;
-      continue;
-    }
-    if (expanded[sp - 1]) {
-      hm_put(m, v, node_hash(m, v));
-      sp--;
-      continue;
-    }
-    expanded[sp - 1] = 1;
-    const rg_node *n = v->owner;
-    for (int i = 0; i < n->nin && reserved < HASH_VAR_BUDGET; i++)
-      if (!hm_get(m, n->inputs[i], &h)) {
-        stack[sp] = n->inputs[i];
-        expanded[sp++] = 0;
-        reserved++;
-      }
-  }
-  uint64_t h = 0;
-  hm_get(m, root, &h);
-  return h;
-}
 
 /* ------------------------------------------------------------------ the worklist */
 
@@ -168,32 +72,6 @@ static void ids_del(idset *s, uint64_t id) {
     }
 }
 
-/* Cycle detection: expressions replaced so far, and by which rule. */
-typedef struct state { uint64_t old, new_; const char *rule; } state;
-typedef struct states { state *v; size_t cap, n; } states;
-
-static const state *st_get(const states *s, uint64_t old) {
-  if (!s->cap) return NULL;
-  for (size_t h = (size_t)(old * 0x9e3779b97f4a7c15ull) & (s->cap - 1); s->v[h].rule; h = (h + 1) & (s->cap - 1))
-    if (s->v[h].old == old) return &s->v[h];
-  return NULL;
-}
-
-static void st_put(states *s, state x) {
-  if ((s->n + 1) * 2 > s->cap) {
-    states t = {0};
-    t.cap = s->cap ? s->cap * 2 : 256;
-    t.v = rg_gc_alloc(t.cap * sizeof *t.v);
-    for (size_t i = 0; i < s->cap; i++)
-      if (s->v[i].rule) st_put(&t, s->v[i]);
-    *s = t;
-  }
-  size_t h = (size_t)(x.old * 0x9e3779b97f4a7c15ull) & (s->cap - 1);
-  while (s->v[h].rule && s->v[h].old != x.old) h = (h + 1) & (s->cap - 1);
-  if (!s->v[h].rule) s->n++;
-  s->v[h] = x;
-}
-
 typedef struct eq {
   rg_rewrite_run *run;
   rg_fgraph *fg;
@@ -217,9 +95,13 @@ typedef struct eq {
    * during the current replacement */
   rgr_nodes touched;
   int nimported;
-  states seen;
-  hmemo *memo;
-  int64_t applied;          /* rewrites applied in this run (hashing starts at max_nodes) */
+  /* Cycle detection, from the rewrite numbered `first` on: the states
+   * seen, and the rule of each rewrite since (rules[k]: rewrite first+k+1). */
+  rgr_states *states;
+  int64_t first;
+  const char **rules;
+  size_t caprules;
+  int64_t applied;          /* rewrites applied in this run */
   rg_feature feature;
   bool stop;
 } eq;
@@ -280,7 +162,10 @@ static void on_import(rg_fgraph *fg, rg_node *node, const char *reason, rg_featu
 
 static void on_change_input(rg_fgraph *fg, rg_node *node, int i, rg_variable *old,
                             rg_variable *new_, const char *reason, rg_feature *f) {
-  if (node) touch(f->ud, node);
+  eq *e = f->ud;
+  if (!node) return;
+  touch(e, node);
+  if (e->states) rgr_states_changed(e->states, node);
 }
 
 static int by_label(const void *a, const void *b) {
@@ -312,18 +197,45 @@ static void stop_with(eq *e, rg_stop_reason why, const char *msg) {
   }
 }
 
-static void cycle_found(eq *e, uint64_t from, uint64_t to, const char *rule) {
-  /* follow the rewrites from the state we returned to, back to `from` */
-  const char *names = rule;
-  uint64_t h = to;
-  for (int k = 0; k < 64; k++) {
-    const state *s = st_get(&e->seen, h);
-    if (!s || s->old == from) break;
-    names = rgr_sprintf("%s, %s", names, s->rule);
-    h = s->new_;
-    if (h == from) break;
+/* The rules of the rewrites after rewrite `since`, each named once, in
+ * the order they first applied. */
+static const char *rules_since(const eq *e, int64_t since) {
+  const char *names = NULL;
+  for (int64_t k = since - e->first; k < e->applied - e->first; k++) {
+    const char *r = e->rules[k];
+    bool dup = false;
+    for (int64_t j = since - e->first; j < k && !dup; j++) dup = !strcmp(e->rules[j], r);
+    if (!dup) names = names ? rgr_sprintf("%s, %s", names, r) : r;
   }
-  stop_with(e, RG_STOP_CYCLE, rgr_sprintf("cycle: the graph returned to an earlier state (rules: %s)", names));
+  return names ? names : "";
+}
+
+static void cycle_found(eq *e, int64_t since) {
+  stop_with(e, RG_STOP_CYCLE,
+            rgr_sprintf("cycle: the graph returned to an earlier state, the one of %lld rewrites ago (rules: %s)",
+                        (long long)(e->applied - since), rules_since(e, since)));
+}
+
+/* Cycle detection starts once a run has made as many rewrites as the
+ * graph's largest size: the state before this rewrite is the first one
+ * recorded. */
+static void start_states(eq *e) {
+  if (e->states || e->applied < (int64_t)e->run->max_nodes) return;
+  e->states = rgr_states_new(e->fg);
+  e->first = e->applied;
+  rgr_states_visit(e->states, e->applied);
+}
+
+static void log_rule(eq *e, const char *rule) {
+  size_t k = (size_t)(e->applied - 1 - e->first);
+  if (k >= e->caprules) {
+    size_t cap = e->caprules ? 2 * e->caprules : 256;
+    const char **v = rg_gc_alloc(cap * sizeof *v);
+    if (k) memcpy(v, e->rules, k * sizeof *v);
+    e->rules = v;
+    e->caprules = cap;
+  }
+  e->rules[k] = rule;
 }
 
 static bool over_budget(eq *e, int idx) {
@@ -340,8 +252,7 @@ static bool over_budget(eq *e, int idx) {
 /* ------------------------------------------------------------------ applying a rewrite */
 
 static void after_apply(eq *e, rg_rewriter *rw, rgr_stat *st, rg_node *node, int n,
-                        rg_variable **olds, rg_variable **news, bool hashed, uint64_t hold,
-                        uint64_t hnew) {
+                        rg_variable **olds, rg_variable **news) {
   int ncreated = 0;
   for (int i = 0; i < e->nimported; i++)
     if (e->touched.v[i]->fgraph == e->fg) ncreated++;
@@ -350,9 +261,10 @@ static void after_apply(eq *e, rg_rewriter *rw, rgr_stat *st, rg_node *node, int
   e->run->cur->rewrites++;
   rgr_record(e->run, rw, node, n, olds, news, e->nimported, e->touched.v);
   rgr_note_size(e->run, e->fg);
-  if (hashed) {
-    if (st_get(&e->seen, hnew)) cycle_found(e, hold, hnew, rw->name);
-    st_put(&e->seen, (state){hold, hnew, rw->name});
+  if (e->states) {
+    log_rule(e, rw->name);
+    int64_t since = rgr_states_visit(e->states, e->applied);
+    if (since >= 0) cycle_found(e, since);
   }
   requeue_touched(e);
 }
@@ -367,9 +279,7 @@ static int try_rewriter(eq *e, rg_rewriter *rw, int idx, rg_node *node) {
   int n = rgr_changes(node, out, olds, news);
   if (!n || !rgr_types_ok(e->run, rw, st, n, olds, news)) return 0;
   if (over_budget(e, idx)) return 0;
-  bool hashed = e->applied >= (int64_t)e->run->max_nodes;
-  uint64_t hold = hashed ? expr_hash(e->memo, olds[0]) : 0;
-  uint64_t hnew = hashed ? expr_hash(e->memo, news[0]) : 0;
+  start_states(e);
   e->touched.n = e->nimported = 0;
   if (rg_fgraph_replace_all(e->fg, n, olds, news, rw->name) != RG_OK) {
     st->rejected++;
@@ -378,7 +288,7 @@ static int try_rewriter(eq *e, rg_rewriter *rw, int idx, rg_node *node) {
   }
   e->uses[idx]++;
   e->applied++;
-  after_apply(e, rw, st, node, n, olds, news, hashed, hold, hnew);
+  after_apply(e, rw, st, node, n, olds, news);
   return 1;
 }
 
@@ -457,7 +367,6 @@ int rgr_equilibrium(rg_rewrite_run *run, rgr_selection *sel) {
   index_by_op(&e);
   e.uses = calloc((size_t)(e.node_rws.n + 1), sizeof(int64_t));
   e.stats = rg_gc_alloc((size_t)(e.node_rws.n + 1) * sizeof *e.stats);
-  e.memo = calloc(1, sizeof *e.memo);
   e.feature = (rg_feature){.name = "equilibrium", .ud = &e, .on_import = on_import,
                            .on_change_input = on_change_input};
   rgr_pass *outer = run->cur;
@@ -482,7 +391,6 @@ int rgr_equilibrium(rg_rewrite_run *run, rgr_selection *sel) {
   }
   rg_fgraph_detach(run->fg, &e.feature);
   free(e.uses);
-  free(e.memo);
   free(e.queued.k);
   p->stop = e.stop ? run->stop_msg : "equilibrium";
   rgr_pass_end(run, p);

@@ -181,6 +181,15 @@ void rgr_note_size(rg_rewrite_run *run, const rg_fgraph *fg);
  * made or touched): v[0..n) in use, room for cap. */
 typedef struct rgr_nodes { rg_node **v; int n, cap; } rgr_nodes;
 void rgr_nodes_push(rgr_nodes *a, rg_node *n);
+
+/* Exact cycle detection (cycle.c): the graph states seen in one run. */
+typedef struct rgr_states rgr_states;
+rgr_states *rgr_states_new(rg_fgraph *fg);
+/* Records the graph's state as the one after rewrite `step`; returns the
+ * step of an earlier visit of the same state, or -1 if it is new. */
+int64_t rgr_states_visit(rgr_states *s, int64_t step);
+/* An input of node changed: forgets what depended on it. */
+void rgr_states_changed(rgr_states *s, rg_node *node);
 /* Keeps the nodes of v[0..n) that are still in fg, sorted by their place
  * in its order (earliest first); returns how many. */
 int rgr_keep_live_in_order(const rg_fgraph *fg, rg_node **v, int n);

@@ -4,6 +4,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/rewrites/db.c
   ${PROJECT_SOURCE_DIR}/rewrites/run.c
   ${PROJECT_SOURCE_DIR}/rewrites/driver.c
+  ${PROJECT_SOURCE_DIR}/rewrites/cycle.c
   ${PROJECT_SOURCE_DIR}/rewrites/navigator.c
   ${PROJECT_SOURCE_DIR}/rewrites/rules.c
   ${PROJECT_SOURCE_DIR}/rewrites/lang.c

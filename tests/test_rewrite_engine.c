@@ -250,6 +250,49 @@ static void test_cycle_named(void **st) {
   assert_non_null(strstr(rg_rewrite_stop_message(last), "comm"));
 }
 
+/* A chain of op substitutions that rewrites equal subterms at several
+ * depths: the same expressions are replaced again and again, but the graph
+ * as a whole never returns to a state it had, so the run is no cycle. */
+static void test_substitution_chains_at_depths(void **st) {
+  const char *r = "(defrule a (subst exp tanh))\n(defrule b (subst tanh sin))\n(defrule c (subst sin cos))";
+  const char *g1 = "(graph (input x float64 ()) (output (add (exp x) (exp x))))";
+  assert_string_equal(rewrite(g1, r), "(cos(x) + cos(x))");
+  assert_int_equal(rg_rewrite_stop(last), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(rg_rewrite_count(last), 6);
+  const char *g2 = "(graph (input x float64 ()) "
+                   "(output (add (exp x) (mul (exp (exp x)) (neg (exp (exp (exp x))))))))";
+  assert_string_equal(rewrite(g2, r), "(cos(x) + (cos(cos(x)) * -cos(cos(cos(x)))))");
+  assert_int_equal(rg_rewrite_stop(last), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(rg_rewrite_count(last), 18);
+  /* many copies of one subterm, each rewritten through the whole chain */
+  const char *g3 = "(graph (input x float64 ()) (define e (exp (exp x))) "
+                   "(output (add (add (add e (exp (exp x))) (add (exp (exp x)) (exp (exp x)))) "
+                   "(exp (exp (exp (exp x)))))))";
+  rewrite(g3, r);
+  assert_int_equal(rg_rewrite_stop(last), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(rg_rewrite_count(last), 36);
+}
+
+/* Real oscillations are still caught, wherever they are in the graph, and
+ * every rule of the loop is named once. */
+static void test_oscillations_caught(void **st) {
+  const char *r3 = "(defrule p (pattern (op1 ?x) (op2 ?x)))\n(defrule q (pattern (op2 ?x) (op3 ?x)))\n"
+                   "(defrule s (pattern (op3 ?x) (op1 ?x)))";
+  rewrite(GRAPH("(output (op4 (op4 (op4 x y) (op1 z)) y))"), r3);
+  assert_int_equal(rg_rewrite_stop(last), RG_STOP_CYCLE);
+  const char *m = rg_rewrite_stop_message(last);
+  assert_non_null(strstr(m, "the one of 3 rewrites ago"));
+  assert_non_null(strstr(m, "p, q, s") ? m : strstr(m, "q, s, p") ? m : strstr(m, "s, p, q"));
+  /* an oscillation beside a chain that has already done many rewrites */
+  const char *r4 = "(defrule a (subst exp tanh))\n(defrule b (subst tanh sin))\n"
+                   "(defrule fwd (pattern (op1 ?x ?y) (op1 ?y ?x)))";
+  rewrite("(graph " OPS "(input x float64 ()) (input y float64 ()) "
+          "(output (add (exp (exp (exp x))) (op1 x y))))", r4);
+  assert_int_equal(rg_rewrite_stop(last), RG_STOP_CYCLE);
+  m = rg_rewrite_stop_message(last);
+  assert_non_null(strstr(m, "(rules: fwd)"));
+}
+
 static void test_rejected_rewrite_reported(void **st) {
   const char *g = "(graph (input x float32 (3)) (output (neg x)))";
   const char *out = rewrite(g, "(defrule widen (pattern (neg ?x) (neg ((cast float64) ?x))))");
@@ -472,6 +515,8 @@ int main(void) {
       cmocka_unit_test_setup(test_equilibrium_chain, fresh),
       cmocka_unit_test_setup(test_budget, fresh),
       cmocka_unit_test_setup(test_cycle_named, fresh),
+      cmocka_unit_test_setup(test_substitution_chains_at_depths, fresh),
+      cmocka_unit_test_setup(test_oscillations_caught, fresh),
       cmocka_unit_test_setup(test_rejected_rewrite_reported, fresh),
       cmocka_unit_test_setup(test_rule_errors_stop_the_run, fresh),
       cmocka_unit_test_setup(test_bad_rule_files, fresh),

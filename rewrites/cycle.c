@@ -1,0 +1,266 @@
+/*
+ * cycle.c — exact detection of a graph state seen before.
+ *
+ * A cycle is the whole graph returning to an earlier state, nothing less:
+ * the same rule rewriting equal subterms at two depths is no cycle.  States
+ * are compared exactly by value numbering (hash-consing): every variable of
+ * the graph gets a number such that two variables have the same number if
+ * and only if they compute the same expression (same ops with equal
+ * parameters, same output indices, the same graph inputs, equal constants).
+ * The numbers come from two tables that compare keys exactly (a hash only
+ * chooses the bucket) and that only grow during a run, so a number once
+ * given always means the same expression.  A graph state is then the tuple
+ * of its outputs' numbers, and two states are equal exactly when their
+ * tuples are.
+ *
+ * Numbers are memoised per variable and kept up to date incrementally: when
+ * a node's input changes, the numbers of its outputs and of everything
+ * computed from them are forgotten (a walk along the clients that stops at
+ * variables already without a number), and computing the outputs' tuple
+ * numbers again only what was forgotten.  Invariant: a variable with a
+ * number has inputs with numbers, so the walk may stop early.  A rewrite
+ * thus costs work in proportion to what it changed and everything above
+ * it, not to the graph.
+ *
+ * Everything here is collected memory: the tables hold graph pointers.
+ */
+#include "rewrites/rewrite-impl.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ a map from pointers to numbers */
+
+/* Open addressing, linear probing, no removal; a zero value means absent
+ * (numbers start at 1).  Invariant: n * 2 <= cap, cap a power of two. */
+typedef struct pmap { const void **k; uint64_t *v; size_t cap, n; } pmap;
+
+static size_t pm_home(const pmap *m, const void *k) {
+  return (size_t)(((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
+}
+
+static size_t pm_slot(const pmap *m, const void *k) {
+  size_t h = pm_home(m, k);
+  while (m->k[h] && m->k[h] != k) h = (h + 1) & (m->cap - 1);
+  return h;
+}
+
+static uint64_t pm_get(const pmap *m, const void *k) {
+  if (!m->cap) return 0;
+  size_t h = pm_slot(m, k);
+  return m->k[h] ? m->v[h] : 0;
+}
+
+static void pm_put(pmap *m, const void *k, uint64_t v);
+
+static void pm_grow(pmap *m) {
+  pmap t = {.cap = m->cap ? 2 * m->cap : 1024};
+  t.k = rg_gc_alloc(t.cap * sizeof *t.k);
+  t.v = rg_gc_alloc(t.cap * sizeof *t.v);
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->k[i]) pm_put(&t, m->k[i], m->v[i]);
+  *m = t;
+}
+
+static void pm_put(pmap *m, const void *k, uint64_t v) {
+  if ((m->n + 1) * 2 > m->cap) pm_grow(m);
+  size_t h = pm_slot(m, k);
+  if (!m->k[h]) m->n++;
+  m->k[h] = k;
+  m->v[h] = v;
+}
+
+/* ------------------------------------------------------------------ hash-consing tables */
+
+/* An expression key: an op's output over numbered inputs, or a constant
+ * (op NULL, konst set).  Equal keys get the same number. */
+typedef struct key {
+  uint64_t hash;
+  const rg_op *op;
+  const rg_variable *konst;
+  int32_t index, nin;
+  const uint64_t *in;
+  uint64_t num;
+} key;
+
+/* Invariant: n * 2 <= cap, cap a power of two; slots hold NULL or a key. */
+typedef struct ktable { key **v; size_t cap, n; } ktable;
+
+static bool key_equal(const key *a, const key *b) {
+  if (a->hash != b->hash || a->index != b->index || a->nin != b->nin) return false;
+  if (a->konst || b->konst) return a->konst && b->konst && rg_constant_equal(a->konst, b->konst);
+  if (a->nin && memcmp(a->in, b->in, (size_t)a->nin * sizeof *a->in)) return false;
+  return a->op == b->op || rg_op_equal(a->op, b->op);
+}
+
+static void kt_insert(ktable *t, key *k) {
+  size_t h = (size_t)k->hash & (t->cap - 1);
+  while (t->v[h]) h = (h + 1) & (t->cap - 1);
+  t->v[h] = k;
+  t->n++;
+}
+
+static void kt_grow(ktable *t) {
+  ktable u = {.cap = t->cap ? 2 * t->cap : 1024};
+  u.v = rg_gc_alloc(u.cap * sizeof *u.v);
+  for (size_t i = 0; i < t->cap; i++)
+    if (t->v[i]) kt_insert(&u, t->v[i]);
+  *t = u;
+}
+
+/* The number of an expression: the one given to an equal key before, or
+ * `fresh` (the caller's next number) for a key never seen. */
+static uint64_t kt_number(ktable *t, const key *k, uint64_t *fresh) {
+  if ((t->n + 1) * 2 > t->cap) kt_grow(t);
+  size_t h = (size_t)k->hash & (t->cap - 1);
+  for (; t->v[h]; h = (h + 1) & (t->cap - 1))
+    if (key_equal(t->v[h], k)) return t->v[h]->num;
+  key *c = rg_gc_alloc(sizeof *c);
+  *c = *k;
+  if (k->nin) {
+    uint64_t *in = rg_gc_alloc((size_t)k->nin * sizeof *in);
+    memcpy(in, k->in, (size_t)k->nin * sizeof *in);
+    c->in = in;
+  }
+  c->num = (*fresh)++;
+  t->v[h] = c;
+  t->n++;
+  return c->num;
+}
+
+static uint64_t mix(uint64_t h, uint64_t x) {
+  h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+/* ------------------------------------------------------------------ states */
+
+/* A graph state seen: its output numbers and the step after which it was
+ * seen.  Invariant: n * 2 <= cap. */
+typedef struct state { uint64_t hash; const uint64_t *outs; int64_t step; } state;
+
+struct rgr_states {
+  rg_fgraph *fg;
+  pmap num;           /* variable -> number (0: not numbered now) */
+  ktable exprs;       /* expression keys -> numbers */
+  uint64_t next;      /* the next fresh number */
+  state *seen;
+  size_t cap, n;
+  rg_node **pending;  /* work stack of the walks */
+  size_t npending, cappending;
+};
+
+rgr_states *rgr_states_new(rg_fgraph *fg) {
+  rgr_states *s = rg_gc_alloc(sizeof *s);
+  s->fg = fg;
+  s->next = 1;
+  return s;
+}
+
+static void push_pending(rgr_states *s, rg_node *n) {
+  if (s->npending == s->cappending) {
+    size_t cap = s->cappending ? 2 * s->cappending : 64;
+    rg_node **v = rg_gc_alloc(cap * sizeof *v);
+    if (s->npending) memcpy(v, s->pending, s->npending * sizeof *v);
+    s->pending = v;
+    s->cappending = cap;
+  }
+  s->pending[s->npending++] = n;
+}
+
+/* A variable computed by no node: a constant by value, anything else by
+ * identity (a graph input is only ever equal to itself). */
+static uint64_t number_leaf(rgr_states *s, const rg_variable *v) {
+  if (!rg_is_constant(v)) {
+    uint64_t n = s->next++;
+    pm_put(&s->num, v, n);
+    return n;
+  }
+  key k = {.hash = mix(0xc0, rg_constant_hash(v)), .konst = v, .index = -1};
+  uint64_t n = kt_number(&s->exprs, &k, &s->next);
+  pm_put(&s->num, v, n);
+  return n;
+}
+
+/* Numbers the outputs of a node whose inputs all have numbers. */
+static void number_node(rgr_states *s, const rg_node *node) {
+  uint64_t in[node->nin > 0 ? node->nin : 1];
+  uint64_t h = rg_op_hash(node->op);
+  for (int i = 0; i < node->nin; i++) h = mix(h, in[i] = pm_get(&s->num, node->inputs[i]));
+  for (int o = 0; o < node->nout; o++) {
+    key k = {.hash = mix(h, (uint64_t)o), .op = node->op, .index = o, .nin = node->nin, .in = in};
+    pm_put(&s->num, node->outputs[o], kt_number(&s->exprs, &k, &s->next));
+  }
+}
+
+/* The number of v, numbering what it depends on first (post-order on an
+ * explicit stack: graphs may be far deeper than the C stack). */
+static uint64_t number_of(rgr_states *s, const rg_variable *v) {
+  uint64_t n = pm_get(&s->num, v);
+  if (n) return n;
+  if (!v->owner) return number_leaf(s, v);
+  size_t base = s->npending;
+  push_pending(s, v->owner);
+  while (s->npending > base) {
+    rg_node *node = s->pending[s->npending - 1];
+    size_t before = s->npending;
+    for (int i = 0; i < node->nin; i++) {
+      const rg_variable *x = node->inputs[i];
+      if (pm_get(&s->num, x)) continue;
+      if (x->owner) push_pending(s, x->owner);
+      else number_leaf(s, x);
+    }
+    if (s->npending == before) {
+      s->npending--;
+      if (!pm_get(&s->num, node->outputs[0])) number_node(s, node);
+    }
+  }
+  return pm_get(&s->num, v);
+}
+
+void rgr_states_changed(rgr_states *s, rg_node *node) {
+  size_t base = s->npending;
+  push_pending(s, node);
+  while (s->npending > base) {
+    rg_node *n = s->pending[--s->npending];
+    for (int o = 0; o < n->nout; o++) {
+      rg_variable *v = n->outputs[o];
+      if (!pm_get(&s->num, v)) continue;
+      pm_put(&s->num, v, 0);
+      for (uint32_t c = 0; c < v->nclients; c++)
+        if (v->clients[c].node) push_pending(s, v->clients[c].node);
+    }
+  }
+}
+
+static bool same_state(const state *a, uint64_t hash, const uint64_t *outs, int nout) {
+  return a->hash == hash && !memcmp(a->outs, outs, (size_t)nout * sizeof *outs);
+}
+
+static void states_insert(rgr_states *s, state x) {
+  size_t h = (size_t)x.hash & (s->cap - 1);
+  while (s->seen[h].outs) h = (h + 1) & (s->cap - 1);
+  s->seen[h] = x;
+  s->n++;
+}
+
+static void states_grow(rgr_states *s) {
+  state *old = s->seen;
+  size_t cap = s->cap;
+  s->cap = cap ? 2 * cap : 256;
+  s->seen = rg_gc_alloc(s->cap * sizeof *s->seen);
+  s->n = 0;
+  for (size_t i = 0; i < cap; i++)
+    if (old[i].outs) states_insert(s, old[i]);
+}
+
+int64_t rgr_states_visit(rgr_states *s, int64_t step) {
+  int nout = rg_fgraph_noutputs(s->fg);
+  uint64_t *outs = rg_gc_alloc((size_t)(nout > 0 ? nout : 1) * sizeof *outs);
+  uint64_t hash = 0x5eed;
+  for (int i = 0; i < nout; i++) hash = mix(hash, outs[i] = number_of(s, rg_fgraph_output(s->fg, i)));
+  if ((s->n + 1) * 2 > s->cap) states_grow(s);
+  for (size_t h = (size_t)hash & (s->cap - 1); s->seen[h].outs; h = (h + 1) & (s->cap - 1))
+    if (same_state(&s->seen[h], hash, outs, nout)) return s->seen[h].step;
+  states_insert(s, (state){hash, outs, step});
+  return -1;
+}
