@@ -128,6 +128,7 @@ typedef struct query {
   const char **include, **require, **exclude; /* NULL-terminated */
   const char **subnames, **subwords;          /* name:word pairs */
   int nsub;
+  bool none;                                  /* the query `none`: select nothing */
 } query;
 
 static bool has(const char *const *v, const char *s) {
@@ -168,10 +169,17 @@ static int add_word(rg_ctx *C, query *q, const char *w) {
   return RG_OK;
 }
 
+/* `none` selects no rewriter at all; it stands alone. */
 static int parse_query(rg_ctx *C, const char *s, query *q) {
   memset(q, 0, sizeof *q);
   const char **words = split_words(NULL, s);
   if (!words[0]) return rg_error(C, RG_ERR_SYNTAX, "empty rewrite query");
+  for (int i = 0; words[i]; i++)
+    if (!strcmp(words[i], "none")) {
+      if (i || words[1]) return rg_error(C, RG_ERR_SYNTAX, "rewrite query: 'none' stands alone");
+      q->none = true;
+      return RG_OK;
+    }
   for (int i = 0; words[i]; i++) {
     int rc = add_word(C, q, words[i]);
     if (rc) return rc;
@@ -254,6 +262,12 @@ rg_rewriter *rg_db_query(rg_ctx *C, rg_rewrite_db *db, const char *qs) {
     if (!known_tag(db, q.subnames[i]))
       return rg_error(C, RG_ERR_NAME, "rewrite query: no database named '%s'", q.subnames[i]), NULL;
   rg_rewriter *rw = rgr_rewriter_new(rgr_sprintf("%s{%s}", db->name, qs), RW_SELECTION);
+  if (q.none) {
+    rw->sel = rg_gc_alloc(sizeof *rw->sel);
+    rw->sel->name = db->name;
+    rw->sel->equilibrium = db->equilibrium;
+    return rw;
+  }
   rw->sel = select_db(C, db, &q, !q.include, NULL);
   return rw;
 }
