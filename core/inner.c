@@ -71,18 +71,27 @@ rg_term rgc_inner_term(const rg_op *op) {
   return rg_list((int)items.n, (rg_term *)items.v);
 }
 
+static const rg_op *inner_op(rg_ctx *C, rg_opcode code, rg_fgraph *fg, int nints, const int64_t *ints);
+static int scalar_graph_error(rg_ctx *C, const rg_fgraph *g);
+
+/* Reads what rgc_inner_term prints: the integer parameters, then one
+ * (graph ...). */
 const rg_op *rgc_inner_parse(rg_ctx *C, const rg_op_class *cls, rg_term params) {
-  int64_t n = rg_list_length(params);
-  rg_term g0 = n == 1 ? rg_car(params) : RG_NIL;
-  if (n != 1 || !rg_is_pair(g0) || rg_kind_of(rg_car(g0)) != RG_K_SYMBOL ||
-      strcmp(rg_symbol_name(rg_car(g0)), "graph")) {
-    if (C) rg_error(C, RG_ERR_SYNTAX, "%s: expected one (graph ...) parameter", cls->name);
+  int64_t n = rg_list_length(params), nints = 0;
+  int64_t *ints = n > 1 ? rg_gc_alloc((size_t)(n - 1) * sizeof *ints) : NULL;
+  rg_term ps = params;
+  for (; nints < n - 1 && rg_kind_of(rg_car(ps)) == RG_K_INT; ps = rg_cdr(ps))
+    ints[nints++] = rg_int_value(rg_car(ps));
+  rg_term g0 = n >= 1 && nints == n - 1 ? rg_car(ps) : RG_NIL;
+  if (!rg_is_pair(g0) || rg_kind_of(rg_car(g0)) != RG_K_SYMBOL || strcmp(rg_symbol_name(rg_car(g0)), "graph")) {
+    if (C) rg_error(C, RG_ERR_SYNTAX, "%s: expected integer parameters, then one (graph ...)", cls->name);
     return NULL;
   }
   rg_ctx *ctx = C ? C : rg_ctx_new();
-  rg_fgraph *g = rg_graph_from_term(ctx, rg_car(params));
+  rg_fgraph *g = rg_graph_from_term(ctx, g0);
   if (!g) return NULL;
-  return cls->code == RG_OP_COMPOSITE ? rg_op_composite(ctx, g) : rg_op_from_graph(ctx, g);
+  if (cls->code == RG_OP_COMPOSITE && scalar_graph_error(ctx, g) != RG_OK) return NULL;
+  return inner_op(ctx, cls->code, g, (int)nints, ints);
 }
 
 rg_fgraph *rg_op_inner_graph(const rg_op *op) { return op ? op->inner : NULL; }
@@ -108,23 +117,31 @@ static int scalar_graph_error(rg_ctx *C, const rg_fgraph *g) {
   return RG_OK;
 }
 
-static const rg_op *inner_op(rg_ctx *C, rg_opcode code, rg_fgraph *fg) {
+/* An inner-graph op over a frozen copy of fg, with integer parameters
+ * (copied; the mapping of richer ops). */
+static const rg_op *inner_op(rg_ctx *C, rg_opcode code, rg_fgraph *fg, int nints, const int64_t *ints) {
   rg_fgraph *inner = freeze_copy(fg);
   if (!inner) return NULL;
   rg_op *op = rgc_op_new(code);
   op->inner = inner;
   op->nout = inner->nout;
+  if (nints) {
+    int64_t *v = rg_gc_alloc((size_t)nints * sizeof *v);
+    memcpy(v, ints, (size_t)nints * sizeof *v);
+    op->ints = v;
+    op->nints = nints;
+  }
   return rgc_op_finish(op);
 }
 
 const rg_op *rg_op_composite(rg_ctx *C, rg_fgraph *fg) {
   if (!fg || scalar_graph_error(C, fg) != RG_OK) return NULL;
-  return inner_op(C, RG_OP_COMPOSITE, fg);
+  return inner_op(C, RG_OP_COMPOSITE, fg, 0, NULL);
 }
 
 const rg_op *rg_op_from_graph(rg_ctx *C, rg_fgraph *fg) {
   if (!fg) return NULL;
-  return inner_op(C, RG_OP_OP_FROM_GRAPH, fg);
+  return inner_op(C, RG_OP_OP_FROM_GRAPH, fg, 0, NULL);
 }
 
 static int count_inputs(rg_ctx *C, const rg_op *op, int nin) {

@@ -227,7 +227,7 @@ static void test_bad_files(void **st) {
       {"(graph (define 5 1))", "a name must be a symbol, got 5"},
       {"(graph (output (add 1 . 2)))", "an expression must be a proper list"},
       {"(graph (output (add 1 300000000000000000000)))", "does not fit in 64 bits"},
-      {"(graph (output ((composite 3) 1)))", "composite: expected one (graph ...) parameter"},
+      {"(graph (output ((composite 3) 1)))", "composite: expected integer parameters, then one (graph ...)"},
       {"(graph (output ((composite (graph (input a float64 (2)) (output a))) 1.0)))", "composite: the inner graph must be scalar: input 0 has 1 dimensions"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_read_error(bad[i].text, bad[i].msg);
@@ -324,8 +324,36 @@ static void test_op_from_graph(void **st) {
   assert_int_equal(s[0]->owner->op->code, RG_OP_SHAPE_I);
 }
 
+/* Every printed form of an inner-graph op reads back, integer parameters
+ * (the outer-to-inner mapping of richer inner-graph ops) included; ops
+ * differing only in them are different ops. */
+static void test_inner_ints_read_back(void **st) {
+  const char *text =
+      "(graph (input x float64 (3)) (input y float64 (3))\n"
+      " (output ((composite 3 -1 (graph (input a float64 ()) (input b float64 ()) (output (mul a b)))) x y))\n"
+      " (output ((op_from_graph 0 2 (graph (input u float64 (3)) (output (exp u)))) x))\n"
+      " (output ((op_from_graph (graph (input u float64 (3)) (output (exp u)))) x)))";
+  rg_fgraph *fg = read_ok(text);
+  const rg_op *c = rg_fgraph_output(fg, 0)->owner->op;
+  assert_int_equal(c->nints, 2);
+  assert_int_equal(c->ints[0], 3);
+  assert_int_equal(c->ints[1], -1);
+  const rg_op *f1 = rg_fgraph_output(fg, 1)->owner->op, *f2 = rg_fgraph_output(fg, 2)->owner->op;
+  assert_false(rg_op_equal(f1, f2));
+  rg_fgraph *back = round_trip(fg);
+  assert_true(rg_op_equal(rg_fgraph_output(back, 0)->owner->op, c));
+  assert_true(rg_op_equal(rg_fgraph_output(back, 1)->owner->op, f1));
+  char *s1 = rg_graph_to_string(C, fg);
+  assert_non_null(strstr(s1, "(composite 3 -1 (graph"));
+  expect_read_error("(graph (output ((composite 1 (graph (input a float64 ()) (output a)) 2) 1.0)))",
+                    "composite: expected integer parameters, then one (graph ...)");
+  expect_read_error("(graph (output ((op_from_graph 1 x (graph (input a float64 ()) (output a))) 1.0)))",
+                    "op_from_graph: expected integer parameters, then one (graph ...)");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_inner_ints_read_back),
       cmocka_unit_test(test_read_example),
       cmocka_unit_test(test_params_and_multi_outputs),
       cmocka_unit_test(test_constants_round_trip),
