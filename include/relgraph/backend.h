@@ -26,6 +26,10 @@
 extern "C" {
 #endif
 
+/* The shared library exports what this header declares, nothing else
+ * (everything else is built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /* ------------------------------------------------------------------ shared values */
 
 /* A shared value container: manually owned, reference counted. */
@@ -111,6 +115,8 @@ int rg_backend_count(void);
 const char *rg_backend_name(int i);
 /* Whether a backend can run here; if not, why. */
 bool rg_backend_available(const char *name, char *why, size_t len);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

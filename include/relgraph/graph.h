@@ -49,6 +49,10 @@
 extern "C" {
 #endif
 
+/* The shared library exports what this header declares, nothing else
+ * (everything else is built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /* ------------------------------------------------------------------ dtypes */
 
 typedef enum rg_dtype {
@@ -766,6 +770,8 @@ int rg_dprint(FILE *f, int n, rg_variable *const *vars);
 int rg_fgraph_dprint(FILE *f, rg_fgraph *fg);
 int rg_fgraph_dot(FILE *f, rg_fgraph *fg);     /* Graphviz */
 int rg_fgraph_json(FILE *f, rg_fgraph *fg);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,10 @@
 extern "C" {
 #endif
 
+/* The shared library exports what this header declares, nothing else
+ * (everything else is built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 /* ------------------------------------------------------------------ status */
 
 enum {
@@ -349,6 +353,8 @@ int rg_reader_next(rg_reader *R, rg_term *out);
 const char *rg_reader_where(rg_reader *R, rg_term form);
 /* Reads every datum of a text into a list; NULL on a syntax error. */
 rg_term rg_read_all(rg_ctx *C, const char *name, const char *text, size_t len);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

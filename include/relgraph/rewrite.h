@@ -34,6 +34,10 @@
 extern "C" {
 #endif
 
+/* The shared library exports what this header declares, nothing else
+ * (everything else is built with hidden visibility). */
+#pragma GCC visibility push(default)
+
 typedef struct rg_rewriter rg_rewriter;
 typedef struct rg_rewrite_db rg_rewrite_db;
 typedef struct rg_rewrite_run rg_rewrite_run;
@@ -221,6 +225,8 @@ const char *rg_rule_set_tags(const rg_rule_set *rs, int i);
 /* Adds the rules as entries of an equilibrium database named after their
  * file (positioned after the standard entries), with their tags. */
 int rg_rule_set_register(const rg_rule_set *rs, rg_rewrite_db *db, const char *name);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
