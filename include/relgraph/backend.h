@@ -16,6 +16,14 @@
  * update (an output computed by the function) replaces after each call.
  * Their values live in containers (rg_shared) that the functions using
  * them reference.
+ *
+ * Threads.  rg_compile() may run in several threads at once on graphs that
+ * share no FunctionGraph.  A compiled function is called by one thread at a
+ * time (it keeps its storage cells and reuses its buffers from one call to
+ * the next); different functions may be called at once from different
+ * threads unless they share a shared variable.  rg_function_free() must
+ * not overlap a call of the same function.  A function's own kernel
+ * threads (rg_compile_opts.nthreads) are started and joined inside it.
  */
 #ifndef RELGRAPH_BACKEND_H
 #define RELGRAPH_BACKEND_H

@@ -39,6 +39,16 @@
  * numbers in graph files and kanren terms) are *weak*: they adopt the dtype
  * of the tensors they meet when their kind (bool < integer < float) is not
  * higher, so `x_float32 * 2.0` stays float32 and `x_int8 + 1` stays int8.
+ *
+ * Threads.  Types and ops are immutable values: any thread may make, share
+ * and compare them at any time (their lazily made caches are published
+ * safely).  A graph under construction records its errors in the context
+ * of its variables, so one context's graphs are built by one thread at a
+ * time.  A FunctionGraph and the nodes and variables it holds are used by
+ * one thread at a time (even reads: walks mark nodes); graphs that share
+ * no node may be used from different threads at once.  Tensors are
+ * immutable in practice and their reference counts are atomic: any thread
+ * may share or free them.
  */
 #ifndef RELGRAPH_GRAPH_H
 #define RELGRAPH_GRAPH_H

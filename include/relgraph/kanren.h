@@ -16,6 +16,17 @@
  * code meaning "stopped early" (a step or time limit).  Logical failure — a
  * unification that fails, a goal without answers — is a value, never an
  * error.
+ *
+ * Threads.  rg_init() may be called from any number of threads at once (it
+ * initialises once).  A context (rg_ctx) and everything that records into it
+ * (an interpreter, a prepared query, a search) is used by one thread at a
+ * time; different contexts may be used at the same time from different
+ * threads.  Terms are immutable once made and may be shared by any
+ * threads, except that logic variables are numbered per context.  A thread
+ * that allocates collected memory must be known to the collector: threads
+ * created after rg_init() through the collector's pthread wrappers
+ * (GC_pthread_create, or pthread_create with gc.h included and GC_THREADS
+ * defined) are; others register with GC_register_my_thread().
  */
 #ifndef RELGRAPH_KANREN_H
 #define RELGRAPH_KANREN_H

@@ -24,6 +24,15 @@
  * rewriter that runs them.  The standard database is rg_std_db().
  *
  * Memory: everything here is collected, like graphs.
+ *
+ * Threads.  A rewrite run works on one FunctionGraph, which no other thread
+ * may use meanwhile; runs on different graphs may go on at once in
+ * different contexts.  Rewriters, rules and databases are not changed by
+ * running them, so several runs may share them, except relational rules,
+ * which keep one prepared query and so serve one run at a time (build a
+ * rule set per thread).  Registering rules in a database, and the first
+ * rg_std_db() of a context, are not safe against concurrent use of that
+ * database or context.
  */
 #ifndef RELGRAPH_REWRITE_H
 #define RELGRAPH_REWRITE_H
