@@ -23,7 +23,8 @@
  * the next); different functions may be called at once from different
  * threads unless they share a shared variable.  rg_function_free() must
  * not overlap a call of the same function.  A function's own kernel
- * threads (rg_compile_opts.nthreads) are started and joined inside it.
+ * worker threads (rg_compile_opts.nthreads) belong to it, sleep between
+ * calls and end with rg_function_free().
  */
 #ifndef RELGRAPH_BACKEND_H
 #define RELGRAPH_BACKEND_H
