@@ -47,6 +47,7 @@ void rgc_add_client(rg_variable *v, rg_node *node, int i, uint32_t *pos) {
 }
 
 void rgc_remove_client(rg_variable *v, uint32_t pos) {
+  assert(pos < v->nclients);
   uint32_t last = --v->nclients;
   if (pos != last) {
     rg_client m = v->clients[last];
@@ -278,6 +279,9 @@ static void notify_change(rg_fgraph *fg, rg_node *node, int i, rg_variable *old,
 
 /* Rewires one use; the new variable is already in the graph. */
 static void rewire(rg_fgraph *fg, rg_node *node, int i, rg_variable *old, rg_variable *new_) {
+  /* the clients index: a use knows its position among its variable's clients */
+  assert(old->clients[node ? node->cpos[i] : fg->out_cpos[i]].node == node &&
+         old->clients[node ? node->cpos[i] : fg->out_cpos[i]].index == i);
   if (node) {
     rgc_remove_client(old, node->cpos[i]);
     node->inputs[i] = new_;
@@ -292,6 +296,7 @@ static void rewire(rg_fgraph *fg, rg_node *node, int i, rg_variable *old, rg_var
 /* The one place inputs change (validation is the caller's). */
 static int apply_change(rg_fgraph *fg, rg_node *node, int i, rg_variable *new_, const char *reason,
                         bool rec) {
+  assert(!node || (node->fgraph == fg && i >= 0 && i < node->nin));
   rg_variable *old = node ? node->inputs[i] : fg->outputs[i];
   if (old == new_) return RG_OK;
   int rc = import_var(fg, new_, node, reason);

@@ -42,7 +42,9 @@ static rg_storage *storage_new(void *base, size_t nbytes, void (*release)(void *
 }
 
 static void storage_release(rg_storage *s) {
-  if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  int64_t left = __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
+  assert(left >= 0 && "a tensor released more often than referenced");
+  if (left != 0) return;
   if (s->owned)
     free(s->base);
   else if (s->release)
