@@ -181,7 +181,7 @@ static rgk_state *solve_eq(rg_ctx *C, rgk_state *st, const rgk_tx *t, rgk_frame 
   /* constraint updates may use the stack: copy the added pairs out first */
   size_t n = top - base;
   rgk_word *pairs = n <= 64 ? (rgk_word[64]){0} : rgk_alloc(n * sizeof(rgk_word));
-  memcpy(pairs, C->stk.v + base, n * sizeof(rgk_word));
+  if (n) memcpy(pairs, C->stk.v + base, n * sizeof(rgk_word)); /* v is NULL until first used */
   C->stk.n = base;
   for (size_t i = 0; i < n && r; i += 2)
     r = update_constraints(C, r, RGK_T(pairs[i]), RGK_T(pairs[i + 1]));

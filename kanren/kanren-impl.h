@@ -48,6 +48,14 @@ void *rgk_alloc(size_t n);          /* zeroed, may hold pointers */
 void *rgk_alloc_atomic(size_t n);   /* not zeroed, holds no pointers */
 void *rgk_realloc(void *p, size_t n);
 void rgk_warm_heap(void); /* touch the collector's heap once (benchmarks) */
+/* Memory scopes (RG_GC_NEVER_FREE; no-ops with the collector): the end
+ * frees every block made since the beginning (see mem.c).  Fuzzers bound
+ * their memory with one scope per input. */
+void rgk_scope_begin(void);
+void rgk_scope_end(void);
+void *rgk_alloc_global(size_t n); /* zeroed; for global caches: outlives scopes */
+void rgk_symtab_mark(void);     /* term.c: symbols interned from here on ... */
+void rgk_symtab_rollback(void); /* ... leave the table again */
 char *rgk_strdup(const char *s);
 char *rgk_strndup(const char *s, size_t n);
 char *rgk_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

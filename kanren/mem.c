@@ -11,6 +11,16 @@
  * every access against the block's true size, and LeakSanitizer sees the
  * blocks as reachable from the list, so it reports only leaks of manually
  * owned memory (tensor buffers, device memory), which is what we want.
+ *
+ * Memory scopes bound that mode for long runs (the fuzzers): blocks are
+ * listed newest first, so rgk_scope_begin notes the list's head and
+ * rgk_scope_end frees every block made since (AddressSanitizer then
+ * reports any later use of them) and takes the symbols interned since out
+ * of the symbol table.  Nothing made before a scope may keep a pointer to
+ * a block made inside it: a global cache that grows on demand allocates
+ * with rgk_alloc_global (never in a scope), and lazily filled ones (op and
+ * type caches, interned symbols of a layer) are filled before the first
+ * scope.  With the collector, scopes do nothing.
  */
 #include "kanren/kanren-impl.h"
 
@@ -26,15 +36,46 @@ _Static_assert(sizeof(nf_hdr) == 16, "header keeps 16-byte alignment");
 static nf_hdr *nf_all;   /* every block ever allocated (sanitizer mode only) */
 static pthread_mutex_t nf_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void *nf_alloc(size_t n, bool zero) {
+static nf_hdr *nf_global; /* blocks of global caches, kept out of scopes */
+
+static void *nf_alloc_on(nf_hdr **list, size_t n, bool zero) {
   nf_hdr *h = zero ? calloc(1, sizeof(nf_hdr) + n) : malloc(sizeof(nf_hdr) + n);
   if (!h) { fputs("relgraph: out of memory\n", stderr); abort(); }
   h->size = n;
   pthread_mutex_lock(&nf_lock);
-  h->next = nf_all;
-  nf_all = h;
+  h->next = *list;
+  *list = h;
   pthread_mutex_unlock(&nf_lock);
   return h + 1;
+}
+
+static void *nf_alloc(size_t n, bool zero) { return nf_alloc_on(&nf_all, n, zero); }
+void *rgk_alloc_global(size_t n) { return nf_alloc_on(&nf_global, n ? n : 1, true); }
+
+static nf_hdr *nf_mark;  /* the newest block when the open scope began */
+static bool nf_scoped;
+
+void rgk_scope_begin(void) {
+  pthread_mutex_lock(&nf_lock);
+  assert(!nf_scoped && "memory scopes do not nest");
+  nf_mark = nf_all;
+  nf_scoped = true;
+  pthread_mutex_unlock(&nf_lock);
+  rgk_symtab_mark();
+}
+
+void rgk_scope_end(void) {
+  rgk_symtab_rollback();
+  pthread_mutex_lock(&nf_lock);
+  nf_hdr *h = nf_all;
+  nf_all = nf_mark;
+  nf_scoped = false;
+  pthread_mutex_unlock(&nf_lock);
+  while (h != nf_mark) {
+    nf_hdr *next = h->next;
+    free(h);
+    h = next;
+  }
 }
 
 void rg_init(void) {}
@@ -100,6 +141,9 @@ void rgk_warm_heap(void) {
 }
 
 void rg_gc_collect(void) { GC_gcollect(); }
+void rgk_scope_begin(void) {}
+void rgk_scope_end(void) {}
+void *rgk_alloc_global(size_t n) { return rgk_alloc(n); }
 void rg_gc_warm(void) { rgk_warm_heap(); }
 
 /* ------------------------------------------------------------------ thread caches */

@@ -142,10 +142,10 @@ static rg_term marker(size_t i) {
   if (i >= markers.n) {
     size_t n = markers.n ? markers.n * 2 : 64;
     while (n <= i) n *= 2;
-    rg_term *v = rgk_alloc(n * sizeof *v);
+    rg_term *v = rgk_alloc_global(n * sizeof *v); /* a global cache */
     if (markers.n) memcpy(v, markers.v, markers.n * sizeof *v);
     for (size_t k = markers.n; k < n; k++) {
-      rgk_hdr *h = rgk_alloc(sizeof *h);
+      rgk_hdr *h = rgk_alloc_global(sizeof *h);
       h->type = RGK_T_OPAQUE;
       v[k] = (rg_term)h;
     }

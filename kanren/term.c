@@ -10,6 +10,7 @@
 #include "kanren/kanren-impl.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <pthread.h>
 
 /* ------------------------------------------------------------------ numbers */
@@ -70,10 +71,57 @@ static struct {
   size_t cap, count;   /* cap is a power of two; count < cap * 3 / 4 */
 } symtab = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 
-static void symtab_insert_slot(rgk_symbol **slots, size_t cap, rgk_symbol *s) {
+static size_t symtab_insert_slot(rgk_symbol **slots, size_t cap, rgk_symbol *s) {
   size_t i = s->hash & (cap - 1);
   while (slots[i]) i = (i + 1) & (cap - 1);
   slots[i] = s;
+  return i;
+}
+
+/* Memory scopes (mem.c, never-free mode only) free the symbols interned
+ * inside them, so the table goes back to where it stood at the mark: the
+ * slots filled since in the marked array are emptied again (filling only
+ * ever takes empty slots, so that restores it exactly), and arrays grown
+ * since are dropped for the marked one, which no insertion touched after
+ * it was replaced.  The record of filled slots is malloc'd: it must
+ * outlive the scope. */
+static struct {
+  bool on;
+  rgk_symbol **slots;
+  size_t cap, count;
+  size_t *filled, nfilled, maxfilled;
+} symmark;
+
+static void symmark_note(size_t i) {
+  if (!symmark.on || symtab.slots != symmark.slots) return;
+  if (symmark.nfilled == symmark.maxfilled) {
+    symmark.maxfilled = symmark.maxfilled ? symmark.maxfilled * 2 : 64;
+    symmark.filled = realloc(symmark.filled, symmark.maxfilled * sizeof *symmark.filled);
+    if (!symmark.filled) abort();
+  }
+  symmark.filled[symmark.nfilled++] = i;
+}
+
+void rgk_symtab_mark(void) {
+  pthread_mutex_lock(&symtab.lock);
+  symmark.on = true;
+  symmark.slots = symtab.slots;
+  symmark.cap = symtab.cap;
+  symmark.count = symtab.count;
+  symmark.nfilled = 0;
+  pthread_mutex_unlock(&symtab.lock);
+}
+
+void rgk_symtab_rollback(void) {
+  pthread_mutex_lock(&symtab.lock);
+  if (symmark.on) {
+    for (size_t k = 0; k < symmark.nfilled; k++) symmark.slots[symmark.filled[k]] = NULL;
+    symtab.slots = symmark.slots;
+    symtab.cap = symmark.cap;
+    symtab.count = symmark.count;
+    symmark.on = false;
+  }
+  pthread_mutex_unlock(&symtab.lock);
 }
 
 static void symtab_grow(void) {
@@ -104,7 +152,7 @@ rg_term rg_symbol_n(const char *name, size_t n) {
     s->h = (rgk_hdr){.type = RGK_T_SYMBOL, .n = (uint32_t)n};
     s->hash = h;
     s->name = rgk_strndup(name, n);
-    symtab_insert_slot(symtab.slots, symtab.cap, s);
+    symmark_note(symtab_insert_slot(symtab.slots, symtab.cap, s));
     symtab.count++;
   }
   pthread_mutex_unlock(&symtab.lock);

@@ -6,10 +6,8 @@
  * its kanren terms to equal computations.
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "relgraph/graph.h"
+#include "fuzz_common.h"
 
 static FILE *sink(void) {
   static FILE *f;
@@ -38,17 +36,12 @@ static void check_round_trip(rg_ctx *C, rg_fgraph *fg) {
   free(a);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static rg_ctx *C;
-  if (!C) {
-    rg_init();
-    C = rg_ctx_new();
-  }
-  rg_clear_error(C);
+static void check_graph(const uint8_t *data, size_t size) {
+  rg_ctx *C = fuzz_ctx();
   rg_fgraph *fg = rg_graph_read(C, "fuzz.graph", (const char *)data, size);
   if (!fg) {
     if (!rg_errmsg(C)[0]) abort(); /* a failure always has a message */
-    return 0;
+    return;
   }
   if (rg_fgraph_check(fg) != RG_OK) abort();
   FILE *f = sink();
@@ -59,5 +52,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_round_trip(C, fg);
   rg_fgraph *copy = rg_fgraph_clone(fg, NULL);
   if (!copy || rg_fgraph_merge(copy, NULL) != RG_OK || rg_fgraph_check(copy) != RG_OK) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fuzz_begin();
+  check_graph(data, size);
+  fuzz_end();
   return 0;
 }

@@ -3,21 +3,14 @@
  * a tensor or a clear error, never a crash; a tensor read must write back
  * and read again to an equal tensor.
  */
-#include <stdlib.h>
+#include "fuzz_common.h"
 
-#include "relgraph/graph.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static rg_ctx *C;
-  if (!C) {
-    rg_init();
-    C = rg_ctx_new();
-  }
-  rg_clear_error(C);
+static void check_npy(const uint8_t *data, size_t size) {
+  rg_ctx *C = fuzz_ctx();
   rg_tensor *t = rg_npy_read(C, "fuzz.npy", data, size);
   if (!t) {
     if (!rg_errmsg(C)[0]) abort(); /* a failure always has a message */
-    return 0;
+    return;
   }
   void *bytes;
   size_t len;
@@ -29,5 +22,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(bytes);
   }
   rg_tensor_free(t);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fuzz_begin();
+  check_npy(data, size);
+  fuzz_end();
   return 0;
 }
