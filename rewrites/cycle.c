@@ -145,8 +145,7 @@ struct rgr_states {
   uint64_t next;      /* the next fresh number */
   state *seen;
   size_t cap, n;
-  rg_node **pending;  /* work stack of the walks */
-  size_t npending, cappending;
+  rgr_nodes pending;  /* work stack of the walks */
 };
 
 rgr_states *rgr_states_new(rg_fgraph *fg) {
@@ -154,17 +153,6 @@ rgr_states *rgr_states_new(rg_fgraph *fg) {
   s->fg = fg;
   s->next = 1;
   return s;
-}
-
-static void push_pending(rgr_states *s, rg_node *n) {
-  if (s->npending == s->cappending) {
-    size_t cap = s->cappending ? 2 * s->cappending : 64;
-    rg_node **v = rg_gc_alloc(cap * sizeof *v);
-    if (s->npending) memcpy(v, s->pending, s->npending * sizeof *v);
-    s->pending = v;
-    s->cappending = cap;
-  }
-  s->pending[s->npending++] = n;
 }
 
 /* A variable computed by no node: a constant by value, anything else by
@@ -198,19 +186,19 @@ static uint64_t number_of(rgr_states *s, const rg_variable *v) {
   uint64_t n = pm_get(&s->num, v);
   if (n) return n;
   if (!v->owner) return number_leaf(s, v);
-  size_t base = s->npending;
-  push_pending(s, v->owner);
-  while (s->npending > base) {
-    rg_node *node = s->pending[s->npending - 1];
-    size_t before = s->npending;
+  int base = s->pending.n;
+  rgr_nodes_push(&s->pending, v->owner);
+  while (s->pending.n > base) {
+    rg_node *node = s->pending.v[s->pending.n - 1];
+    int before = s->pending.n;
     for (int i = 0; i < node->nin; i++) {
       const rg_variable *x = node->inputs[i];
       if (pm_get(&s->num, x)) continue;
-      if (x->owner) push_pending(s, x->owner);
+      if (x->owner) rgr_nodes_push(&s->pending, x->owner);
       else number_leaf(s, x);
     }
-    if (s->npending == before) {
-      s->npending--;
+    if (s->pending.n == before) {
+      s->pending.n--;
       if (!pm_get(&s->num, node->outputs[0])) number_node(s, node);
     }
   }
@@ -218,16 +206,16 @@ static uint64_t number_of(rgr_states *s, const rg_variable *v) {
 }
 
 void rgr_states_changed(rgr_states *s, rg_node *node) {
-  size_t base = s->npending;
-  push_pending(s, node);
-  while (s->npending > base) {
-    rg_node *n = s->pending[--s->npending];
+  int base = s->pending.n;
+  rgr_nodes_push(&s->pending, node);
+  while (s->pending.n > base) {
+    rg_node *n = s->pending.v[--s->pending.n];
     for (int o = 0; o < n->nout; o++) {
       rg_variable *v = n->outputs[o];
       if (!pm_get(&s->num, v)) continue;
       pm_put(&s->num, v, 0);
       for (uint32_t c = 0; c < v->nclients; c++)
-        if (v->clients[c].node) push_pending(s, v->clients[c].node);
+        if (v->clients[c].node) rgr_nodes_push(&s->pending, v->clients[c].node);
     }
   }
 }
