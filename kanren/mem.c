@@ -79,6 +79,8 @@ void rgk_scope_end(void) {
 }
 
 void rg_init(void) {}
+int rg_thread_attach(void) { return RG_OK; }
+void rg_thread_detach(void) {}
 void rg_gc_collect(void) {}
 void rgk_warm_heap(void) {}
 void rg_gc_warm(void) {}
@@ -127,6 +129,8 @@ void rg_init(void) {
   GC_register_displacement(2);
   GC_register_displacement(6);
   make_pair_kind();
+  /* threads the collector did not start may register (rg_thread_attach) */
+  GC_allow_register_threads();
   done = true;
 }
 
@@ -164,6 +168,24 @@ rgk_tcache *rgk_tcache_init(void) {
   pthread_setspecific(tcache_key, c);
   rgk_tc = c;
   return c;
+}
+
+int rg_thread_attach(void) {
+  struct GC_stack_base sb;
+  if (GC_get_stack_base(&sb) != GC_SUCCESS) return RG_ERR;
+  int rc = GC_register_my_thread(&sb);
+  return rc == GC_SUCCESS || rc == GC_DUPLICATE ? RG_OK : RG_ERR;
+}
+
+/* The thread's allocation cache goes first: freeing it needs the thread
+ * still registered. */
+void rg_thread_detach(void) {
+  if (rgk_tc) {
+    pthread_setspecific(tcache_key, NULL);
+    GC_FREE(rgk_tc);
+    rgk_tc = NULL;
+  }
+  GC_unregister_my_thread();
 }
 
 void *rgk_alloc(size_t n) {

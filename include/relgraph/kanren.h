@@ -23,10 +23,10 @@
  * time; different contexts may be used at the same time from different
  * threads.  Terms are immutable once made and may be shared by any
  * threads, except that logic variables are numbered per context.  A thread
- * that allocates collected memory must be known to the collector: threads
- * created after rg_init() through the collector's pthread wrappers
- * (GC_pthread_create, or pthread_create with gc.h included and GC_THREADS
- * defined) are; others register with GC_register_my_thread().
+ * that uses the library must be known to the collector: the thread that
+ * called rg_init() and threads started through the collector's pthread
+ * wrappers are; any other thread calls rg_thread_attach() first and
+ * rg_thread_detach() before it ends.
  */
 #ifndef RELGRAPH_KANREN_H
 #define RELGRAPH_KANREN_H
@@ -72,6 +72,14 @@ enum {
 typedef struct rg_ctx rg_ctx;
 
 void rg_init(void);                  /* start the collector; idempotent */
+/* Makes the calling thread known to the collector, for threads not started
+ * through its pthread wrappers (rg_init() must have run, in a thread the
+ * collector knows, such as the main thread); RG_OK, or RG_ERR if the
+ * thread's stack cannot be found.  Attaching twice is harmless. */
+int rg_thread_attach(void);
+/* Before a thread that attached ends: it may not touch collected memory
+ * afterwards. */
+void rg_thread_detach(void);
 /* Collected memory, zeroed, for arrays of terms built from C (terms kept
  * only in malloc'd memory are invisible to the collector). */
 void *rg_gc_alloc(size_t n);
