@@ -5,7 +5,8 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/backend/registry.c
   ${PROJECT_SOURCE_DIR}/backend/linker.c
   ${PROJECT_SOURCE_DIR}/backend/vm.c
-  ${PROJECT_SOURCE_DIR}/backend/function.c)
+  ${PROJECT_SOURCE_DIR}/backend/function.c
+  ${PROJECT_SOURCE_DIR}/backend/verify.c)
 file(GLOB RG_CPU_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/backend/cpu/*.c)
 list(APPEND RG_SOURCES ${RG_CPU_SOURCES})
 # The CPU kernels are loops the compiler must vectorise: -O3 for them, no

@@ -44,6 +44,16 @@ static inline int rgc_outs_set1(rgc_outs *o, const rg_type *t) {
 /* Shapes for infer_shape: one scalar int64 variable per dimension. */
 typedef rg_variable **rgc_shape;
 
+/* The gradient of an op (grad-ops.c): from the gradients of the node's
+ * outputs (og[k] NULL: zero) it fills one gradient per input (ig[i], NULL
+ * when disconnected), in the output's shape; rg_grad fits them to the
+ * inputs' types.  RG_OK, or an error recorded in C. */
+typedef int (*rgc_grad_fn)(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig);
+#define RGC_X_GRAD(code, name, fam, lo, hi) \
+  int rgc_grad_##code(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig);
+RG_OP_TABLE(RGC_X_GRAD)
+#undef RGC_X_GRAD
+
 struct rg_op_class {
   const char *name;
   rg_opcode code;
@@ -63,7 +73,7 @@ struct rg_op_class {
   const rg_op *(*params_parse)(rg_ctx *C, const rg_op_class *cls, rg_term params);
   int (*view_of)(const rg_op *op, int output);
   int (*destroys)(const rg_op *op, int output);
-  void *grad;                /* the gradient (filled by a later layer) */
+  rgc_grad_fn grad;          /* the gradient (grad-ops.c) */
 };
 
 extern const rg_op_class rgc_classes[RG_OP_COUNT];

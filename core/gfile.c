@@ -234,6 +234,26 @@ static int schedule(reader *r, rg_term e, rgk_stack *work, rgk_stack *vals) {
   return RG_OK;
 }
 
+/* (grad COST WRT ...): one gradient per WRT, expanded into the gradient
+ * graph as the file is read.  Several travel as a node that holds only
+ * their list (no op), which define and nth take apart like any
+ * multi-output node. */
+static int apply_grad(reader *r, rg_term e, int n, rg_variable **args, rgk_stack *vals) {
+  if (n < 2) return rerr(r, e, RG_ERR_SYNTAX, "expected (grad COST WRT ...)");
+  rg_variable **g = rgk_alloc((size_t)(n - 1) * sizeof *g);
+  rg_clear_error(r->C);
+  if (rg_grad(r->C, args[0], n - 1, args + 1, NULL, g) != RG_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", rg_errmsg(r->C));
+    return rerr(r, e, RG_ERR_TYPE, "%s", msg);
+  }
+  if (n == 2) return push_value(vals, g[0], V_VAR);
+  rg_node *tuple = rgk_alloc(sizeof *tuple);
+  tuple->nout = n - 1;
+  tuple->outputs = g;
+  return push_value(vals, tuple, V_NODE);
+}
+
 /* Applies the op of list e to the n values on top of vals. */
 static int apply(reader *r, rg_term e, rgk_stack *vals) {
   int n = (int)len(e) - 1;
@@ -248,6 +268,7 @@ static int apply(reader *r, rg_term e, rgk_stack *vals) {
     args[i] = (rg_variable *)vals->v[at];
   }
   vals->n -= 2 * (size_t)n;
+  if (is_sym(rg_car(e), "grad")) return apply_grad(r, e, n, args, vals);
   const rg_op *op = resolve_op(r, e, rg_car(e));
   if (!op) return RG_ERR_NAME;
   rg_clear_error(r->C);

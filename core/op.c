@@ -100,7 +100,7 @@ int rgc_opaque_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, 
 
 #define COMMON                                                                    \
   .params_equal = params_equal, .params_hash = params_hash,                       \
-  .params_term = params_term, .params_parse = params_parse, .grad = NULL
+  .params_term = params_term, .params_parse = params_parse
 #define FAM_ELEMWISE                                                              \
   .make_node = rgc_ew_make_node, .infer_shape = rgc_ew_infer_shape,               \
   .view_of = no_view, .destroys = destroys_inplace, COMMON
@@ -149,7 +149,7 @@ int rgc_ew_rule(rg_opcode code) {
 const rg_op_class rgc_classes[RG_OP_COUNT] = {
 #define X(code_, name_, fam_, lo_, hi_)                                              \
   [RG_OP_##code_] = {.name = name_, .code = RG_OP_##code_, .family = RG_FAM_##fam_, \
-                     .min_in = lo_, .max_in = hi_, FAM_##fam_},
+                     .min_in = lo_, .max_in = hi_, .grad = rgc_grad_##code_, FAM_##fam_},
     RG_OP_TABLE(X)
 #undef X
 };

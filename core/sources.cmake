@@ -20,4 +20,6 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/core/gfile.c
   ${PROJECT_SOURCE_DIR}/core/pprint.c
   ${PROJECT_SOURCE_DIR}/core/export.c
-  ${PROJECT_SOURCE_DIR}/core/bridge.c)
+  ${PROJECT_SOURCE_DIR}/core/bridge.c
+  ${PROJECT_SOURCE_DIR}/core/grad.c
+  ${PROJECT_SOURCE_DIR}/core/grad-ops.c)

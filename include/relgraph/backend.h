@@ -118,6 +118,26 @@ void rg_function_dump(const rg_function *f, FILE *out);
  * constant folding.  outputs[0..nout) receive new references. */
 int rg_eval_node(const rg_node *node, rg_tensor **outputs, char *err, size_t errlen);
 
+/* Checks symbolic gradients numerically (Aesara's verify_grad): the
+ * gradient of sum(out * P), P a random projection, with respect to each
+ * input, compiled and evaluated at `values` (one tensor per input),
+ * against central finite differences.  RG_OK when every float input's
+ * every element agrees (absolute or relative error within the tolerance:
+ * 1e-4 for float64, 1e-2 for float32, unless opts says otherwise); else
+ * an error in C naming the input and element.  opts and report may be
+ * NULL. */
+typedef struct rg_verify_opts {
+  double eps;      /* finite-difference step; 0: 1e-6 (float64), 1e-3 (float32) */
+  double tol;      /* 0: by dtype, as above */
+  uint64_t seed;   /* of the projection; 0: a fixed default */
+} rg_verify_opts;
+typedef struct rg_verify_report {
+  int64_t checked;          /* elements compared */
+  double max_abs, max_rel;  /* the largest errors seen */
+} rg_verify_report;
+int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *out,
+                   rg_tensor *const *values, const rg_verify_opts *opts, rg_verify_report *report);
+
 /* Backends compiled into this library: "cpu" always, "cuda" when built
  * with the CUDA toolkit (usable only where a device is present). */
 int rg_backend_count(void);

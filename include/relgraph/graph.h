@@ -598,6 +598,39 @@ rg_variable *rg_ger(rg_variable *A, rg_variable *alpha, rg_variable *x, rg_varia
 rg_node *rg_ifelse(rg_variable *cond, int n, rg_variable *const *thens,
                    rg_variable *const *elses);
 
+/* ------------------------------------------------------------------ gradients */
+
+/* What rg_grad does with a wrt the cost does not depend on (integer and
+ * boolean values never get a gradient). */
+enum {
+  RG_GRAD_DISCONNECTED_RAISE = 0, /* an error naming it (the default) */
+  RG_GRAD_DISCONNECTED_ZERO = 1,  /* zeros of its type */
+  RG_GRAD_DISCONNECTED_NULL = 2,  /* NULL in its place */
+};
+typedef struct rg_grad_opts {
+  int disconnected;                 /* RG_GRAD_DISCONNECTED_* */
+  /* Start from given gradients (of the known variables' types) instead of,
+   * or as well as, a scalar cost; a NULL gradient is zero. */
+  int nknown;
+  rg_variable *const *known;
+  rg_variable *const *known_grads;
+  /* Values treated as constants: no gradient flows through them. */
+  int nconsts;
+  rg_variable *const *consts;
+} rg_grad_opts;
+
+/* Reverse-mode gradients of `cost` (a float scalar; may be NULL when
+ * opts gives known gradients) with respect to each of wrt, as graphs:
+ * out[i] has wrt[i]'s dtype, rank and broadcastable dimensions.  opts may
+ * be NULL.  RG_OK, or an error in C (a cost that is not a float scalar, a
+ * wrt it does not depend on, an op without a gradient on the way). */
+int rg_grad(rg_ctx *C, rg_variable *cost, int nwrt, rg_variable *const *wrt,
+            const rg_grad_opts *opts, rg_variable **out);
+/* g summed over the dimensions where it was broadcast against type t (the
+ * leading extra ones, and those of size 1 in t), keeping t's rank: the
+ * one step that brings a broadcast gradient back to its input's shape. */
+rg_variable *rg_grad_sum_to(rg_variable *g, const rg_type *t);
+
 /* ------------------------------------------------------------------ graph walks */
 
 /* A map from graph objects (variables, nodes) to objects, for clones. */

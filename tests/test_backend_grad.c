@@ -1,0 +1,382 @@
+/*
+ * test_backend_grad.c — gradients: rg_grad's graphs checked numerically
+ * with rg_verify_grad for every differentiable op (float64 and float32,
+ * broadcasting in every position), and the driver's own behaviour: types
+ * of the gradients, a value used twice, disconnected and integer inputs,
+ * constants, known gradients, bad costs, and an MLP whose gradients agree
+ * with a backward pass written by hand in this file.
+ *
+ * Op cases are small graph files: the first output is differentiated with
+ * respect to every float input, at random points in [0.5, 1.5) (so logs,
+ * roots and powers are defined and kinks are far away).
+ */
+#include "tests/testutil.h"
+
+#include "relgraph/backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static rg_ctx *C;
+
+static int setup(void **st) {
+  rg_init();
+  C = rg_ctx_new();
+  return 0;
+}
+
+static uint64_t rng_state = 12345;
+static double unit(void) {
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static rg_tensor *random_value(const rg_type *t) {
+  int64_t shape[RG_MAX_NDIM];
+  for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d] >= 0 ? t->shape[d] : 3;
+  rg_tensor *v = rg_tensor_new(t->dtype, t->ndim, shape);
+  int64_t n = rg_tensor_numel(v);
+  for (int64_t i = 0; i < n; i++)
+    rg_tensor_set_f64(v, i, rg_dtype_is_float(t->dtype) ? 0.5 + unit() : (double)(i % 2));
+  return v;
+}
+
+static rg_fgraph *read_graph(const char *text) {
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  if (!fg) fail_msg("%s\n%s", rg_errmsg(C), text);
+  return fg;
+}
+
+/* Verifies the gradient of the graph's first output at a random point. */
+static void verify_text(const char *text) {
+  rg_fgraph *fg = read_graph(text);
+  int nin = rg_fgraph_ninputs(fg);
+  rg_variable **ins = rg_gc_alloc((size_t)(nin + 1) * sizeof *ins);
+  rg_tensor **vals = calloc((size_t)(nin + 1), sizeof *vals);
+  for (int i = 0; i < nin; i++) {
+    ins[i] = rg_fgraph_input(fg, i);
+    vals[i] = random_value(ins[i]->type);
+  }
+  rg_variable *out = rg_fgraph_output(fg, 0);
+  rg_fgraph_release(fg);
+  rg_verify_report rep;
+  rg_clear_error(C);
+  int rc = rg_verify_grad(C, nin, ins, out, vals, NULL, &rep);
+  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
+  free(vals);
+  if (rc != RG_OK) fail_msg("%s\n%s", rg_errmsg(C), text);
+  assert_true(rep.checked > 0);
+}
+
+#define M34 "(input x float64 (3 4)) "
+#define V4 "(input v float64 (4)) "
+#define V3 "(input u float64 (3)) "
+#define S "(input s float64 ()) "
+#define G(decls, expr) "(graph " decls "(output " expr "))"
+
+/* Elementwise ops, with broadcasting in each position. */
+static const char *const ew_cases[] = {
+    G(M34 V4, "(add x v)"), G(M34 V4 S, "(add v x s)"), G(M34 V4, "(mul x v x)"),
+    G(M34 V4, "(sub v x)"), G(M34 V4, "(true_div x v)"), G(M34 V4, "(true_div v x)"),
+    G(M34 V4, "(mod x v)"), G(M34, "(neg x)"), G(M34, "(abs (sub x 1.0))"), G(M34, "(exp x)"),
+    G(M34, "(log x)"), G(M34, "(log1p x)"), G(M34, "(expm1 x)"), G(M34, "(sqrt x)"),
+    G(M34, "(sqr x)"), G(M34 V4, "(pow x v)"), G(M34 S, "(pow s x)"), G(M34, "(sin x)"),
+    G(M34, "(cos x)"), G(M34, "(tanh x)"), G(M34, "(sigmoid x)"), G(M34, "(softplus x)"),
+    G(M34, "(erf x)"), G(M34 V4, "(maximum x v)"), G(M34 V4, "(minimum v x)"),
+    G(M34, "(mul x (floor (mul x 3.0)))"), G(M34, "(add x (ceil x) (round x) (sign x))"),
+    G(M34 V4, "(clip x 0.8 v)"), G(M34 V4, "(switch (lt x v) x (mul v 2.0))"),
+    G("(input x float32 (3 4)) ", "(mul ((cast float64) x) 2.0)"), G(M34, "(identity x)"),
+    G(M34 S, "(second x s)"), G(M34 V4, "(int_div x v)"),
+};
+
+static void test_elementwise(void **st) {
+  for (size_t i = 0; i < sizeof ew_cases / sizeof *ew_cases; i++) verify_text(ew_cases[i]);
+}
+
+static const char *const shape_cases[] = {
+    G(M34, "((dimshuffle 1 0) x)"), G(M34, "(mul ((dimshuffle x 1 0) x) 2.0)"),
+    G("(input x float64 (3 1 4)) ", "((dimshuffle 2 0) x)"),
+    G(M34, "((reshape 1) x (constant int64 (1) (12)))"), G(M34, "((flatten 1) x)"),
+    G(S, "(alloc s 3 2)"), G(V4, "(alloc v 3 4)"), G(M34 V4, "((join 0) x ((dimshuffle x 0) v))"),
+    G(M34, "(nth 1 ((split 1 2) x (constant int64 (2) (1 3))))"),
+    G(M34, "(add (nth 0 ((split 1 2) x (constant int64 (2) (1 3)))) 1.0)"),
+    G(M34, "((subtensor (1 3) 0) x)"), G(M34, "((subtensor (none none -1) (1 none)) x)"),
+    G(M34 "(input i int64 ()) ", "((subtensor ? (1 none)) x i)"),
+    G(M34 "(input y float64 (2 4)) ", "((inc_subtensor (0 2)) x y)"),
+    G(M34 V4, "((set_subtensor 1) x v)"),
+    G(S "(input t float64 ()) ", "((make_vector float64) s t s)"),
+};
+
+static void test_structure(void **st) {
+  for (size_t i = 0; i < sizeof shape_cases / sizeof *shape_cases; i++) verify_text(shape_cases[i]);
+}
+
+static const char *const reduce_cases[] = {
+    G(M34, "(sum x)"), G(M34, "((sum 0) x)"), G(M34, "((sum 1) x)"), G(M34, "((prod 1) x)"),
+    G(M34, "(prod x)"), G(M34, "((max 0) x)"), G(M34, "(max x)"), G(M34, "((min 1) x)"),
+    G("(input x float64 (2 3 4)) ", "((max 0 2) x)"), G(M34, "((mean 0) x)"), G(M34, "(mean x)"),
+    G(M34, "((softmax 1) x)"), G(M34, "((softmax 0) x)"), G(M34, "((log_softmax 1) x)"),
+};
+
+static void test_reductions(void **st) {
+  for (size_t i = 0; i < sizeof reduce_cases / sizeof *reduce_cases; i++) verify_text(reduce_cases[i]);
+}
+
+static const char *const blas_cases[] = {
+    G(M34 "(input y float64 (4 2)) ", "(dot x y)"), G(M34 V4, "(dot x v)"),
+    G(M34 V3, "(dot u x)"), G(V4 "(input w float64 (4)) ", "(dot v w)"), G(V3 V4, "(outer u v)"),
+    G("(input z float64 (3 2)) (input a float64 ()) " M34 "(input y float64 (4 2)) (input b float64 ()) ",
+      "(gemm z a x y b)"),
+    G(V3 "(input a float64 ()) " M34 V4 "(input b float64 ()) ", "(gemv u a x v b)"),
+    G(M34 "(input a float64 ()) " V3 V4, "(ger x a u v)"),
+};
+
+static void test_linear_algebra(void **st) {
+  for (size_t i = 0; i < sizeof blas_cases / sizeof *blas_cases; i++) verify_text(blas_cases[i]);
+}
+
+static void test_control_and_inner_graphs(void **st) {
+  verify_text(G(M34 V4 "(input c bool ()) ", "(nth 0 (ifelse c (exp x) (mul x v)))"));
+  verify_text(G(M34 V4 "(input c bool ()) ", "(nth 1 (ifelse (not c) (exp x) x (mul x v) (sin x)))"));
+  verify_text(G(M34 V4, "((composite (graph (input a float64 ()) (input b float64 ()) "
+                        "(output (add (mul a b) (exp a))))) x v)"));
+  verify_text(G(M34 V4, "((op_from_graph (graph (input a float64 (3 4)) (input b float64 (4)) "
+                        "(output (sum (dot a b))))) x v)"));
+}
+
+/* float32 inputs are checked with float32 tolerances. */
+static void test_float32(void **st) {
+  verify_text(G("(input x float32 (3 4)) (input v float32 (4)) ", "(tanh (add (mul x v) v))"));
+  verify_text(G("(input x float32 (3 4)) (input y float32 (4 2)) ", "((softmax 1) (dot x y))"));
+  verify_text(G("(input x float32 (3 4)) ", "((sum 1) (sigmoid x))"));
+}
+
+/* prod's gradient with zeros: one zero in a slice gets the product of the
+ * others, two zeros give zeros. */
+static void test_prod_with_zeros(void **st) {
+  rg_fgraph *fg = read_graph(G("(input x float64 (2 3)) ", "((prod 1) x)"));
+  rg_variable *x = rg_fgraph_input(fg, 0), *out = rg_fgraph_output(fg, 0);
+  rg_fgraph_release(fg);
+  double xv[6] = {2, 0, 3, 0, 5, 0};
+  rg_tensor *in = rg_tensor_from_data(RG_FLOAT64, 2, (int64_t[]){2, 3}, xv);
+  assert_int_equal(rg_verify_grad(C, 1, &x, out, &in, NULL, NULL), RG_OK);
+  rg_variable *cost = rg_sum(out, -1, NULL), *g;
+  assert_int_equal(rg_grad(C, cost, 1, &x, NULL, &g), RG_OK);
+  rg_function *f = rg_compile(C, 1, &x, 1, &g, NULL);
+  rg_tensor *res;
+  assert_int_equal(rg_function_call(f, &in, &res), RG_OK);
+  double want[6] = {0, 6, 0, 0, 0, 0};
+  for (int i = 0; i < 6; i++) assert_true(rg_tensor_get_f64(res, i) == want[i]);
+  rg_tensor_free(res);
+  rg_tensor_free(in);
+  rg_function_free(f);
+}
+
+/* ------------------------------------------------------------------ the driver */
+
+static rg_variable *input(const char *name, rg_dtype dt, int nd, const int64_t *shape) {
+  return rg_input(C, name, rg_type_new(dt, nd, shape));
+}
+
+/* A bias added to a matrix: its gradient is the column sums, with the
+ * bias's own type (rank 2, broadcastable first dimension, too). */
+static void test_broadcast_types(void **st) {
+  rg_variable *x = input("x", RG_FLOAT64, 2, (int64_t[]){3, 4});
+  rg_variable *b = input("b", RG_FLOAT64, 1, (int64_t[]){4});
+  rg_variable *b2 = input("b2", RG_FLOAT64, 2, (int64_t[]){1, 4});
+  rg_variable *s = input("s", RG_FLOAT32, 0, NULL);
+  rg_variable *cost = rg_sum(rg_mul(rg_add(rg_add(x, b), b2), s), -1, NULL), *g[4];
+  assert_int_equal(rg_grad(C, cost, 4, (rg_variable *[]){x, b, b2, s}, NULL, g), RG_OK);
+  for (int i = 0; i < 4; i++) {
+    rg_variable *w = (rg_variable *[]){x, b, b2, s}[i];
+    assert_true(rg_type_equal(g[i]->type, w->type));
+  }
+  rg_function *f = rg_compile(C, 4, (rg_variable *[]){x, b, b2, s}, 1, &g[1], NULL);
+  rg_tensor *vals[4] = {rg_tensor_new(RG_FLOAT64, 2, (int64_t[]){3, 4}), rg_tensor_new(RG_FLOAT64, 1, (int64_t[]){4}),
+                        rg_tensor_new(RG_FLOAT64, 2, (int64_t[]){1, 4}), rg_tensor_scalar_f64(RG_FLOAT32, 2)};
+  rg_tensor *res;
+  assert_int_equal(rg_function_call(f, vals, &res), RG_OK);
+  for (int j = 0; j < 4; j++) assert_true(rg_tensor_get_f64(res, j) == 6.0); /* 3 rows x s */
+  rg_tensor_free(res);
+  for (int i = 0; i < 4; i++) rg_tensor_free(vals[i]);
+  rg_function_free(f);
+}
+
+/* A value used twice: the gradients add. */
+static void test_value_used_twice(void **st) {
+  rg_variable *x = input("x", RG_FLOAT64, 1, (int64_t[]){3});
+  rg_variable *e = rg_exp(x), *cost = rg_sum(rg_add(rg_mul(e, e), e), -1, NULL), *g;
+  assert_int_equal(rg_grad(C, cost, 1, &x, NULL, &g), RG_OK);
+  rg_function *f = rg_compile(C, 1, &x, 1, &g, NULL);
+  double xv[3] = {0, 1, -1};
+  rg_tensor *in = rg_tensor_from_data(RG_FLOAT64, 1, (int64_t[]){3}, xv), *res;
+  assert_int_equal(rg_function_call(f, &in, &res), RG_OK);
+  for (int i = 0; i < 3; i++) {
+    double ex = exp(xv[i]);
+    assert_true(fabs(rg_tensor_get_f64(res, i) - (2 * ex * ex + ex)) < 1e-12);
+  }
+  rg_tensor_free(res);
+  rg_tensor_free(in);
+  rg_function_free(f);
+}
+
+static void test_disconnected_and_integers(void **st) {
+  rg_variable *x = input("x", RG_FLOAT64, 1, (int64_t[]){3}), *y = input("y", RG_FLOAT64, 1, (int64_t[]){3});
+  rg_variable *k = input("k", RG_INT64, 1, (int64_t[]){3});
+  rg_variable *cost = rg_sum(rg_mul(x, k), -1, NULL), *g[2];
+  rg_clear_error(C);
+  assert_int_equal(rg_grad(C, cost, 2, (rg_variable *[]){x, y}, NULL, g), RG_ERR_TYPE);
+  assert_non_null(strstr(rg_errmsg(C), "the cost does not depend on 'y'"));
+  rg_clear_error(C);
+  assert_int_equal(rg_grad(C, cost, 1, &k, NULL, g), RG_ERR_TYPE);
+  assert_non_null(strstr(rg_errmsg(C), "an integer or boolean value has no gradient"));
+  rg_grad_opts zero = {.disconnected = RG_GRAD_DISCONNECTED_ZERO}, null = {.disconnected = RG_GRAD_DISCONNECTED_NULL};
+  assert_int_equal(rg_grad(C, cost, 2, (rg_variable *[]){x, y}, &zero, g), RG_OK);
+  assert_true(rg_type_equal(g[1]->type, y->type));
+  assert_int_equal(rg_grad(C, cost, 2, (rg_variable *[]){x, y}, &null, g), RG_OK);
+  assert_non_null(g[0]);
+  assert_null(g[1]);
+}
+
+static void test_bad_costs(void **st) {
+  rg_variable *x = input("x", RG_FLOAT64, 1, (int64_t[]){3}), *g;
+  rg_clear_error(C);
+  assert_int_equal(rg_grad(C, rg_exp(x), 1, &x, NULL, &g), RG_ERR_TYPE);
+  assert_non_null(strstr(rg_errmsg(C), "the cost must be a scalar, got float64 (3)"));
+  rg_variable *k = input("k", RG_INT64, 0, NULL);
+  rg_clear_error(C);
+  assert_int_equal(rg_grad(C, k, 1, &k, NULL, &g), RG_ERR_TYPE);
+  assert_non_null(strstr(rg_errmsg(C), "the cost must be a float"));
+  rg_clear_error(C);
+  assert_int_equal(rg_grad(C, NULL, 1, &x, NULL, &g), RG_ERR_TYPE);
+  /* an opaque op on the way has no gradient */
+  rg_variable *o = rg_apply(C, rg_op_opaque("mystery", 1, NULL), 1, &x);
+  rg_clear_error(C);
+  assert_int_equal(rg_grad(C, rg_sum(o, -1, NULL), 1, &x, NULL, &g), RG_ERR_TYPE);
+  assert_non_null(strstr(rg_errmsg(C), "op mystery has no gradient"));
+}
+
+/* Values treated as constants stop the gradient; known gradients start it. */
+static void test_constants_and_known(void **st) {
+  rg_variable *x = input("x", RG_FLOAT64, 0, NULL);
+  rg_variable *h = rg_mul(x, x), *cost = rg_mul(h, x), *g;
+  rg_grad_opts o = {.nconsts = 1, .consts = &h};
+  assert_int_equal(rg_grad(C, cost, 1, &x, &o, &g), RG_OK); /* d(h x)/dx with h fixed = h */
+  rg_function *f = rg_compile(C, 1, &x, 1, &g, NULL);
+  rg_tensor *in = rg_tensor_scalar_f64(RG_FLOAT64, 3), *res;
+  assert_int_equal(rg_function_call(f, &in, &res), RG_OK);
+  assert_true(rg_tensor_get_f64(res, 0) == 9.0);
+  rg_tensor_free(res);
+  rg_function_free(f);
+  /* start from a given gradient of h: dh/dx * 10 */
+  rg_variable *ten = rg_constant_scalar(C, RG_FLOAT64, 10);
+  rg_grad_opts k = {.nknown = 1, .known = &h, .known_grads = &ten};
+  assert_int_equal(rg_grad(C, NULL, 1, &x, &k, &g), RG_OK);
+  f = rg_compile(C, 1, &x, 1, &g, NULL);
+  assert_int_equal(rg_function_call(f, &in, &res), RG_OK);
+  assert_true(rg_tensor_get_f64(res, 0) == 60.0);
+  rg_tensor_free(res);
+  rg_tensor_free(in);
+  rg_function_free(f);
+}
+
+/* ------------------------------------------------------------------ an MLP against a hand-written backward pass */
+
+enum { NB = 5, NI = 4, NH = 3, NO = 2 };
+
+/* loss = sum(softmax-free squared error): y = W2 tanh(W1 x + b1) + b2 */
+static void mlp_by_hand(const double *X, const double *W1, const double *b1, const double *W2,
+                        const double *b2, const double *T, double *gW1, double *gb1, double *gW2,
+                        double *gb2) {
+  memset(gW1, 0, sizeof(double) * NI * NH), memset(gb1, 0, sizeof(double) * NH);
+  memset(gW2, 0, sizeof(double) * NH * NO), memset(gb2, 0, sizeof(double) * NO);
+  for (int n = 0; n < NB; n++) {
+    double h[NH], dy[NO], dh[NH];
+    for (int j = 0; j < NH; j++) {
+      double a = b1[j];
+      for (int i = 0; i < NI; i++) a += X[n * NI + i] * W1[i * NH + j];
+      h[j] = tanh(a);
+    }
+    for (int k = 0; k < NO; k++) {
+      double y = b2[k];
+      for (int j = 0; j < NH; j++) y += h[j] * W2[j * NO + k];
+      dy[k] = 2 * (y - T[n * NO + k]);
+      gb2[k] += dy[k];
+      for (int j = 0; j < NH; j++) gW2[j * NO + k] += h[j] * dy[k];
+    }
+    for (int j = 0; j < NH; j++) {
+      double s = 0;
+      for (int k = 0; k < NO; k++) s += W2[j * NO + k] * dy[k];
+      dh[j] = s * (1 - h[j] * h[j]);
+      gb1[j] += dh[j];
+      for (int i = 0; i < NI; i++) gW1[i * NH + j] += X[n * NI + i] * dh[j];
+    }
+  }
+}
+
+static void test_mlp_against_hand_written(void **st) {
+  const char *text = "(graph (input X float64 (5 4)) (input W1 float64 (4 3)) (input b1 float64 (3)) "
+                     "(input W2 float64 (3 2)) (input b2 float64 (2)) (input T float64 (5 2)) "
+                     "(define y (add (dot (tanh (add (dot X W1) b1)) W2) b2)) "
+                     "(define loss (sum (sqr (sub y T)))) "
+                     "(define (gW1 gb1 gW2 gb2) (grad loss W1 b1 W2 b2)) "
+                     "(output gW1) (output gb1) (output gW2) (output gb2))";
+  rg_fgraph *fg = read_graph(text);
+  rg_variable *ins[6], *outs[4];
+  for (int i = 0; i < 6; i++) ins[i] = rg_fgraph_input(fg, i);
+  for (int k = 0; k < 4; k++) outs[k] = rg_fgraph_output(fg, k);
+  rg_fgraph_release(fg);
+  rg_function *f = rg_compile(C, 6, ins, 4, outs, NULL);
+  assert_non_null(f);
+  rg_tensor *vals[6], *res[4];
+  for (int i = 0; i < 6; i++) vals[i] = random_value(ins[i]->type);
+  assert_int_equal(rg_function_call(f, vals, res), RG_OK);
+  double p[6][20], want[4][20];
+  for (int i = 0; i < 6; i++)
+    for (int64_t j = 0; j < rg_tensor_numel(vals[i]); j++) p[i][j] = rg_tensor_get_f64(vals[i], j);
+  mlp_by_hand(p[0], p[1], p[2], p[3], p[4], p[5], want[0], want[1], want[2], want[3]);
+  for (int k = 0; k < 4; k++)
+    for (int64_t j = 0; j < rg_tensor_numel(res[k]); j++)
+      assert_true(fabs(rg_tensor_get_f64(res[k], j) - want[k][j]) < 1e-10);
+  for (int k = 0; k < 4; k++) rg_tensor_free(res[k]);
+  for (int i = 0; i < 6; i++) rg_tensor_free(vals[i]);
+  rg_function_free(f);
+}
+
+/* A bad (grad ...) in a graph file names its place. */
+static void test_grad_form_errors(void **st) {
+  const char *bad[][2] = {
+      {"(graph (input x float64 (3)) (output (grad (exp x) x)))", "case.graph:1:38: grad: the cost must be a scalar"},
+      {"(graph (input x float64 ()) (input y float64 ()) (output (grad (exp x) y)))",
+       "grad: the cost does not depend on 'y'"},
+      {"(graph (input x float64 ()) (output (grad x)))", "expected (grad COST WRT ...)"},
+      {"(graph (input x float64 ()) (input y float64 ()) (output (grad (mul x y) x y)))",
+       "the expression has 2 outputs"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    rg_clear_error(C);
+    assert_null(rg_graph_read(C, "case.graph", bad[i][0], strlen(bad[i][0])));
+    if (!strstr(rg_errmsg(C), bad[i][1])) fail_msg("%s\nwanted: %s", rg_errmsg(C), bad[i][1]);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_elementwise),
+      cmocka_unit_test(test_structure),
+      cmocka_unit_test(test_reductions),
+      cmocka_unit_test(test_linear_algebra),
+      cmocka_unit_test(test_control_and_inner_graphs),
+      cmocka_unit_test(test_float32),
+      cmocka_unit_test(test_prod_with_zeros),
+      cmocka_unit_test(test_broadcast_types),
+      cmocka_unit_test(test_value_used_twice),
+      cmocka_unit_test(test_disconnected_and_integers),
+      cmocka_unit_test(test_bad_costs),
+      cmocka_unit_test(test_constants_and_known),
+      cmocka_unit_test(test_mlp_against_hand_written),
+      cmocka_unit_test(test_grad_form_errors),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
