@@ -125,13 +125,15 @@ int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *
   *rep = (rg_verify_report){0};
   if (!out || !rg_dtype_is_float(out->type->dtype))
     return rg_error(C, RG_ERR_TYPE, "verify_grad: the output must be a float value");
+  rg_variable **gv = rg_gc_alloc((size_t)(nin > 0 ? nin : 1) * sizeof *gv);
+  rg_grad_opts go = {.disconnected = RG_GRAD_DISCONNECTED_ZERO};
+  /* symbolic problems (an op without a gradient) before running anything */
+  if (rg_grad(C, rg_sum(out, -1, NULL), nin, inputs, &go, gv) != RG_OK) return RG_ERR_TYPE;
   rg_tensor *o0 = output_at(C, nin, inputs, out, values);
   if (!o0) return RG_ERR;
   rg_variable *P = projection(C, o0, out->type->dtype, o && o->seed ? o->seed : 0x5eed);
   rg_tensor_free(o0);
   rg_variable *cost = rg_sum(rg_mul(out, P), -1, NULL);
-  rg_variable **gv = rg_gc_alloc((size_t)(nin > 0 ? nin : 1) * sizeof *gv);
-  rg_grad_opts go = {.disconnected = RG_GRAD_DISCONNECTED_ZERO};
   if (!cost || rg_grad(C, cost, nin, inputs, &go, gv) != RG_OK) return RG_ERR_TYPE;
   vg v = {.C = C, .nin = nin, .inputs = inputs, .o = o};
   v.point = calloc((size_t)(nin > 0 ? nin : 1), sizeof *v.point);

@@ -224,11 +224,13 @@ GRAD_FN(g_minimum) {
   return RG_OK;
 }
 
+/* clip(x, lo, hi) = minimum(maximum(x, lo), hi), also when lo > hi. */
 GRAD_FN(g_clip) {
   V g = og_or_zero(C, n, og, 0), x = n->inputs[0], lo = n->inputs[1], hi = n->inputs[2];
-  ig[0] = keep_where(C, rg_and(rg_ge(x, lo), rg_le(x, hi)), g);
-  ig[1] = keep_where(C, rg_lt(x, lo), g);
-  ig[2] = keep_where(C, rg_gt(x, hi), g);
+  V below_hi = rg_le(rg_maximum(x, lo), hi);
+  ig[0] = keep_where(C, rg_and(rg_ge(x, lo), below_hi), g);
+  ig[1] = keep_where(C, rg_and(rg_lt(x, lo), below_hi), g);
+  ig[2] = keep_where(C, rg_not(below_hi), g);
   return RG_OK;
 }
 

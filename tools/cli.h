@@ -32,6 +32,8 @@ int cmd_run(int argc, char **argv);
 void usage_run(void);
 int cmd_check_rules(int argc, char **argv);
 void usage_check_rules(void);
+int cmd_check_grads(int argc, char **argv);
+void usage_check_grads(void);
 
 /* Option parsing helpers: return false and print a message on bad input. */
 bool cli_parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out);

@@ -6,6 +6,7 @@
  *   relgraph rewrite GRAPH         rewrite a graph with rule databases
  *   relgraph run GRAPH             compile and run a graph
  *   relgraph check-rules FILE...   test rules on random graphs
+ *   relgraph check-grads --ops     test gradients against finite differences
  *   relgraph --help | --version
  *
  * Each subcommand lives in tools/cmd_NAME.c and parses its own options.
@@ -23,6 +24,8 @@ static const cli_command commands[] = {
     {"run", "compile and run a graph on .npy inputs", cmd_run, usage_run},
     {"check-rules", "test rewrite rules on random graphs before and after", cmd_check_rules,
      usage_check_rules},
+    {"check-grads", "test gradients against finite differences (every op, or a graph)", cmd_check_grads,
+     usage_check_grads},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

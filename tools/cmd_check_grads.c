@@ -1,0 +1,471 @@
+/*
+ * cmd_check_grads.c — `relgraph check-grads`: symbolic gradients against
+ * finite differences (rg_verify_grad).
+ *
+ *   relgraph check-grads --ops [--op NAME]... [--dtype D] [--trials N] [--seed S]
+ *   relgraph check-grads GRAPH --wrt NAME... [--dtype D] [--trials N] [--seed S]
+ *
+ * With --ops, every differentiable op of the op table is checked on random
+ * inputs of random shapes, broadcasting included, as `check-rules --std`
+ * checks rules: each op has a template (a graph file with holes for its
+ * shapes, axes and sizes) that a trial fills at random, in float64 and
+ * float32 (or the --dtype given).  With a graph file, the gradients of its
+ * first output with respect to the named inputs are checked at random
+ * points (the inputs keep their declared dtypes; unknown sizes are drawn).
+ *
+ * Inputs are drawn from a grid in [0.5, 1.5): values 0.502 + 0.004 k, no
+ * two elements of one case equal, so no two are closer than 0.004 and none
+ * is within 0.002 of the kinks of floor, ceil and round (0.5, 1, 1.5).
+ * Finite differences (steps of 1e-6, or 1e-3 in float32) then never cross
+ * a kink of maximum, max, round and the like, and a failure is a wrong
+ * gradient.  Of the failing
+ * cases the smallest (fewest input elements) is printed as a graph file,
+ * with the error.  Exit status: 0 when every check passed, 1 when one
+ * failed, 2 for bad usage, 3 for a graph that does not load.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relgraph/backend.h"
+#include "tools/cli.h"
+
+void usage_check_grads(void) {
+  printf("usage: relgraph check-grads --ops [OPTIONS]\n"
+         "       relgraph check-grads GRAPH --wrt NAME... [OPTIONS]\n"
+         "  --ops          check the gradient of every differentiable op on random graphs\n"
+         "  --op NAME      with --ops: only this op (repeatable)\n"
+         "  --wrt NAME     with GRAPH: an input to differentiate against (repeatable)\n"
+         "  --dtype D      float64 or float32 (default: both)\n"
+         "  --trials N     random cases per op or graph and dtype (default 10)\n"
+         "  --seed S       seed of the random draws (default 1)\n");
+}
+
+typedef struct rng { uint64_t s; } rng;
+static uint64_t rnd(rng *r) {
+  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static int below(rng *r, int n) { return (int)(rnd(r) % (uint64_t)n); }
+
+/* ------------------------------------------------------------------ random shapes as text */
+
+typedef struct shape { int nd; int64_t d[4]; } shape;
+
+static shape random_shape(rng *r, int lo, int hi) {
+  shape s = {lo + below(r, hi - lo + 1), {0}};
+  for (int k = 0; k < s.nd; k++) s.d[k] = 1 + below(r, 4);
+  return s;
+}
+
+/* A shape that broadcasts against s: fewer leading dims, or 1s. */
+static shape broadcasting(rng *r, shape s) {
+  shape b = s;
+  int drop = below(r, s.nd + 1);
+  if (below(r, 2)) drop = 0;
+  b.nd = s.nd - drop;
+  for (int k = 0; k < b.nd; k++) b.d[k] = below(r, 3) == 0 ? 1 : s.d[k + drop];
+  return b;
+}
+
+static const char *shape_text(shape s) {
+  char *t = cli_sprintf("(");
+  for (int k = 0; k < s.nd; k++) t = cli_sprintf("%s%s%lld", t, k ? " " : "", (long long)s.d[k]);
+  return cli_sprintf("%s)", t);
+}
+
+static const char *in(const char *name, const char *dt, shape s) {
+  return cli_sprintf("(input %s %s %s) ", name, dt, shape_text(s));
+}
+
+static int64_t numel(shape s) {
+  int64_t n = 1;
+  for (int k = 0; k < s.nd; k++) n *= s.d[k];
+  return n;
+}
+
+/* ------------------------------------------------------------------ op templates */
+
+/* A template writes a graph file for one random case. */
+typedef const char *(*tmpl_fn)(rng *r, const char *op, const char *dt);
+
+static const char *unary(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 0, 3);
+  return cli_sprintf("(graph %s(output (%s x)))", in("x", dt, s), op);
+}
+
+static const char *binary(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 0, 3), b = broadcasting(r, s);
+  bool swap = below(r, 2);
+  return cli_sprintf("(graph %s%s(output (%s %s)))", in("x", dt, swap ? b : s), in("y", dt, swap ? s : b), op,
+                     "x y");
+}
+
+/* x // y and x % y jump where x / y is an integer: the divisor is kept
+ * above x so that the check stays where they are smooth. */
+static const char *division_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 0, 3), b = broadcasting(r, s);
+  return cli_sprintf("(graph %s%s(output (%s x (add y 2.0))))", in("x", dt, s), in("y", dt, b), op);
+}
+
+static const char *clip_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 0, 3);
+  return cli_sprintf("(graph %s%s%s(output (clip x lo hi)))", in("x", dt, s), in("lo", dt, broadcasting(r, s)),
+                     in("hi", dt, broadcasting(r, s)));
+}
+
+static const char *switch_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 0, 3);
+  return cli_sprintf("(graph %s%s(output (switch (lt x y) (mul x 2.0) y)))", in("x", dt, s),
+                     in("y", dt, broadcasting(r, s)));
+}
+
+static const char *cast_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 0, 3);
+  return cli_sprintf("(graph %s(output (mul ((cast float64) x) 3.0)))", in("x", dt, s));
+}
+
+static const char *dimshuffle_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 1, 3);
+  int perm[4] = {0, 1, 2, 3};
+  for (int k = s.nd - 1; k > 0; k--) {
+    int j = below(r, k + 1), t = perm[k];
+    perm[k] = perm[j], perm[j] = t;
+  }
+  const char *order = "";
+  int at = below(r, s.nd + 1);
+  for (int k = 0; k <= s.nd; k++) {
+    if (k == at) order = cli_sprintf("%s x", order);
+    if (k < s.nd) order = cli_sprintf("%s %d", order, perm[k]);
+  }
+  return cli_sprintf("(graph %s(output ((dimshuffle%s) x)))", in("x", dt, s), order);
+}
+
+static const char *reshape_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 1, 3);
+  if (!strcmp(op, "flatten")) return cli_sprintf("(graph %s(output ((flatten 1) x)))", in("x", dt, s));
+  return cli_sprintf("(graph %s(output ((reshape 2) x (constant int64 (2) (1 %lld)))))", in("x", dt, s),
+                     (long long)numel(s));
+}
+
+static const char *alloc_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 1, 3), v = broadcasting(r, s);
+  const char *dims = "";
+  for (int k = 0; k < s.nd; k++) dims = cli_sprintf("%s %lld", dims, (long long)s.d[k]);
+  return cli_sprintf("(graph %s(output (alloc v%s)))", in("v", dt, v), dims);
+}
+
+static const char *join_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 1, 3), t = s;
+  int axis = below(r, s.nd);
+  t.d[axis] = 1 + below(r, 3);
+  return cli_sprintf("(graph %s%s(output ((join %d) x y)))", in("x", dt, s), in("y", dt, t), axis);
+}
+
+static const char *split_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 1, 3);
+  int axis = below(r, s.nd);
+  s.d[axis] += 1;
+  int64_t a = 1 + below(r, (int)s.d[axis] - 1);
+  return cli_sprintf("(graph %s(output (nth %d ((split %d 2) x (constant int64 (2) (%lld %lld))))))",
+                     in("x", dt, s), below(r, 2), axis, (long long)a, (long long)(s.d[axis] - a));
+}
+
+/* A random slice of the first dimension: its entry and its length. */
+static const char *slice_of(rng *r, int64_t n, int64_t *len) {
+  int64_t lo = below(r, (int)n), hi = lo + 1 + below(r, (int)(n - lo));
+  *len = hi - lo;
+  return cli_sprintf("(%lld %lld)", (long long)lo, (long long)hi);
+}
+
+static const char *subtensor_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 1, 3);
+  int64_t len;
+  const char *e = slice_of(r, s.d[0], &len);
+  shape y = s;
+  y.d[0] = len;
+  if (!strcmp(op, "subtensor")) return cli_sprintf("(graph %s(output ((subtensor %s) x)))", in("x", dt, s), e);
+  return cli_sprintf("(graph %s%s(output ((%s %s) x y)))", in("x", dt, s), in("y", dt, broadcasting(r, y)), op, e);
+}
+
+static const char *make_vector_t(rng *r, const char *op, const char *dt) {
+  shape z = {0, {0}};
+  return cli_sprintf("(graph %s%s(output ((make_vector %s) a b a)))", in("a", dt, z), in("b", dt, z), dt);
+}
+
+static const char *reduce_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 1, 3);
+  if (below(r, 3) == 0) return cli_sprintf("(graph %s(output (%s x)))", in("x", dt, s), op);
+  const char *axes = "";
+  for (int k = 0; k < s.nd; k++)
+    if (below(r, 2) || (!axes[0] && k == s.nd - 1)) axes = cli_sprintf("%s %d", axes, k);
+  return cli_sprintf("(graph %s(output ((%s%s) x)))", in("x", dt, s), op, axes);
+}
+
+static const char *softmax_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 1, 3);
+  return cli_sprintf("(graph %s(output ((%s %d) x)))", in("x", dt, s), op, below(r, s.nd));
+}
+
+static const char *dot_t(rng *r, const char *op, const char *dt) {
+  int m = 1 + below(r, 4), k = 1 + below(r, 4), n = 1 + below(r, 4);
+  shape a = below(r, 2) ? (shape){2, {m, k}} : (shape){1, {k}};
+  shape b = below(r, 2) ? (shape){2, {k, n}} : (shape){1, {k}};
+  return cli_sprintf("(graph %s%s(output (dot a b)))", in("a", dt, a), in("b", dt, b));
+}
+
+static const char *outer_t(rng *r, const char *op, const char *dt) {
+  shape a = {1, {1 + below(r, 4)}}, b = {1, {1 + below(r, 4)}};
+  return cli_sprintf("(graph %s%s(output (outer a b)))", in("a", dt, a), in("b", dt, b));
+}
+
+static const char *blas3_t(rng *r, const char *op, const char *dt) {
+  int64_t m = 1 + below(r, 4), k = 1 + below(r, 4), n = 1 + below(r, 4);
+  shape z = {0, {0}};
+  const char *s = in("alpha", dt, z), *b = in("beta", dt, z);
+  if (!strcmp(op, "gemm"))
+    return cli_sprintf("(graph %s%s%s%s%s(output (gemm z alpha x y beta)))", in("z", dt, (shape){2, {m, n}}), s,
+                       in("x", dt, (shape){2, {m, k}}), in("y", dt, (shape){2, {k, n}}), b);
+  if (!strcmp(op, "gemv"))
+    return cli_sprintf("(graph %s%s%s%s%s(output (gemv y alpha A x beta)))", in("y", dt, (shape){1, {m}}), s,
+                       in("A", dt, (shape){2, {m, k}}), in("x", dt, (shape){1, {k}}), b);
+  return cli_sprintf("(graph %s%s%s%s(output (ger A alpha x y)))", in("A", dt, (shape){2, {m, n}}), s,
+                     in("x", dt, (shape){1, {m}}), in("y", dt, (shape){1, {n}}));
+}
+
+static const char *ifelse_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 0, 2);
+  return cli_sprintf("(graph %s%s(output (nth 0 (ifelse %s (exp x) (mul x y)))))", in("x", dt, s),
+                     in("y", dt, broadcasting(r, s)), below(r, 2) ? "(lt 1 2)" : "(gt 1 2)");
+}
+
+static const char *inner_t(rng *r, const char *op, const char *dt) {
+  shape s = random_shape(r, 0, 2);
+  if (!strcmp(op, "composite"))
+    return cli_sprintf("(graph %s%s(output ((composite (graph (input a %s ()) (input b %s ()) "
+                       "(output (mul (exp a) (add a b))))) x y)))",
+                       in("x", dt, s), in("y", dt, broadcasting(r, s)), dt, dt);
+  return cli_sprintf("(graph %s(output ((op_from_graph (graph %s(output (tanh (mul u u))))) x)))", in("x", dt, s),
+                     in("u", dt, s));
+}
+
+typedef struct opcase { const char *op; tmpl_fn t; } opcase;
+
+static const opcase cases[] = {
+    {"add", binary}, {"mul", binary}, {"sub", binary}, {"true_div", binary}, {"int_div", division_t},
+    {"mod", division_t}, {"neg", unary}, {"abs", unary}, {"exp", unary}, {"log", unary}, {"log1p", unary},
+    {"expm1", unary}, {"sqrt", unary}, {"sqr", unary}, {"pow", binary}, {"sin", unary}, {"cos", unary},
+    {"tanh", unary}, {"sigmoid", unary}, {"softplus", unary}, {"erf", unary}, {"maximum", binary},
+    {"minimum", binary}, {"floor", unary}, {"ceil", unary}, {"round", unary}, {"sign", unary},
+    {"clip", clip_t}, {"switch", switch_t}, {"cast", cast_t}, {"identity", unary}, {"second", binary},
+    {"dimshuffle", dimshuffle_t}, {"reshape", reshape_t}, {"flatten", reshape_t}, {"alloc", alloc_t},
+    {"make_vector", make_vector_t}, {"join", join_t}, {"split", split_t}, {"subtensor", subtensor_t},
+    {"inc_subtensor", subtensor_t}, {"set_subtensor", subtensor_t}, {"sum", reduce_t}, {"prod", reduce_t},
+    {"max", reduce_t}, {"min", reduce_t}, {"mean", reduce_t}, {"softmax", softmax_t},
+    {"log_softmax", softmax_t}, {"dot", dot_t}, {"outer", outer_t}, {"gemm", blas3_t}, {"gemv", blas3_t},
+    {"ger", blas3_t}, {"ifelse", ifelse_t}, {"composite", inner_t}, {"op_from_graph", inner_t},
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+/* ------------------------------------------------------------------ checking */
+
+typedef struct args {
+  bool ops;
+  const char *graph;
+  const char *names[64];
+  int nnames;
+  const char *dtype;
+  int64_t trials, seed;
+} args;
+
+/* A failing case: its graph text, error and size. */
+typedef struct failure { const char *text, *msg; int64_t elements; } failure;
+
+/* The grid points one case has not used yet. */
+#define GRID 250
+typedef struct pool { bool used[GRID]; int left; } pool;
+
+static double grid_value(rng *r, pool *p) {
+  if (p->left == 0) return 0.502 + 0.004 * below(r, GRID); /* a case this large may repeat */
+  int k = below(r, GRID);
+  while (p->used[k]) k = (k + 1) % GRID;
+  p->used[k] = true;
+  p->left--;
+  return 0.502 + 0.004 * k;
+}
+
+static rg_tensor *draw(rng *r, pool *p, const rg_type *t, int64_t *elements) {
+  int64_t shape[RG_MAX_NDIM];
+  for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d] >= 0 ? t->shape[d] : 1 + below(r, 4);
+  rg_tensor *v = rg_tensor_new(t->dtype, t->ndim, shape);
+  int64_t n = v ? rg_tensor_numel(v) : 0;
+  for (int64_t i = 0; i < n; i++)
+    rg_tensor_set_f64(v, i, rg_dtype_is_float(t->dtype) ? grid_value(r, p) : below(r, 2));
+  *elements += n;
+  return v;
+}
+
+/* One check: the gradients of the graph's first output with respect to
+ * its float inputs at a random point.  Returns true when it passed. */
+static bool check_graph(rg_ctx *C, rng *r, rg_fgraph *fg, const char *text, failure *worst) {
+  int nin = rg_fgraph_ninputs(fg);
+  rg_variable **ins = rg_gc_alloc((size_t)(nin + 1) * sizeof *ins), *out = rg_fgraph_output(fg, 0);
+  rg_tensor **vals = calloc((size_t)(nin + 1), sizeof *vals);
+  int64_t elements = 0;
+  pool p = {.left = GRID};
+  for (int i = 0; i < nin; i++) vals[i] = draw(r, &p, (ins[i] = rg_fgraph_input(fg, i))->type, &elements);
+  rg_fgraph_release(fg);
+  rg_verify_opts o = {.seed = rnd(r) | 1};
+  rg_clear_error(C);
+  int rc = rg_verify_grad(C, nin, ins, out, vals, &o, NULL);
+  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
+  free(vals);
+  if (rc == RG_OK) return true;
+  if (!worst->text || elements < worst->elements) *worst = (failure){text, cli_sprintf("%s", rg_errmsg(C)), elements};
+  return false;
+}
+
+static void print_failure(const failure *f) {
+  printf("    %s\n    smallest failing case:\n      %s\n", f->msg, f->text);
+}
+
+/* Runs one op's template `trials` times per dtype. */
+static bool check_op(rg_ctx *C, const args *a, int k, int *graphs) {
+  const char *dts[2] = {"float64", "float32"};
+  failure worst = {0};
+  int failed = 0, n = 0;
+  for (int d = 0; d < 2; d++) {
+    if (a->dtype && strcmp(a->dtype, dts[d])) continue;
+    rng r = {(uint64_t)a->seed * 0x2545f4914f6cdd1dull + (uint64_t)k * 2 + (uint64_t)d};
+    for (int t = 0; t < a->trials; t++, n++) {
+      const char *text = cases[k].t(&r, cases[k].op, dts[d]);
+      rg_fgraph *fg = rg_graph_read(C, cases[k].op, text, strlen(text));
+      if (!fg) {
+        failed++;
+        if (!worst.text) worst = (failure){text, cli_sprintf("%s", rg_errmsg(C)), 0};
+        continue;
+      }
+      failed += !check_graph(C, &r, fg, text, &worst);
+    }
+  }
+  *graphs = n;
+  if (!failed) printf("ok        %-20s %d graphs\n", cases[k].op, n);
+  else {
+    printf("FAILED    %-20s %d of %d graphs\n", cases[k].op, failed, n);
+    print_failure(&worst);
+  }
+  return failed == 0;
+}
+
+static bool wanted(const args *a, const char *op) {
+  if (!a->nnames) return true;
+  for (int i = 0; i < a->nnames; i++)
+    if (!strcmp(a->names[i], op)) return true;
+  return false;
+}
+
+static int check_ops(rg_ctx *C, const args *a) {
+  int failed = 0, checked = 0, graphs;
+  for (size_t k = 0; k < NCASES; k++) {
+    if (!wanted(a, cases[k].op)) continue;
+    failed += !check_op(C, a, (int)k, &graphs);
+    checked++;
+  }
+  if (!checked) return cli_error("check-grads", "no differentiable op named so"), EXIT_USAGE;
+  printf("%d op%s checked, %d failed\n", checked, checked == 1 ? "" : "s", failed);
+  return failed ? EXIT_FAILED : EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ a graph file */
+
+/* The graph with the named inputs as its only inputs: the others become
+ * constants drawn once, so only the named ones are differentiated. */
+static int check_file(rg_ctx *C, const args *a) {
+  rg_fgraph *fg = cli_load_graph(C, a->graph);
+  if (!fg) return cli_error("check-grads", "%s", rg_errmsg(C)), EXIT_INPUT;
+  int nin = rg_fgraph_ninputs(fg);
+  for (int w = 0; w < a->nnames; w++) {
+    bool found = false;
+    for (int i = 0; i < nin && !found; i++) {
+      const rg_variable *x = rg_fgraph_input(fg, i);
+      found = x->name && !strcmp(x->name, a->names[w]);
+      if (found && !rg_dtype_is_float(x->type->dtype))
+        return cli_error("check-grads", "input '%s' is %s: only float inputs have gradients", a->names[w],
+                         rg_type_str(x->type)), EXIT_USAGE;
+    }
+    if (!found) return cli_error("check-grads", "the graph has no input named '%s'", a->names[w]), EXIT_USAGE;
+  }
+  rg_variable **all = rg_gc_alloc((size_t)(nin + 1) * sizeof *all), **named = rg_gc_alloc((size_t)(nin + 1) * sizeof *named);
+  for (int i = 0; i < nin; i++) all[i] = rg_fgraph_input(fg, i);
+  rg_variable *out = rg_fgraph_output(fg, 0), *fixed;
+  rg_fgraph_release(fg);
+  rng r = {(uint64_t)a->seed};
+  failure worst = {0};
+  int failed = 0;
+  for (int t = 0; t < a->trials; t++) {
+    rg_memo *memo = rg_memo_new();
+    pool p = {.left = GRID};
+    int nn = 0;
+    for (int i = 0; i < nin; i++) {
+      bool is_named = false;
+      for (int w = 0; w < a->nnames; w++) is_named |= all[i]->name && !strcmp(all[i]->name, a->names[w]);
+      if (is_named) {
+        named[nn++] = all[i];
+        continue;
+      }
+      int64_t e = 0;
+      rg_tensor *v = draw(&r, &p, all[i]->type, &e);
+      rg_memo_put(memo, all[i], rg_constant(C, v));
+      rg_tensor_free(v);
+    }
+    if (rg_clone(C, nn, named, 1, &out, memo, 0, &fixed) != RG_OK) return cli_error("check-grads", "%s", rg_errmsg(C)), EXIT_INPUT;
+    rg_fgraph *g = rg_fgraph_new(C, nn, named, 1, &fixed, 0);
+    if (!g) return cli_error("check-grads", "%s", rg_errmsg(C)), EXIT_INPUT;
+    failed += !check_graph(C, &r, g, a->graph, &worst);
+  }
+  if (!failed) printf("ok        %-20s %lld points\n", a->graph, (long long)a->trials);
+  else {
+    printf("FAILED    %-20s %d of %lld points\n    %s\n", a->graph, failed, (long long)a->trials, worst.msg);
+  }
+  return failed ? EXIT_FAILED : EXIT_OK;
+}
+
+static int parse(int argc, char **argv, args *a) {
+  memset(a, 0, sizeof *a);
+  a->trials = 10;
+  a->seed = 1;
+  for (int i = 1; i < argc; i++) {
+    bool missing;
+    const char *v;
+    if (!strcmp(argv[i], "--ops")) a->ops = true;
+    else if ((v = cli_option(argc, argv, &i, "--trials", &missing))) {
+      if (!cli_parse_int("--trials", v, 1, 100000, &a->trials)) return EXIT_USAGE;
+    } else if ((v = cli_option(argc, argv, &i, "--seed", &missing))) {
+      if (!cli_parse_int("--seed", v, 0, INT64_MAX, &a->seed)) return EXIT_USAGE;
+    } else if ((v = cli_option(argc, argv, &i, "--dtype", &missing))) {
+      if (strcmp(v, "float64") && strcmp(v, "float32"))
+        return cli_error("check-grads", "--dtype must be float64 or float32, not '%s'", v), EXIT_USAGE;
+      a->dtype = v;
+    } else if ((v = cli_option(argc, argv, &i, "--wrt", &missing)) || (v = cli_option(argc, argv, &i, "--op", &missing))) {
+      if (a->nnames == 64) return cli_error("check-grads", "too many names"), EXIT_USAGE;
+      a->names[a->nnames++] = v;
+    } else if (missing) return EXIT_USAGE;
+    else if (argv[i][0] == '-' && argv[i][1]) return cli_error("check-grads", "unknown option '%s'", argv[i]), EXIT_USAGE;
+    else if (a->graph) return cli_error("check-grads", "one graph file at a time"), EXIT_USAGE;
+    else a->graph = argv[i];
+  }
+  if (a->ops == (a->graph != NULL))
+    return cli_error("check-grads", "give either --ops or a graph file with --wrt"), EXIT_USAGE;
+  if (a->graph && !a->nnames) return cli_error("check-grads", "--wrt NAME is needed with a graph file"), EXIT_USAGE;
+  return EXIT_OK;
+}
+
+int cmd_check_grads(int argc, char **argv) {
+  args a;
+  int rc = parse(argc, argv, &a);
+  if (rc) return rc;
+  rg_ctx *C = rg_ctx_new();
+  return a.ops ? check_ops(C, &a) : check_file(C, &a);
+}
