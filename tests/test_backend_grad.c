@@ -13,6 +13,7 @@
 #include "tests/testutil.h"
 
 #include "relgraph/backend.h"
+#include "relgraph/rewrite.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -344,6 +345,26 @@ static void test_mlp_against_hand_written(void **st) {
   rg_function_free(f);
 }
 
+/* The gradient shares forward values with the forward graph: after the
+ * standard rewrites, tanh and the matrix product are computed once. */
+static void test_forward_values_shared(void **st) {
+  rg_fgraph *fg = read_graph("(graph (input X float64 (5 4)) (input W float64 (4 3)) (input b float64 (3)) "
+                             "(define loss (sum (tanh (add (dot X W) b)))) (define (gW gb) (grad loss W b)) "
+                             "(output loss) (output gW) (output gb))");
+  rg_rewrite_run *run = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
+  assert_int_equal(rg_rewrite_stop(run), RG_STOP_EQUILIBRIUM);
+  rg_variable *X = rg_fgraph_input(fg, 0), *W = rg_fgraph_input(fg, 1);
+  int tanhs = 0, products = 0;
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) {
+    tanhs += n->op->code == RG_OP_TANH;
+    bool uses_x = false, uses_w = false;
+    for (int i = 0; i < n->nin; i++) uses_x |= n->inputs[i] == X, uses_w |= n->inputs[i] == W;
+    products += uses_x && uses_w; /* X @ W, as dot or gemm */
+  }
+  assert_int_equal(tanhs, 1);
+  assert_int_equal(products, 1);
+}
+
 /* A bad (grad ...) in a graph file names its place. */
 static void test_grad_form_errors(void **st) {
   const char *bad[][2] = {
@@ -377,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_constants_and_known),
       cmocka_unit_test(test_mlp_against_hand_written),
       cmocka_unit_test(test_grad_form_errors),
+      cmocka_unit_test(test_forward_values_shared),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
