@@ -14,6 +14,8 @@
  * shared containers, the input types for checking calls.
  */
 #include "backend/backend-impl.h"
+#include "base/base.h"
+#include "kanren/kanren-impl.h"
 #include "relgraph/backend.h"
 #include "relgraph/rewrite.h"
 
@@ -30,12 +32,12 @@ struct rg_shared {
 };
 
 rg_shared *rg_shared_new(const rg_tensor *init) {
-  rg_shared *s = calloc(1, sizeof *s);
+  rg_shared *s = rg_calloc(1, sizeof *s);
   if (!s) return NULL;
   s->refs = 1;
   s->value = rg_tensor_copy(init);
   if (!s->value) {
-    free(s);
+    rg_free(s);
     return NULL;
   }
   return s;
@@ -49,7 +51,7 @@ static rg_shared *shared_ref(rg_shared *s) {
 void rg_shared_free(rg_shared *s) {
   if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   rg_tensor_free(s->value);
-  free(s);
+  rg_free(s);
 }
 
 rg_tensor *rg_shared_get(const rg_shared *s) { return rg_tensor_ref(s->value); }
@@ -92,54 +94,29 @@ rg_shared *rg_variable_shared(const rg_variable *v) { return v ? (rg_shared *)v-
 
 /* ------------------------------------------------------------------ collecting the graph */
 
-/* Growable arrays of collected pointers during compilation (the graph is
- * alive: the caller holds the outputs). */
-typedef struct ptrvec { void **v; int n, cap; } ptrvec;
+/* Growable arrays and the visited set of collected pointers during
+ * compilation: base containers in collected memory (the graph is alive
+ * anyway: the caller holds the outputs). */
+typedef rg_ptrs ptrvec;
+#define PTRVEC_INIT {.a = &rgk_gc}
 
-static bool pv_push(ptrvec *p, void *x) {
-  if (p->n == p->cap) {
-    int cap = p->cap ? 2 * p->cap : 64;
-    void **v = rg_gc_alloc((size_t)cap * sizeof *v);
-    if (p->n) memcpy(v, p->v, (size_t)p->n * sizeof *v);
-    p->v = v;
-    p->cap = cap;
-  }
-  p->v[p->n++] = x;
-  return true;
+static void pv_push(ptrvec *p, void *x) {
+  int rc = rg_ptrs_push(p, x);
+  assert(rc == 0 && "collected memory does not run out quietly");
+  (void)rc;
 }
 
-/* A set of visited nodes (by id parity of a mark): a hash set of pointers. */
-typedef struct pset { const void **k; size_t cap, n; } pset;
-
-static bool ps_add(pset *s, const void *x) {
-  if ((s->n + 1) * 2 > s->cap) {
-    pset t = {0};
-    t.cap = s->cap ? s->cap * 2 : 256;
-    t.k = rg_gc_alloc(t.cap * sizeof *t.k);
-    for (size_t i = 0; i < s->cap; i++)
-      if (s->k[i]) {
-        size_t h = (size_t)(((uintptr_t)s->k[i] >> 4) * 0x9e3779b97f4a7c15ull) & (t.cap - 1);
-        while (t.k[h]) h = (h + 1) & (t.cap - 1);
-        t.k[h] = s->k[i];
-      }
-    t.n = s->n;
-    *s = t;
-  }
-  size_t h = (size_t)(((uintptr_t)x >> 4) * 0x9e3779b97f4a7c15ull) & (s->cap - 1);
-  while (s->k[h]) {
-    if (s->k[h] == x) return false;
-    h = (h + 1) & (s->cap - 1);
-  }
-  s->k[h] = x;
-  s->n++;
-  return true;
+static bool ps_add(rg_map *s, const void *x) {
+  bool fresh;
+  rg_map_slot(s, (uint64_t)(uintptr_t)x, 0, &fresh);
+  return fresh;
 }
 
 /* Post-order of the nodes the roots depend on; ownerless variables met
  * (inputs, shared, constants) go to `leaves` in order of discovery. */
 static void toposort(int nroots, rg_variable *const *roots, ptrvec *order, ptrvec *leaves) {
-  pset seen = {0};
-  ptrvec stack = {0}; /* pairs: node, next input index (as pointer-sized int) */
+  rg_map seen = {.a = &rgk_gc};
+  ptrvec stack = PTRVEC_INIT; /* pairs: node, next input index (as pointer-sized int) */
   for (int r = 0; r < nroots; r++) {
     rg_variable *v = roots[r];
     if (!v->owner) {
@@ -204,7 +181,7 @@ static bool check_inputs(rg_ctx *C, int nin, rg_variable *const *inputs) {
 
 /* Shared variables among the graph's leaves, in order. */
 static void find_shared(ptrvec *leaves, ptrvec *shared_vars) {
-  for (int i = 0; i < leaves->n; i++)
+  for (size_t i = 0; i < leaves->n; i++)
     if (rg_variable_shared(leaves->v[i])) pv_push(shared_vars, leaves->v[i]);
 }
 
@@ -233,6 +210,33 @@ static rg_fgraph *prepare(rg_ctx *C, int nin, rg_variable **ins, int nout, rg_va
   return fg;
 }
 
+/* The function's own tables: shared containers, update targets, input
+ * types and names.  False when memory ran out; what was made is then
+ * owned by f (rg_function_free takes it back). */
+static bool describe(rg_function *f, int nallin, rg_variable *const *ins, const rg_compile_opts *o,
+                     ptrvec *shared_vars) {
+  int nup = o ? o->nupdates : 0, nshared = (int)shared_vars->n;
+  f->shared = rg_calloc((size_t)nshared + 1, sizeof *f->shared);
+  f->update_shared = rg_calloc((size_t)nup + 1, sizeof(int));
+  f->in_types = rg_calloc((size_t)nallin + 1, sizeof *f->in_types);
+  f->in_names = rg_calloc((size_t)nallin + 1, sizeof *f->in_names);
+  if (!f->shared || !f->update_shared || !f->in_types || !f->in_names) return false;
+  for (; f->nshared < nshared; f->nshared++)
+    f->shared[f->nshared] = shared_ref(rg_variable_shared(shared_vars->v[f->nshared]));
+  for (int i = 0; i < nallin; i++) {
+    f->in_names[i] = rg_strdup(ins[i]->name ? ins[i]->name : "");
+    if (!f->in_names[i]) return false;
+    const rg_type *t = ins[i]->type;
+    f->in_types[i].dtype = t->dtype;
+    f->in_types[i].ndim = t->ndim;
+    memcpy(f->in_types[i].shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
+  }
+  f->nupdates = nup;
+  for (int u = 0; u < nup; u++)
+    f->update_shared[u] = shared_index(f->shared, f->nshared, rg_variable_shared(o->updates[u].shared));
+  return true;
+}
+
 static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int nout,
                           rg_variable *const *outputs, const rg_compile_opts *o,
                           ptrvec *shared_vars) {
@@ -250,35 +254,23 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
   for (int j = 0; j < nallout; j++) outs[j] = rg_fgraph_output(fg, j);
   size_t nnodes;
   rg_node *const *order = rg_fgraph_toposort(fg, &nnodes);
-  rg_function *f = calloc(1, sizeof *f);
+  rg_function *f = rg_calloc(1, sizeof *f);
   if (!f) return rg_error(C, RG_ERR_NOMEM, "out of memory"), NULL;
   char err[1024] = "";
   f->p = rgb_link((int)nnodes, order, nallin, ins, nallout, outs, o ? o->mode.backend : NULL,
                   !(o && o->keep_intermediates), o && o->profile, o ? o->nthreads : 1, err,
                   sizeof err);
   if (!f->p) {
-    free(f);
+    rg_free(f);
     rg_error(C, RG_ERR_TYPE, "%s", err);
     return NULL;
   }
   f->nin = nin;
   f->nout = nout;
-  f->nshared = shared_vars->n;
-  f->shared = calloc((size_t)(f->nshared + 1), sizeof *f->shared);
-  f->update_shared = calloc((size_t)(nup + 1), sizeof(int));
-  f->in_types = calloc((size_t)(nallin + 1), sizeof *f->in_types);
-  for (int i = 0; i < f->nshared; i++) f->shared[i] = shared_ref(rg_variable_shared(shared_vars->v[i]));
-  f->in_names = calloc((size_t)(nallin + 1), sizeof *f->in_names);
-  for (int i = 0; i < nallin; i++) {
-    f->in_names[i] = strdup(ins[i]->name ? ins[i]->name : "");
-    const rg_type *t = ins[i]->type;
-    f->in_types[i].dtype = t->dtype;
-    f->in_types[i].ndim = t->ndim;
-    memcpy(f->in_types[i].shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
+  if (!describe(f, nallin, ins, o, shared_vars)) {
+    rg_function_free(f);
+    return rg_error(C, RG_ERR_NOMEM, "out of memory"), NULL;
   }
-  f->nupdates = nup;
-  for (int u = 0; u < nup; u++)
-    f->update_shared[u] = shared_index(f->shared, f->nshared, rg_variable_shared(o->updates[u].shared));
   return f;
 }
 
@@ -294,7 +286,7 @@ static bool check_updates(rg_ctx *C, const rg_compile_opts *o, ptrvec *shared_va
       return rg_error(C, RG_ERR_TYPE, "update %d: a value of type %s cannot replace %s", u,
                       rg_type_str(up->value->type), rg_type_str(up->shared->type)), false;
     bool listed = false;
-    for (int i = 0; i < shared_vars->n; i++) listed |= shared_vars->v[i] == up->shared;
+    for (size_t i = 0; i < shared_vars->n; i++) listed |= shared_vars->v[i] == up->shared;
     if (!listed) pv_push(shared_vars, up->shared);
   }
   return true;
@@ -311,7 +303,7 @@ rg_function *rg_compile(rg_ctx *C, int nin, rg_variable *const *inputs, int nout
   rg_variable **roots = rg_gc_alloc((size_t)(nout + nup + 1) * sizeof *roots);
   memcpy(roots, outputs, (size_t)nout * sizeof *roots);
   for (int u = 0; u < nup; u++) roots[nout + u] = o->updates[u].value;
-  ptrvec order = {0}, leaves = {0}, shared_vars = {0};
+  ptrvec order = PTRVEC_INIT, leaves = PTRVEC_INIT, shared_vars = PTRVEC_INIT;
   toposort(nout + nup, roots, &order, &leaves);
   find_shared(&leaves, &shared_vars);
   if (!check_updates(C, o, &shared_vars)) return NULL;
@@ -322,12 +314,12 @@ void rg_function_free(rg_function *f) {
   if (!f) return;
   rgb_program_free(f->p);
   for (int i = 0; i < f->nshared; i++) rg_shared_free(f->shared[i]);
-  free(f->shared);
-  free(f->update_shared);
-  free(f->in_types);
-  for (int i = 0; f->in_names && i < f->nin + f->nshared; i++) free(f->in_names[i]);
-  free(f->in_names);
-  free(f);
+  rg_free(f->shared);
+  rg_free(f->update_shared);
+  rg_free(f->in_types);
+  for (int i = 0; f->in_names && i < f->nin + f->nshared; i++) rg_free(f->in_names[i]);
+  rg_free(f->in_names);
+  rg_free(f);
 }
 
 int rg_function_nin(const rg_function *f) { return f->nin; }

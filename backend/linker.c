@@ -12,6 +12,7 @@
  * schedule order.
  */
 #include "backend/backend-impl.h"
+#include "base/base.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,40 +21,18 @@
 
 /* ------------------------------------------------------------------ variable -> cell map */
 
-typedef struct cellmap {
-  const rg_variable **keys; /* open addressing on the pointer */
-  int32_t *vals;
-  size_t cap;
-} cellmap;
-
-static size_t cm_slot(const cellmap *m, const rg_variable *v) {
-  size_t h = (size_t)(((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-  while (m->keys[h] && m->keys[h] != v) h = (h + 1) & (m->cap - 1);
-  return h;
-}
-
-static bool cm_init(cellmap *m, size_t n) {
-  m->cap = 16;
-  while (m->cap < 2 * n + 2) m->cap *= 2;
-  m->keys = calloc(m->cap, sizeof *m->keys);
-  m->vals = calloc(m->cap, sizeof *m->vals);
-  return m->keys && m->vals;
-}
+/* Variable -> cell number, in the base hash map keyed by the variable's
+ * address.  It lives only while linking, when the graph holds every key,
+ * so plain memory may hold them. */
+typedef rg_map cellmap;
 
 static int32_t cm_get(const cellmap *m, const rg_variable *v) {
-  size_t i = cm_slot(m, v);
-  return m->keys[i] ? m->vals[i] : -1;
+  uint64_t *c = rg_map_get(m, (uint64_t)(uintptr_t)v);
+  return c ? (int32_t)*c : -1;
 }
 
-static void cm_put(cellmap *m, const rg_variable *v, int32_t c) {
-  size_t i = cm_slot(m, v);
-  m->keys[i] = v;
-  m->vals[i] = c;
-}
-
-static void cm_free(cellmap *m) {
-  free(m->keys);
-  free(m->vals);
+static bool cm_put(cellmap *m, const rg_variable *v, int32_t c) {
+  return rg_map_put(m, (uint64_t)(uintptr_t)v, (uint64_t)c) == 0;
 }
 
 /* ------------------------------------------------------------------ linking */
@@ -91,7 +70,7 @@ static bool cell_of_input(linker *L, const rg_variable *v, int32_t *out) {
   p->cells[c] = rg_constant_to_tensor(v);
   if (!p->cells[c]) return lerr(L, "out of memory for a constant");
   p->const_cells[p->nconst++] = c;
-  cm_put(&L->cells, v, c);
+  if (!cm_put(&L->cells, v, c)) return lerr(L, "out of memory");
   *out = c;
   return true;
 }
@@ -110,10 +89,10 @@ static bool link_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
     return lerr(L, "the %s backend cannot run %s", L->backend->name, t->node.label);
   t->kind = n->op->code == RG_OP_IFELSE ? RGB_T_IFELSE : RGB_T_KERNEL;
   t->fn = t->kind == RGB_T_KERNEL ? L->backend->bind(&t->node) : NULL;
-  t->in_cells = malloc((size_t)(n->nin + 1) * sizeof(int32_t));
-  t->out_cells = malloc((size_t)(n->nout + 1) * sizeof(int32_t));
-  rg_tensor ***inp = malloc((size_t)(n->nin + 1) * sizeof *inp);
-  rg_tensor ***outp = malloc((size_t)(n->nout + 1) * sizeof *outp);
+  t->in_cells = rg_malloc((size_t)(n->nin + 1) * sizeof(int32_t));
+  t->out_cells = rg_malloc((size_t)(n->nout + 1) * sizeof(int32_t));
+  rg_tensor ***inp = rg_malloc((size_t)(n->nin + 1) * sizeof *inp);
+  rg_tensor ***outp = rg_malloc((size_t)(n->nout + 1) * sizeof *outp);
   t->x.inp = inp;
   t->x.outp = outp;
   t->x.node = &t->node;
@@ -125,7 +104,7 @@ static bool link_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
   }
   for (int j = 0; j < n->nout; j++) {
     int32_t c = p->ncells++;
-    cm_put(&L->cells, n->outputs[j], c);
+    if (!cm_put(&L->cells, n->outputs[j], c)) return lerr(L, "out of memory");
     t->out_cells[j] = c;
     outp[j] = &p->cells[c];
     p->producer[c] = (int32_t)(t - p->thunks);
@@ -139,13 +118,13 @@ static bool link_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
  * (a cell nobody reads is released by its producer). */
 static bool plan_releases(linker *L) {
   rgb_program *p = L->p;
-  int32_t *last = malloc((size_t)p->ncells * sizeof(int32_t));
-  int32_t *count = calloc((size_t)p->nthunks + 1, sizeof(int32_t));
-  bool *keep = calloc((size_t)p->ncells, sizeof(bool));
+  int32_t *last = rg_malloc((size_t)p->ncells * sizeof(int32_t));
+  int32_t *count = rg_calloc((size_t)p->nthunks + 1, sizeof(int32_t));
+  bool *keep = rg_calloc((size_t)p->ncells, sizeof(bool));
   if (!last || !count || !keep) {
-    free(last);
-    free(count);
-    free(keep);
+    rg_free(last);
+    rg_free(count);
+    rg_free(keep);
     return lerr(L, "out of memory");
   }
   for (int32_t c = 0; c < p->ncells; c++) last[c] = p->producer[c];
@@ -156,7 +135,7 @@ static bool plan_releases(linker *L) {
     if (p->producer[c] >= 0 && !keep[c]) count[last[c]]++;
   bool ok = true;
   for (int32_t k = 0; k < p->nthunks && ok; k++) {
-    p->thunks[k].release = malloc((size_t)(count[k] + 1) * sizeof(int32_t));
+    p->thunks[k].release = rg_malloc((size_t)(count[k] + 1) * sizeof(int32_t));
     ok = p->thunks[k].release != NULL;
   }
   for (int32_t c = 0; c < p->ncells && ok; c++)
@@ -164,24 +143,24 @@ static bool plan_releases(linker *L) {
       rgb_thunk *t = &p->thunks[last[c]];
       t->release[t->nrelease++] = c;
     }
-  free(last);
-  free(count);
-  free(keep);
+  rg_free(last);
+  rg_free(count);
+  rg_free(keep);
   return ok || lerr(L, "out of memory");
 }
 
 static bool alloc_program(linker *L, int nnodes, int nin, int nout, int ncells_max) {
   rgb_program *p = L->p;
-  p->cells = calloc((size_t)ncells_max, sizeof *p->cells);
-  p->cellp = calloc((size_t)ncells_max, sizeof *p->cellp);
-  p->producer = malloc((size_t)ncells_max * sizeof(int32_t));
-  p->const_cells = malloc((size_t)ncells_max * sizeof(int32_t));
-  p->in_cells = malloc((size_t)(nin + 1) * sizeof(int32_t));
-  p->out_cells = malloc((size_t)(nout + 1) * sizeof(int32_t));
-  p->thunks = calloc((size_t)(nnodes + 1), sizeof *p->thunks);
-  p->state = calloc((size_t)(nnodes + 1), 1);
-  p->stack = malloc((size_t)ncells_max * sizeof(int32_t)); /* >= edges + outputs */
-  p->need = calloc((size_t)ncells_max, 1);
+  p->cells = rg_calloc((size_t)ncells_max, sizeof *p->cells);
+  p->cellp = rg_calloc((size_t)ncells_max, sizeof *p->cellp);
+  p->producer = rg_malloc((size_t)ncells_max * sizeof(int32_t));
+  p->const_cells = rg_malloc((size_t)ncells_max * sizeof(int32_t));
+  p->in_cells = rg_malloc((size_t)(nin + 1) * sizeof(int32_t));
+  p->out_cells = rg_malloc((size_t)(nout + 1) * sizeof(int32_t));
+  p->thunks = rg_calloc((size_t)(nnodes + 1), sizeof *p->thunks);
+  p->state = rg_calloc((size_t)(nnodes + 1), 1);
+  p->stack = rg_malloc((size_t)ncells_max * sizeof(int32_t)); /* >= edges + outputs */
+  p->need = rg_calloc((size_t)ncells_max, 1);
   if (!p->cells || !p->cellp || !p->producer || !p->const_cells || !p->in_cells ||
       !p->out_cells || !p->thunks || !p->state || !p->stack || !p->need)
     return lerr(L, "out of memory");
@@ -205,7 +184,7 @@ static bool link_io(linker *L, int nin, rg_variable *const *inputs) {
       return lerr(L, "input %d (%s) is listed twice", i, var_label(inputs[i]));
     if (inputs[i]->owner) return lerr(L, "input %d (%s) is computed by the graph", i, var_label(inputs[i]));
     p->in_cells[i] = p->ncells++;
-    cm_put(&L->cells, inputs[i], p->in_cells[i]);
+    if (!cm_put(&L->cells, inputs[i], p->in_cells[i])) return lerr(L, "out of memory");
   }
   p->nin = nin;
   return true;
@@ -233,9 +212,14 @@ rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *c
     snprintf(err, errlen, "backend %s is not available: %s", L.backend->name, why);
     return NULL;
   }
-  L.p = calloc(1, sizeof *L.p);
+  L.p = rg_calloc(1, sizeof *L.p);
+  if (!L.p) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
   int ncells = count_cells(nnodes, nodes, nin) + nout;
-  bool ok = L.p && cm_init(&L.cells, (size_t)ncells) && alloc_program(&L, nnodes, nin, nout, ncells);
+  bool ok = rg_map_init(&L.cells, &rg_heap, (size_t)ncells) == 0 &&
+            alloc_program(&L, nnodes, nin, nout, ncells);
   if (ok) L.p->rt = rgb_runtime_new(nthreads, release);
   ok = ok && L.p->rt && link_io(&L, nin, inputs);
   for (int k = 0; ok && k < nnodes; k++) {
@@ -247,7 +231,7 @@ rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *c
   L.p->release = release && !L.p->lazy;
   L.p->profile = profile;
   ok = ok && plan_releases(&L);
-  cm_free(&L.cells);
+  rg_map_free(&L.cells);
   if (!ok) {
     if (!err[0]) snprintf(err, errlen, "out of memory");
     rgb_program_free(L.p);
@@ -261,11 +245,11 @@ void rgb_program_free(rgb_program *p) {
   for (int32_t k = 0; k < p->nthunks; k++) {
     rgb_thunk *t = &p->thunks[k];
     rgb_node_clear(&t->node);
-    free(t->in_cells);
-    free(t->out_cells);
-    free((void *)t->x.inp);
-    free((void *)t->x.outp);
-    free(t->release);
+    rg_free(t->in_cells);
+    rg_free(t->out_cells);
+    rg_free((void *)t->x.inp);
+    rg_free((void *)t->x.outp);
+    rg_free(t->release);
   }
   for (int32_t c = 0; p->cells && c < p->ncells; c++) {
     bool borrowed = false;
@@ -273,15 +257,15 @@ void rgb_program_free(rgb_program *p) {
     if (!borrowed) rg_tensor_free(p->cells[c]);
   }
   rgb_runtime_free(p->rt);
-  free(p->cells);
-  free(p->cellp);
-  free(p->producer);
-  free(p->const_cells);
-  free(p->in_cells);
-  free(p->out_cells);
-  free(p->thunks);
-  free(p->state);
-  free(p->stack);
-  free(p->need);
-  free(p);
+  rg_free(p->cells);
+  rg_free(p->cellp);
+  rg_free(p->producer);
+  rg_free(p->const_cells);
+  rg_free(p->in_cells);
+  rg_free(p->out_cells);
+  rg_free(p->thunks);
+  rg_free(p->state);
+  rg_free(p->stack);
+  rg_free(p->need);
+  rg_free(p);
 }

@@ -7,6 +7,7 @@
  * points into collected memory.
  */
 #include "backend/backend-impl.h"
+#include "base/base.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,15 +28,15 @@ int rgb_node_init(rgb_node *bn, const rg_node *n) {
   bn->all_axes = op->all_axes;
   bn->nin = n->nin;
   bn->nout = n->nout;
-  rgb_vtype *in = calloc((size_t)(n->nin ? n->nin : 1), sizeof *in);
-  rgb_vtype *out = calloc((size_t)(n->nout ? n->nout : 1), sizeof *out);
-  int64_t *ints = op->nints ? malloc((size_t)op->nints * sizeof(int64_t)) : NULL;
-  char *label = strdup(rg_op_name(op));
+  rgb_vtype *in = rg_calloc((size_t)(n->nin ? n->nin : 1), sizeof *in);
+  rgb_vtype *out = rg_calloc((size_t)(n->nout ? n->nout : 1), sizeof *out);
+  int64_t *ints = op->nints ? rg_malloc((size_t)op->nints * sizeof(int64_t)) : NULL;
+  char *label = rg_strdup(rg_op_name(op));
   if (!in || !out || (op->nints && !ints) || !label) {
-    free(in);
-    free(out);
-    free(ints);
-    free(label);
+    rg_free(in);
+    rg_free(out);
+    rg_free(ints);
+    rg_free(label);
     return RG_ERR_NOMEM;
   }
   for (int i = 0; i < n->nin; i++) {
@@ -59,7 +60,7 @@ int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const char *backend, cha
   size_t nn;
   rg_node *const *nodes = rg_fgraph_toposort(g, &nn);
   int nin = rg_fgraph_ninputs(g), nout = rg_fgraph_noutputs(g);
-  rg_variable **io = malloc((size_t)(nin + nout + 1) * sizeof *io);
+  rg_variable **io = rg_malloc((size_t)(nin + nout + 1) * sizeof *io);
   if (!io) {
     snprintf(err, errlen, "out of memory");
     return RG_ERR_NOMEM;
@@ -67,16 +68,16 @@ int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const char *backend, cha
   for (int i = 0; i < nin; i++) io[i] = rg_fgraph_input(g, i);
   for (int j = 0; j < nout; j++) io[nin + j] = rg_fgraph_output(g, j);
   bn->inner = rgb_link((int)nn, nodes, nin, io, nout, io + nin, backend, false, false, 1, err, errlen);
-  free(io);
+  rg_free(io);
   return bn->inner ? 0 : RG_ERR_TYPE;
 }
 
 void rgb_node_clear(rgb_node *bn) {
   rgb_program_free(bn->inner);
-  free((void *)bn->in);
-  free((void *)bn->out);
-  free((void *)bn->ints);
-  free((void *)bn->label);
+  rg_free((void *)bn->in);
+  rg_free((void *)bn->out);
+  rg_free((void *)bn->ints);
+  rg_free((void *)bn->label);
   memset(bn, 0, sizeof *bn);
 }
 
@@ -99,12 +100,12 @@ int rgb_eval_node(const rg_node *n, rg_tensor *const *inputs, rg_tensor **output
     return RG_ERR_TYPE;
   }
   rgb_runtime *rt = rgb_runtime_new(1, false);
-  rg_tensor **cells = calloc((size_t)(n->nin + n->nout), sizeof *cells);
-  rg_tensor ***ptrs = calloc((size_t)(n->nin + n->nout), sizeof *ptrs);
+  rg_tensor **cells = rg_calloc((size_t)(n->nin + n->nout), sizeof *cells);
+  rg_tensor ***ptrs = rg_calloc((size_t)(n->nin + n->nout), sizeof *ptrs);
   if (!rt || !cells || !ptrs) {
     rgb_runtime_free(rt);
-    free(cells);
-    free(ptrs);
+    rg_free(cells);
+    rg_free(ptrs);
     rgb_node_clear(&bn);
     snprintf(err, errlen, "out of memory");
     return RG_ERR_NOMEM;
@@ -120,8 +121,8 @@ int rgb_eval_node(const rg_node *n, rg_tensor *const *inputs, rg_tensor **output
   }
   if (rc) snprintf(err, errlen, "%s", rt->err);
   rgb_runtime_free(rt);
-  free(cells);
-  free(ptrs);
+  rg_free(cells);
+  rg_free(ptrs);
   rgb_node_clear(&bn);
   return rc;
 }

@@ -13,6 +13,7 @@
  * working too, and returns when every chunk is done.
  */
 #include "backend/backend-impl.h"
+#include "base/base.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -78,7 +79,7 @@ static rg_tensor *pool_take(rgb_pool *p, size_t nbytes) {
 static void pool_put(rgb_pool *p, rg_tensor *t) {
   if (p->n == p->cap) {
     int cap = p->cap ? 2 * p->cap : 16;
-    rg_tensor **v = realloc(p->v, (size_t)cap * sizeof *v);
+    rg_tensor **v = rg_realloc(p->v, (size_t)cap * sizeof *v);
     if (!v) {
       rg_tensor_free(t);
       return;
@@ -173,9 +174,9 @@ static void *worker(void *arg) {
 }
 
 static rgb_tpool *tpool_new(int nworkers) {
-  rgb_tpool *p = calloc(1, sizeof *p);
+  rgb_tpool *p = rg_calloc(1, sizeof *p);
   if (!p) return NULL;
-  p->th = calloc((size_t)nworkers, sizeof(pthread_t));
+  p->th = rg_calloc((size_t)nworkers, sizeof(pthread_t));
   pthread_mutex_init(&p->m, NULL);
   pthread_cond_init(&p->go, NULL);
   pthread_cond_init(&p->done, NULL);
@@ -196,8 +197,8 @@ static void tpool_free(rgb_tpool *p) {
   pthread_mutex_destroy(&p->m);
   pthread_cond_destroy(&p->go);
   pthread_cond_destroy(&p->done);
-  free(p->th);
-  free(p);
+  rg_free(p->th);
+  rg_free(p);
 }
 
 void rgb_parallel_for(rgb_exec *x, int64_t n, int64_t grain,
@@ -235,7 +236,7 @@ void rgb_parallel_for(rgb_exec *x, int64_t n, int64_t grain,
 /* ------------------------------------------------------------------ runtime */
 
 rgb_runtime *rgb_runtime_new(int nthreads, bool use_pool) {
-  rgb_runtime *rt = calloc(1, sizeof *rt);
+  rgb_runtime *rt = rg_calloc(1, sizeof *rt);
   if (!rt) return NULL;
   rt->nthreads = nthreads > 0 ? nthreads : 1;
   rt->use_pool = use_pool;
@@ -246,8 +247,8 @@ void rgb_runtime_free(rgb_runtime *rt) {
   if (!rt) return;
   tpool_free(rt->threads);
   for (int i = 0; i < rt->pool.n; i++) rg_tensor_free(rt->pool.v[i]);
-  free(rt->pool.v);
-  free(rt);
+  rg_free(rt->pool.v);
+  rg_free(rt);
 }
 
 /* ------------------------------------------------------------------ inner programs */

@@ -164,8 +164,10 @@ const rg_type *rgc_broadcast_type(rg_ctx *C, const rg_op *op, int nin, rg_variab
  * the collector mark the whole live heap again and again.  It may only
  * hold pointers to objects that stay reachable some other way while it is
  * in use (graph nodes reachable from the walk's roots); free it with
- * rgc_sfree().  Allocation failure aborts, as the collector's does. */
-typedef struct rgc_scratch { uintptr_t *v; size_t n, cap; } rgc_scratch;
+ * rgc_sfree().  It is the base module's word array on the aborting heap
+ * allocator: walks cannot report running out of memory, so that aborts,
+ * as the collector's does (and fault injection leaves it alone). */
+typedef rg_words rgc_scratch;
 void rgc_sgrow(rgc_scratch *s);
 static inline void rgc_spush(rgc_scratch *s, uintptr_t w) {
   if (s->n == s->cap) rgc_sgrow(s);

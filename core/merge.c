@@ -12,19 +12,15 @@
  */
 #include "core/core-impl.h"
 
-/* Open addressing over items with their hashes side by side (one cache
- * line per probe). */
-typedef struct entry { uint64_t hash; void *item; } entry;
-typedef struct table {
-  entry *e;
-  size_t cap, n;
-} table;
+/* The table of canonical items: the base map used as a multimap from an
+ * item's hash to the item (hashes may collide; intern compares the items
+ * themselves).  Collected memory, as the items are collected objects. */
+typedef rg_map table;
 
 static void table_init(table *t, size_t expect) {
-  t->cap = 16;
-  while (t->cap < expect * 2) t->cap *= 2;
-  t->e = rgk_alloc(t->cap * sizeof *t->e);
-  t->n = 0;
+  int rc = rg_map_init(t, &rgk_gc, expect);
+  assert(rc == 0);
+  (void)rc;
 }
 
 static uint64_t node_hash(const rg_node *n) {
@@ -44,28 +40,14 @@ static bool same_node(const rg_node *a, const rg_node *b) {
 
 typedef bool (*same_fn)(const void *a, const void *b);
 
-static size_t slot(uint64_t h, size_t cap) { return (size_t)(h ^ (h >> 29)) & (cap - 1); }
-
-static void table_grow(table *t) {
-  table g;
-  table_init(&g, t->n);
-  for (size_t j = 0; j < t->cap; j++) {
-    if (!t->e[j].item) continue;
-    size_t k = slot(t->e[j].hash, g.cap);
-    while (g.e[k].item) k = (k + 1) & (g.cap - 1);
-    g.e[k] = t->e[j];
-  }
-  g.n = t->n;
-  *t = g;
-}
-
 /* The item equal to x (inserting x when there is none). */
 static void *intern(table *t, void *x, uint64_t h, same_fn same) {
-  size_t i = slot(h, t->cap);
-  for (; t->e[i].item; i = (i + 1) & (t->cap - 1))
-    if (t->e[i].hash == h && same(t->e[i].item, x)) return t->e[i].item;
-  t->e[i] = (entry){h, x};
-  if (++t->n * 2 > t->cap) table_grow(t);
+  h = rg_hash_key(h);
+  for (rg_map_entry *e = rg_map_first(t, h); e; e = rg_map_next(t, e))
+    if (same((void *)(uintptr_t)e->val, x)) return (void *)(uintptr_t)e->val;
+  int rc = rg_map_add(t, h, (uint64_t)(uintptr_t)x);
+  assert(rc == 0);
+  (void)rc;
   return x;
 }
 
@@ -97,7 +79,7 @@ int rg_fgraph_merge(rg_fgraph *fg, size_t *merged) {
   for (rg_node *x = fg->head, *next; x; x = next) {
     next = x->next;
     if (next) /* likely the next probe's slot (a hint: merging x may change next's inputs) */
-      __builtin_prefetch(&nodes.e[slot(node_hash(next), nodes.cap)]);
+      __builtin_prefetch(&nodes.e[rg_map_home(&nodes, rg_hash_key(node_hash(next)))]);
     count += merge_constants(fg, &consts, x);
     rg_node *c = intern(&nodes, x, node_hash(x), same_apply);
     if (c == x || c->fgraph != fg) continue; /* a canonical node always keeps a client */

@@ -279,9 +279,9 @@ static char *read_file(rg_ctx *C, const char *path, size_t *len) {
   for (;;) {
     if (n == cap) {
       cap = cap ? cap * 2 : 65536;
-      char *nb = realloc(buf, cap);
+      char *nb = rg_realloc(buf, cap);
       if (!nb) {
-        free(buf);
+        rg_free(buf);
         fclose(f);
         rg_error(C, RG_ERR_NOMEM, "%s: out of memory reading the file", path);
         return NULL;
@@ -295,7 +295,7 @@ static char *read_file(rg_ctx *C, const char *path, size_t *len) {
   bool bad = ferror(f);
   fclose(f);
   if (bad) {
-    free(buf);
+    rg_free(buf);
     rg_error(C, RG_ERR_IO, "%s: read error", path);
     return NULL;
   }
@@ -308,7 +308,7 @@ rg_tensor *rg_npy_load(rg_ctx *C, const char *path) {
   char *buf = read_file(C, path, &len);
   if (!buf) return NULL;
   rg_tensor *t = rg_npy_read(C, path, buf, len);
-  free(buf);
+  rg_free(buf);
   return t;
 }
 
@@ -358,7 +358,7 @@ int rg_npy_write(rg_ctx *C, const rg_tensor *t, bool fortran, void **out, size_t
   }
   size_t pre = version == 1 ? 10 : 12;
   size_t nbytes = c ? (size_t)rg_tensor_numel(c) * rg_dtype_size(c->dtype) : 0;
-  uint8_t *buf = c ? malloc(pre + hlen + nbytes) : NULL;
+  uint8_t *buf = c ? rg_malloc(pre + hlen + nbytes) : NULL;
   if (!buf) {
     rg_tensor_free(c);
     return rg_error(C, RG_ERR_NOMEM, "npy: out of memory");
@@ -382,11 +382,11 @@ int rg_npy_save(rg_ctx *C, const char *path, const rg_tensor *t, bool fortran) {
   if (rc) return rc;
   FILE *f = fopen(path, "wb");
   if (!f) {
-    free(buf);
+    rg_free(buf);
     return rg_error(C, RG_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
   }
   bool ok = fwrite(buf, 1, len, f) == len;
   ok = (fclose(f) == 0) && ok;
-  free(buf);
+  rg_free(buf);
   return ok ? RG_OK : rg_error(C, RG_ERR_IO, "%s: write error", path);
 }

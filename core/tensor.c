@@ -28,14 +28,14 @@ struct rg_storage {
   long refs;
   void (*release)(void *base, void *ud); /* external memory: NULL or the callback */
   void *ud;
-  bool owned;                            /* ours: free(base) */
+  bool owned;                            /* ours: rg_free(base) */
 };
 
 /* ------------------------------------------------------------------ storage */
 
 static rg_storage *storage_new(void *base, size_t nbytes, void (*release)(void *, void *),
                                void *ud) {
-  rg_storage *s = malloc(sizeof *s);
+  rg_storage *s = rg_malloc(sizeof *s);
   if (!s) return NULL;
   *s = (rg_storage){base, nbytes, 1, release, ud, false};
   return s;
@@ -46,10 +46,10 @@ static void storage_release(rg_storage *s) {
   assert(left >= 0 && "a tensor released more often than referenced");
   if (left != 0) return;
   if (s->owned)
-    free(s->base);
+    rg_free(s->base);
   else if (s->release)
     s->release(s->base, s->ud);
-  free(s);
+  rg_free(s);
 }
 
 int64_t rg_storage_refcount(const rg_tensor *t) {
@@ -88,7 +88,7 @@ static void c_strides(rg_tensor *t) {
 }
 
 static rg_tensor *header(rg_dtype dt, int ndim, const int64_t *shape) {
-  rg_tensor *t = calloc(1, sizeof *t);
+  rg_tensor *t = rg_calloc(1, sizeof *t);
   if (!t) return NULL;
   t->dtype = dt;
   t->ndim = ndim;
@@ -101,14 +101,14 @@ static rg_tensor *alloc_tensor(rg_dtype dt, int ndim, const int64_t *shape, bool
   size_t nbytes;
   if (!shape_size(dt, ndim, shape, &numel, &nbytes)) return NULL;
   size_t alloc = (nbytes + 63) & ~(size_t)63;
-  void *base = aligned_alloc(64, alloc ? alloc : 64);
+  void *base = rg_aligned_alloc(64, alloc ? alloc : 64);
   if (!base) return NULL;
   if (zero) memset(base, 0, alloc ? alloc : 64);
   rg_tensor *t = header(dt, ndim, shape);
   rg_storage *s = t ? storage_new(base, nbytes, NULL, NULL) : NULL;
   if (!s) {
-    free(base);
-    free(t);
+    rg_free(base);
+    rg_free(t);
     return NULL;
   }
   s->owned = true;
@@ -176,12 +176,12 @@ rg_tensor *rg_tensor_wrap(rg_dtype dt, int ndim, const int64_t *shape, const int
   extent(t, ndim, t->shape, t->strides, &lo, &hi, &empty);
   rg_storage probe = {data, nbytes, 1, NULL, NULL, false};
   if (!empty && !inside(&probe, data, lo, hi)) {
-    free(t);
+    rg_free(t);
     return NULL;
   }
   t->storage = storage_new(data, nbytes, release, ud);
   if (!t->storage) {
-    free(t);
+    rg_free(t);
     return NULL;
   }
   return t;
@@ -229,7 +229,7 @@ rg_tensor *rg_tensor_permute(const rg_tensor *t, const int *perm) {
 void rg_tensor_free(rg_tensor *t) {
   if (!t) return;
   storage_release(t->storage);
-  free(t);
+  rg_free(t);
 }
 
 /* ------------------------------------------------------------------ element access */

@@ -16,73 +16,39 @@
 /* ------------------------------------------------------------------ scratch stacks */
 
 void rgc_sgrow(rgc_scratch *s) {
-  size_t cap = s->cap ? s->cap * 2 : 1024;
-  uintptr_t *v = realloc(s->v, cap * sizeof *v);
-  if (!v) {
-    fputs("relgraph: out of memory\n", stderr);
-    abort();
-  }
-  s->v = v;
-  s->cap = cap;
+  if (!s->a) s->a = &rg_heap_abort;
+  int rc = rg_words_reserve(s, s->n + 1);
+  assert(rc == 0 && "the aborting allocator does not fail");
+  (void)rc;
 }
 
-void rgc_sfree(rgc_scratch *s) {
-  free(s->v);
-  *s = (rgc_scratch){0};
-}
+void rgc_sfree(rgc_scratch *s) { rg_words_free(s); }
 
 /* ------------------------------------------------------------------ memo */
 
-/* Open addressing on pointer keys; cap is a power of two, n < cap / 2. */
-struct rg_memo {
-  const void **keys;
-  void **vals;
-  size_t cap, n;
-};
+/* The base map from key address to value, in collected memory (keys and
+ * values are collected objects the memo keeps alive). */
+struct rg_memo { rg_map m; };
 
-rg_memo *rg_memo_new(void) { return rgk_alloc(sizeof(rg_memo)); }
-
-static size_t slot_of(const void *k, size_t cap) {
-  uint64_t h = (uint64_t)(uintptr_t)k >> 4;
-  h *= 0x9e3779b97f4a7c15ull;
-  return (size_t)(h >> 20) & (cap - 1);
-}
-
-static size_t find(const rg_memo *m, const void *k) {
-  size_t i = slot_of(k, m->cap);
-  while (m->keys[i] && m->keys[i] != k) i = (i + 1) & (m->cap - 1);
-  return i;
-}
-
-static void memo_grow(rg_memo *m) {
-  rg_memo g = {.cap = m->cap ? m->cap * 2 : 64};
-  g.keys = rgk_alloc(g.cap * sizeof *g.keys);
-  g.vals = rgk_alloc(g.cap * sizeof *g.vals);
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->keys[i]) {
-      size_t j = find(&g, m->keys[i]);
-      g.keys[j] = m->keys[i];
-      g.vals[j] = m->vals[i];
-    }
-  g.n = m->n;
-  *m = g;
+rg_memo *rg_memo_new(void) {
+  rg_memo *m = rgk_alloc(sizeof(rg_memo));
+  m->m.a = &rgk_gc;
+  return m;
 }
 
 void rg_memo_put(rg_memo *m, const void *key, void *value) {
-  if ((m->n + 1) * 2 > m->cap) memo_grow(m);
-  size_t i = find(m, key);
-  if (!m->keys[i]) m->n++;
-  m->keys[i] = key;
-  m->vals[i] = value;
+  int rc = rg_map_put(&m->m, (uint64_t)(uintptr_t)key, (uint64_t)(uintptr_t)value);
+  assert(rc == 0 && "collected memory does not run out quietly");
+  (void)rc;
 }
 
 void *rg_memo_get(const rg_memo *m, const void *key) {
-  if (!m || !m->n) return NULL;
-  size_t i = find(m, key);
-  return m->keys[i] ? m->vals[i] : NULL;
+  if (!m) return NULL;
+  uint64_t *v = rg_map_get(&m->m, (uint64_t)(uintptr_t)key);
+  return v ? (void *)(uintptr_t)*v : NULL;
 }
 
-size_t rg_memo_size(const rg_memo *m) { return m ? m->n : 0; }
+size_t rg_memo_size(const rg_memo *m) { return m ? m->m.n : 0; }
 
 /* ------------------------------------------------------------------ toposort */
 

@@ -23,34 +23,17 @@
 
 /* ------------------------------------------------------------------ namespaces */
 
-static size_t tslot(const rgk_table *t, rg_term s) {
-  size_t h = (size_t)((rgk_symbol *)s)->hash & (t->cap - 1);
-  while (t->slots[h] && t->slots[h]->name != s) h = (h + 1) & (t->cap - 1);
-  return h;
-}
-
-static void table_grow(rgk_table *t) {
-  rgk_table n = {0};
-  n.cap = t->cap ? t->cap * 2 : 128;
-  n.slots = rgk_alloc(n.cap * sizeof(rgk_global *));
-  for (size_t i = 0; i < t->cap; i++)
-    if (t->slots[i]) n.slots[tslot(&n, t->slots[i]->name)] = t->slots[i];
-  n.n = t->n;
-  *t = n;
-}
-
+/* A zeroed table is empty; it takes collected memory on its first
+ * insertion (its keys, symbols, and values, globals, are collected). */
 rgk_global *rgk_table_get(rgk_table *t, rg_term sym, bool create) {
-  if (t->cap) {
-    rgk_global *g = t->slots[tslot(t, sym)];
-    if (g || !create) return g;
-  } else if (!create) {
-    return NULL;
-  }
-  if ((t->n + 1) * 2 > t->cap) table_grow(t);
+  uint64_t *v = rg_map_get(t, RGK_W(sym));
+  if (v || !create) return v ? (rgk_global *)(uintptr_t)*v : NULL;
+  if (!t->a) t->a = &rgk_gc;
   rgk_global *g = rgk_alloc(sizeof *g);
   g->name = sym;
-  t->slots[tslot(t, sym)] = g;
-  t->n++;
+  int rc = rg_map_put(t, RGK_W(sym), RGK_W(g));
+  assert(rc == 0 && "collected memory does not run out quietly");
+  (void)rc;
   return g;
 }
 

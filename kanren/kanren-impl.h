@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "relgraph/kanren.h"
 
 #ifndef RG_GC_NEVER_FREE
@@ -56,6 +57,10 @@ void rgk_scope_end(void);
 void *rgk_alloc_global(size_t n); /* zeroed; for global caches: outlives scopes */
 void rgk_symtab_mark(void);     /* term.c: symbols interned from here on ... */
 void rgk_symtab_rollback(void); /* ... leave the table again */
+/* Collected memory as an allocator for the base containers (base.h), for
+ * tables that hold collected pointers: zeroed, never fails (exhaustion
+ * aborts), and giving a block back does nothing. */
+extern const rg_allocator rgk_gc;
 char *rgk_strdup(const char *s);
 char *rgk_strndup(const char *s, size_t n);
 char *rgk_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -506,8 +511,9 @@ rg_reader *rgk_reader_new(rg_ctx *C, const char *name, const char *text, size_t 
 
 /* ------------------------------------------------------------------ the interpreter */
 
-/* A namespace: symbol -> global cell. */
-typedef struct rgk_table { rgk_global **slots; size_t cap, n; } rgk_table;
+/* A namespace: symbol -> global cell, the base map keyed by the symbol's
+ * address in collected memory (see interp.c). */
+typedef rg_map rgk_table;
 rgk_global *rgk_table_get(rgk_table *t, rg_term sym, bool create);
 
 typedef int (*rgk_form_fn)(rg_interp *I, rg_term form, void *ud);

@@ -206,6 +206,9 @@ void *rgk_realloc(void *p, size_t n) {
 
 void *rg_gc_alloc(size_t n) { return rgk_alloc(n); }
 
+static void gc_keep(void *p) { (void)p; }
+const rg_allocator rgk_gc = {rg_gc_alloc, gc_keep};
+
 char *rg_read_stream(FILE *f, size_t *len) {
   size_t n = 0, cap = 65536;
   char *buf = rgk_alloc_atomic(cap);

@@ -157,37 +157,16 @@ static rg_term marker(size_t i) {
   return m;
 }
 
-/* A small identity map from variables to markers. */
-typedef struct vmap { rg_term *keys, *vals; size_t cap, n; } vmap;
-
-static size_t vslot(const vmap *m, rg_term v) {
-  size_t h = (size_t)(rgk_varp(v)->idx * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-  while (m->keys[h] && m->keys[h] != v) h = (h + 1) & (m->cap - 1);
-  return h;
-}
-
-static rg_term vmap_get(vmap *m, rg_term v, rg_term *order) {
-  if ((m->n + 1) * 2 > m->cap) {
-    vmap g = {0};
-    g.cap = m->cap ? m->cap * 2 : 16;
-    g.keys = rgk_alloc(g.cap * sizeof(rg_term));
-    g.vals = rgk_alloc(g.cap * sizeof(rg_term));
-    for (size_t i = 0; i < m->cap; i++)
-      if (m->keys[i]) {
-        size_t j = vslot(&g, m->keys[i]);
-        g.keys[j] = m->keys[i];
-        g.vals[j] = m->vals[i];
-      }
-    g.n = m->n;
-    *m = g;
-  }
-  size_t i = vslot(m, v);
-  if (!m->keys[i]) {
-    m->keys[i] = v;
-    m->vals[i] = marker(m->n++);
+/* A small identity map from variables to markers: the base map in
+ * collected memory, keyed by the variable's address. */
+static rg_term vmap_get(rg_map *m, rg_term v, rg_term *order) {
+  bool fresh;
+  rg_map_entry *e = rg_map_slot(m, RGK_W(v), 0, &fresh);
+  if (fresh) {
+    e->val = RGK_W(marker(m->n - 1));
     *order = rg_cons(v, *order);
   }
-  return m->vals[i];
+  return RGK_T(e->val);
 }
 
 #define MARK_PAIR RGK_IMM(130)
@@ -196,7 +175,7 @@ static rg_term vmap_get(vmap *m, rg_term v, rg_term *order) {
 /* The walked term t (already walked deeply) with its variables replaced by
  * markers; *vars receives the variables in reverse order of appearance. */
 static rg_term canonical(rg_term t, rg_term *vars) {
-  vmap m = {0};
+  rg_map m = {.a = &rgk_gc};
   RGK_LOCAL_STACK(work, 64);
   RGK_LOCAL_STACK(vals, 64);
   rgk_push(&work, RGK_W(t));

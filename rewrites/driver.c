@@ -24,7 +24,9 @@
  * replaces) are rejected by the FunctionGraph, reverted, and counted.
  */
 #include "rewrites/rewrite-impl.h"
+#include "base/base.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,44 +35,20 @@
 /* Rewriters, with their indices in the selection's node rewriters. */
 typedef struct rwlist { rg_rewriter **v; int *idx; int n; } rwlist;
 
-/* A set of node ids (open addressing, 0 = empty). */
-typedef struct idset { uint64_t *k; size_t cap, n; } idset;
+/* A set of node ids: the base map (keys id + 1, as 0 marks an empty
+ * slot), on the aborting heap allocator: the graph's change callbacks that
+ * fill it cannot report running out of memory. */
+typedef rg_map idset;
 
-static bool ids_has(const idset *s, uint64_t id) {
-  if (!s->cap) return false;
-  for (size_t h = (size_t)(id * 0x9e3779b97f4a7c15ull) & (s->cap - 1); s->k[h]; h = (h + 1) & (s->cap - 1))
-    if (s->k[h] == id) return true;
-  return false;
-}
-
-static void ids_put(idset *s, uint64_t id);
-static void ids_grow(idset *s) {
-  idset t = {0};
-  t.cap = s->cap ? s->cap * 2 : 1024;
-  t.k = calloc(t.cap, sizeof *t.k);
-  for (size_t i = 0; i < s->cap; i++)
-    if (s->k[i] && s->k[i] != UINT64_MAX) ids_put(&t, s->k[i]);
-  free(s->k);
-  *s = t;
-}
+static bool ids_has(const idset *s, uint64_t id) { return rg_map_has(s, id + 1); }
 
 static void ids_put(idset *s, uint64_t id) {
-  if ((s->n + 1) * 2 > s->cap) ids_grow(s);
-  size_t h = (size_t)(id * 0x9e3779b97f4a7c15ull) & (s->cap - 1);
-  while (s->k[h] && s->k[h] != id) h = (h + 1) & (s->cap - 1);
-  if (!s->k[h]) s->n++;
-  s->k[h] = id;
+  int rc = rg_map_put(s, id + 1, 0);
+  assert(rc == 0 && "the aborting allocator does not fail");
+  (void)rc;
 }
 
-/* Removal leaves a tombstone (UINT64_MAX) so probes continue. */
-static void ids_del(idset *s, uint64_t id) {
-  if (!s->cap) return;
-  for (size_t h = (size_t)(id * 0x9e3779b97f4a7c15ull) & (s->cap - 1); s->k[h]; h = (h + 1) & (s->cap - 1))
-    if (s->k[h] == id) {
-      s->k[h] = UINT64_MAX;
-      return;
-    }
-}
+static void ids_del(idset *s, uint64_t id) { rg_map_del(s, id + 1); }
 
 typedef struct eq {
   rg_rewrite_run *run;
@@ -362,10 +340,10 @@ static int drain(eq *e) {
 }
 
 int rgr_equilibrium(rg_rewrite_run *run, rgr_selection *sel) {
-  eq e = {.run = run, .fg = run->fg};
+  eq e = {.run = run, .fg = run->fg, .queued = {.a = &rg_heap_abort}};
   flatten(&e, sel);
   index_by_op(&e);
-  e.uses = calloc((size_t)(e.node_rws.n + 1), sizeof(int64_t));
+  e.uses = rg_gc_alloc((size_t)(e.node_rws.n + 1) * sizeof(int64_t));
   e.stats = rg_gc_alloc((size_t)(e.node_rws.n + 1) * sizeof *e.stats);
   e.feature = (rg_feature){.name = "equilibrium", .ud = &e, .on_import = on_import,
                            .on_change_input = on_change_input};
@@ -390,8 +368,7 @@ int rgr_equilibrium(rg_rewrite_run *run, rgr_selection *sel) {
     rc = drain(&e);
   }
   rg_fgraph_detach(run->fg, &e.feature);
-  free(e.uses);
-  free(e.queued.k);
+  rg_map_free(&e.queued);
   p->stop = e.stop ? run->stop_msg : "equilibrium";
   rgr_pass_end(run, p);
   run->cur = outer;

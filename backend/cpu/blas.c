@@ -30,6 +30,7 @@
  * function's thread count when it differs from the last count set.
  */
 #include "backend/cpu/cpu-impl.h"
+#include "base/base.h"
 
 #include <stdlib.h>
 
@@ -150,10 +151,10 @@ static void free_ops(rg_tensor *a, rg_tensor *b, rg_tensor *c) {
 static int int_matmul(rgb_exec *x, const rg_tensor *a, const rg_tensor *b, int64_t m, int64_t k,
                       int64_t n, rg_tensor *out) {
   rg_tensor *a64 = rgbc_contiguous(x, a, RG_INT64), *b64 = rgbc_contiguous(x, b, RG_INT64);
-  uint64_t *c = calloc((size_t)(m * n > 0 ? m * n : 1), sizeof *c);
+  uint64_t *c = rg_calloc((size_t)(m * n > 0 ? m * n : 1), sizeof *c);
   if (!a64 || !b64 || !c) {
     free_ops(a64, b64, NULL);
-    free(c);
+    rg_free(c);
     return x->rt->errcode ? x->rt->errcode : rgb_error(x, RG_ERR_NOMEM, "out of memory");
   }
   const uint64_t *A = (const uint64_t *)a64->data, *B = (const uint64_t *)b64->data;
@@ -168,7 +169,7 @@ static int int_matmul(rgb_exec *x, const rg_tensor *a, const rg_tensor *b, int64
   char *p[2] = {out->data, (char *)c};
   int64_t s[2] = {rgbc_size(out->dtype), 8};
   rgbc_cast_loop(RG_INT64, out->dtype)(p, s, m * n, NULL);
-  free(c);
+  rg_free(c);
   free_ops(a64, b64, NULL);
   return RG_OK;
 }

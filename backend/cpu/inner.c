@@ -25,6 +25,7 @@
  * op_from_graph runs its linked inner program with rgb_run_inner.
  */
 #include "backend/cpu/cpu-impl.h"
+#include "base/base.h"
 
 #include <stdlib.h>
 
@@ -262,7 +263,7 @@ static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
 static void run_blocks(void *ud, int64_t lo, int64_t hi) {
   cjob *j = ud;
   size_t bytes = j->ws + (size_t)j->nin * CB * 8;
-  char *ws = aligned_alloc(64, ALIGN64(bytes));
+  char *ws = rg_aligned_alloc(64, ALIGN64(bytes));
   if (!ws) {
     j->why = "out of memory for the composite's workspace";
     return;
@@ -271,7 +272,7 @@ static void run_blocks(void *ud, int64_t lo, int64_t hi) {
     int64_t b0 = b * CB, m = j->total - b0 < CB ? j->total - b0 : CB;
     run_one(j, ws, b0, m);
   }
-  free(ws);
+  rg_free(ws);
 }
 
 /* ------------------------------------------------------------------ kernels */

@@ -41,6 +41,7 @@
  * depends on the thread count only through rounding of float sums).
  */
 #include "backend/cpu/cpu-impl.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -420,7 +421,7 @@ RGBC_SIMD static void flush_row_f32(double *acc, int64_t ast, float *restrict t,
 
 static void sum_rows_f32(const rplan *pl, const char *in, double *acc) {
   int64_t r = pl->shape[0], k = pl->shape[1];
-  float small[1024], *t = k <= 1024 ? small : calloc((size_t)k, sizeof *t);
+  float small[1024], *t = k <= 1024 ? small : rg_calloc((size_t)k, sizeof *t);
   if (!t) { /* no memory for the row: float64 accumulation directly */
     for (int64_t i = 0; i < r; i++, in += pl->ist[0])
       for (int64_t j = 0; j < k; j++) acc[j * pl->ast[1]] += *(const float *)(in + j * pl->ist[1]);
@@ -440,7 +441,7 @@ static void sum_rows_f32(const rplan *pl, const char *in, double *acc) {
     }
     if (i % ROWS_F32 == 0 || i == r) flush_row_f32(acc, pl->ast[1], t, k);
   }
-  if (t != small) free(t);
+  if (t != small) rg_free(t);
 }
 
 /* Runs plan pl (whose input starts at in) into accumulators acc / idx;
@@ -553,11 +554,11 @@ static int run_split(rgb_exec *x, rg_opcode code, rjob *j, int d, bool partials)
     rgb_parallel_for(x, j->parts, 1, part_fn, j);
     return RG_OK;
   }
-  j->acc = malloc((size_t)(j->parts * nacc * r->asize));
-  j->idx = idx ? malloc((size_t)(j->parts * nacc) * sizeof(int64_t)) : NULL;
+  j->acc = rg_malloc((size_t)(j->parts * nacc * r->asize));
+  j->idx = idx ? rg_malloc((size_t)(j->parts * nacc) * sizeof(int64_t)) : NULL;
   if (!j->acc || (idx && !j->idx)) {
-    free(j->acc);
-    free(j->idx);
+    rg_free(j->acc);
+    rg_free(j->idx);
     return rgb_error(x, RG_ERR_NOMEM, "out of memory for partial results");
   }
   fill_identity(code, r->F.acc, j->acc, j->idx, j->parts * nacc);
@@ -569,8 +570,8 @@ static int run_split(rgb_exec *x, rg_opcode code, rjob *j, int d, bool partials)
     else
       r->F.combine(acc, r->asize, pa, nacc, r->asize);
   }
-  free(j->acc);
-  free(j->idx);
+  rg_free(j->acc);
+  rg_free(j->idx);
   return RG_OK;
 }
 
@@ -649,12 +650,12 @@ int rgb_cpu_reduce(rgb_exec *x) {
   r.asize = rgbc_size(r.F.acc);
   bool arg = code == RG_OP_ARGMAX || code == RG_OP_ARGMIN;
   bool own = arg || r.F.acc != out->dtype;
-  char *acc = own ? malloc((size_t)(nacc * r.asize)) : out->data;
+  char *acc = own ? rg_malloc((size_t)(nacc * r.asize)) : out->data;
   if (!acc) return rgb_error(x, RG_ERR_NOMEM, "out of memory for accumulators");
   int64_t *idx = arg ? (int64_t *)out->data : NULL;
   fill_identity(code, r.F.acc, acc, idx, nacc);
   int rc = count > 0 ? run_reduce(x, code, &r, in, acc, idx, nacc) : RG_OK;
   if (rc == RG_OK && !arg) finish(x, code, r.F.acc, acc, out, nacc, count);
-  if (own) free(acc);
+  if (own) rg_free(acc);
   return rc;
 }
