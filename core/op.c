@@ -17,6 +17,8 @@
  */
 #include "core/core-impl.h"
 
+#include <pthread.h>
+
 #include <stdlib.h>
 
 /* ------------------------------------------------------------------ parameter kinds */
@@ -201,19 +203,26 @@ const rg_op *rgc_op_finish(rg_op *op) {
   return op;
 }
 
-const rg_op *rg_op_get(rg_opcode code) {
-  static const rg_op *cache[RG_OP_COUNT];
-  if ((unsigned)code >= RG_OP_COUNT) return NULL;
-  pkind k = param_kind(code);
-  if (k != PK_NONE && k != PK_AXES) return NULL;
-  const rg_op *op = __atomic_load_n(&cache[code], __ATOMIC_ACQUIRE);
-  if (!op) {
-    rg_op *o = rgc_op_new(code);
+/* The parameterless ops, one object per opcode, made together the first
+ * time any is asked for (pthread_once: threads starting at once all get
+ * the same objects). */
+static const rg_op *plain_ops[RG_OP_COUNT];
+static pthread_once_t plain_once = PTHREAD_ONCE_INIT;
+
+static void init_plain_ops(void) {
+  for (int code = 0; code < RG_OP_COUNT; code++) {
+    pkind k = param_kind((rg_opcode)code);
+    if (k != PK_NONE && k != PK_AXES) continue;
+    rg_op *o = rgc_op_new((rg_opcode)code);
     o->all_axes = k == PK_AXES;
-    op = rgc_op_finish(o);
-    __atomic_store_n(&cache[code], op, __ATOMIC_RELEASE);
+    plain_ops[code] = rgc_op_finish(o);
   }
-  return op;
+}
+
+const rg_op *rg_op_get(rg_opcode code) {
+  if ((unsigned)code >= RG_OP_COUNT) return NULL;
+  pthread_once(&plain_once, init_plain_ops);
+  return plain_ops[code];
 }
 
 static int64_t *copy_ints(int n, const int64_t *v) {
@@ -383,19 +392,21 @@ int rgc_op_error(rg_ctx *C, const rg_op *op, const char *fmt, ...) {
 
 /* ------------------------------------------------------------------ parameters as terms */
 
-/* Interned symbols looked up once (written with the same values by any
- * thread that gets here first: a cache, not state). */
+/* Interned symbols looked up once (pthread_once: a thread never sees the
+ * table half filled). */
 static rg_term sym_x, sym_none, sym_q, sym_inplace;
 static rg_term op_syms[RG_OP_COUNT];
+static pthread_once_t syms_once = PTHREAD_ONCE_INIT;
 
-static void init_syms(void) {
-  if (sym_x) return;
+static void fill_syms(void) {
   for (int i = 0; i < RG_OP_COUNT; i++) op_syms[i] = rg_symbol(rgc_classes[i].name);
   sym_none = rg_symbol("none");
   sym_q = rg_symbol("?");
   sym_inplace = rg_symbol("inplace");
   sym_x = rg_symbol("x");
 }
+
+static void init_syms(void) { pthread_once(&syms_once, fill_syms); }
 
 /* The opcode named by an interned symbol (pointer comparisons), or -1. */
 static int opcode_of_symbol(rg_term name) {

@@ -117,9 +117,11 @@ void *rgk_alloc_pair_slow(void) {
   return p ? p : oom();
 }
 
-void rg_init(void) {
-  static bool done;
-  if (done) return;
+/* Once per process, however many threads start at once (pthread_once:
+ * the others wait until the collector is ready). */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_collector(void) {
   GC_INIT();
   /* Searches allocate at a high rate and keep little alive: start with a
    * heap large enough that collections are rare (unless the environment
@@ -131,8 +133,9 @@ void rg_init(void) {
   make_pair_kind();
   /* threads the collector did not start may register (rg_thread_attach) */
   GC_allow_register_threads();
-  done = true;
 }
+
+void rg_init(void) { pthread_once(&init_once, init_collector); }
 
 /* Allocates garbage until the collector has run once, so every page of
  * its heap has been touched (timed code then pays no first-touch faults). */
