@@ -195,6 +195,8 @@ static rg_rewriter *relation_rule(rg_interp *I, rg_term form, const char *name, 
   if (!rel) return NULL;
   rg_rewriter *rw = rg_relation_rule(C, name, rel, false, o->flags);
   if (!rw) return NULL;
+  rw->rel_params = params;
+  rw->rel_body = o->body;
   rg_term heads = rg_relation_input_heads(rel, 0);
   int n = heads ? (int)rg_list_length(heads) : 0, k = 0;
   if (n > 0 && o->tracks == RG_NIL) {

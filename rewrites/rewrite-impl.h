@@ -35,9 +35,11 @@ struct rg_rewriter {
   /* terms it applies to, as text with ?x leaves (its pattern, or examples
    * given with it), for tools that build test graphs; NULL: unknown */
   const char *examples;
-  /* relational rules: the relation and its direction */
+  /* relational rules: the relation and its direction, and the rule's
+   * parameters and goals as written (NULL for rules made in C) */
   rg_term relation;
   bool backwards;
+  rg_term rel_params, rel_body;
 };
 
 static inline bool rgr_tracks(const rg_rewriter *rw, const rg_node *n) {
@@ -194,6 +196,18 @@ void rgr_states_changed(rgr_states *s, rg_node *node);
  * in its order (earliest first); returns how many. */
 int rgr_keep_live_in_order(const rg_fgraph *fg, rg_node **v, int n);
 #define rgr_sprintf rg_gc_sprintf /* messages and names in collected memory */
+
+/* What a rule is made of, for the e-graph search (rules.c).  kind is one
+ * of RGR_RULE_*; pattern rules give their forms as written (?x symbols),
+ * the guard relation and its arguments (a list of ?x symbols); op rules
+ * give their ops; other rewriters (C functions) give nothing. */
+enum { RGR_RULE_OTHER, RGR_RULE_PATTERN, RGR_RULE_RELATION, RGR_RULE_SUBST, RGR_RULE_REMOVE };
+typedef struct rgr_rule_parts {
+  int kind;
+  rg_term from, to, guard, guard_vars;
+  const rg_op *op_from, *op_to;
+} rgr_rule_parts;
+int rgr_rule_parts_of(const rg_rewriter *rw, rgr_rule_parts *out);
 
 /* Graph rewriters of the standard database. */
 rg_rewriter *rgr_merge_rewriter(const char *name);

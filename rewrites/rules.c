@@ -393,3 +393,40 @@ rg_rewriter *rgr_constant_folding(void) {
   rw->describe = "a node of constants -> its value";
   return rw;
 }
+
+/* ------------------------------------------------------------------ rule parts */
+
+/* The ?x symbol a pattern's logic variable stands for. */
+static rg_term var_symbol(rg_term vars, rg_term var) {
+  for (rg_term l = vars; rg_is_pair(l); l = rg_cdr(l))
+    if (rg_cdr(rg_car(l)) == var) return rg_car(rg_car(l));
+  return var;
+}
+
+int rgr_rule_parts_of(const rg_rewriter *rw, rgr_rule_parts *out) {
+  memset(out, 0, sizeof *out);
+  if (rw->kind != RW_NODE) return out->kind = RGR_RULE_OTHER;
+  if (rw->nfn == pattern_rule_fn) {
+    const pattern *p = &((const pattern_rule *)rw->ud)->p;
+    out->from = p->src_from;
+    out->to = p->src_to;
+    out->guard = p->guard;
+    out->guard_vars = RG_NIL;
+    rg_term acc = RG_NIL;
+    for (rg_term l = p->guard ? p->guard_args : RG_NIL; rg_is_pair(l); l = rg_cdr(l))
+      acc = rg_cons(var_symbol(p->vars, rg_car(l)), acc);
+    for (; rg_is_pair(acc); acc = rg_cdr(acc)) out->guard_vars = rg_cons(rg_car(acc), out->guard_vars);
+    return out->kind = RGR_RULE_PATTERN;
+  }
+  if (rw->nfn == relation_fn) return out->kind = RGR_RULE_RELATION;
+  if (rw->nfn == subst_fn) {
+    out->op_from = ((const opsub *)rw->ud)->from;
+    out->op_to = ((const opsub *)rw->ud)->to;
+    return out->kind = RGR_RULE_SUBST;
+  }
+  if (rw->nfn == remove_fn) {
+    out->op_from = rw->ud;
+    return out->kind = RGR_RULE_REMOVE;
+  }
+  return out->kind = RGR_RULE_OTHER;
+}

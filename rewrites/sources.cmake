@@ -9,4 +9,8 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/rewrites/rules.c
   ${PROJECT_SOURCE_DIR}/rewrites/lang.c
   ${PROJECT_SOURCE_DIR}/rewrites/std.c
-  ${PROJECT_SOURCE_DIR}/rewrites/stdrules.c)
+  ${PROJECT_SOURCE_DIR}/rewrites/stdrules.c
+  ${PROJECT_SOURCE_DIR}/rewrites/egraph.c
+  ${PROJECT_SOURCE_DIR}/rewrites/egraph-rules.c
+  ${PROJECT_SOURCE_DIR}/rewrites/egraph-cost.c
+  ${PROJECT_SOURCE_DIR}/rewrites/egraph-extract.c)

@@ -32,6 +32,8 @@ int cmd_run(int argc, char **argv);
 void usage_run(void);
 int cmd_check_rules(int argc, char **argv);
 void usage_check_rules(void);
+int cmd_search(int argc, char **argv);
+void usage_search(void);
 int cmd_check_grads(int argc, char **argv);
 void usage_check_grads(void);
 

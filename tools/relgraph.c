@@ -6,6 +6,7 @@
  *   relgraph rewrite GRAPH         rewrite a graph with rule databases
  *   relgraph run GRAPH             compile and run a graph
  *   relgraph check-rules FILE...   test rules on random graphs
+ *   relgraph search GRAPH          equality saturation and cost-ranked extraction
  *   relgraph check-grads --ops     test gradients against finite differences
  *   relgraph --help | --version
  *
@@ -24,6 +25,8 @@ static const cli_command commands[] = {
     {"run", "compile and run a graph on .npy inputs", cmd_run, usage_run},
     {"check-rules", "test rewrite rules on random graphs before and after", cmd_check_rules,
      usage_check_rules},
+    {"search", "equality saturation with rule files; the cheapest graphs by a cost", cmd_search,
+     usage_search},
     {"check-grads", "test gradients against finite differences (every op, or a graph)", cmd_check_grads,
      usage_check_grads},
 };

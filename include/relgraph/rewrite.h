@@ -235,6 +235,107 @@ const char *rg_rule_set_tags(const rg_rule_set *rs, int i);
  * file (positioned after the standard entries), with their tags. */
 int rg_rule_set_register(const rg_rule_set *rs, rg_rewrite_db *db, const char *name);
 
+/* ------------------------------------------------------------------ search (e-graphs) */
+
+/* Equality saturation over the rules of a query (docs/search.md).  An
+ * e-graph holds hash-consed e-nodes (an op applied to e-classes, or a
+ * graph input or constant) in e-classes joined by a union-find; a rebuild
+ * restores congruence after merges.  Every e-class has the type of the
+ * values it stands for: a rule that would merge classes of different types
+ * is rejected and reported with its name.  Pattern rules match by
+ * e-matching (non-linear patterns, guards); relational rules are
+ * equalities, run forwards and backwards on terms of each e-node built to
+ * a bounded depth from its classes' nodes (a pair of rules that are each
+ * other's inverse is one equality); op substitutions and removals apply to
+ * every e-node of their op.  Extraction picks the cheapest graph by a cost
+ * model, a subgraph shared by several users counted once.
+ *
+ * Memory: an e-graph holds manual memory; free it with rg_egraph_free().
+ * Threads: one thread at a time per e-graph (and its graph's context). */
+typedef struct rg_egraph rg_egraph;
+
+typedef enum rg_search_stop {
+  RG_SEARCH_SATURATED = 0,  /* no rule adds anything more */
+  RG_SEARCH_NODE_LIMIT,     /* the e-graph reached the node limit */
+  RG_SEARCH_ITER_LIMIT,     /* the iteration limit */
+  RG_SEARCH_TIME_LIMIT,     /* the time limit */
+  RG_SEARCH_ERROR,          /* a rule failed (message in the context) */
+} rg_search_stop;
+
+typedef struct rg_search_opts {
+  int64_t node_limit;       /* e-nodes (default 100000) */
+  int iter_limit;           /* iterations (default 30) */
+  double time_limit;        /* seconds (default 10) */
+  int rel_depth;            /* relational rules: depth of the terms built per e-node,
+                             * every alternative down to it (default 2) */
+  int rel_answers;          /* answers taken per relation run (default 8) */
+  int rel_terms;            /* terms built per e-node and rule at most (default 256) */
+  bool no_backoff;          /* apply every rule every iteration */
+  int match_limit;          /* backoff: matches a rule may make per iteration before
+                             * it is banned (default 1000, doubled per ban) */
+  int ban_length;           /* backoff: iterations of the first ban (default 5,
+                             * doubled per ban) */
+} rg_search_opts;
+
+/* An e-graph holding the graph's outputs (each the root of its class).
+ * NULL with an error in the graph's context when the graph holds what an
+ * e-graph cannot (a node of several outputs used by no nth). */
+rg_egraph *rg_egraph_new(rg_fgraph *fg);
+void rg_egraph_free(rg_egraph *eg);
+/* The rules a query selected (rg_db_query's rewriter): pattern, relational,
+ * op substitution and removal rules; other rewriters are skipped and
+ * counted.  Returns the number of rules added or an error (a pattern the
+ * e-graph cannot match). */
+int rg_egraph_add_rules(rg_egraph *eg, rg_rewriter *selection);
+/* Runs the rules to saturation or a limit; opts may be NULL. */
+rg_search_stop rg_egraph_run(rg_egraph *eg, const rg_search_opts *opts);
+/* "saturated after 7 iterations", "node limit 100000 reached in iteration
+ * 5", ... */
+const char *rg_egraph_stop_message(const rg_egraph *eg);
+size_t rg_egraph_nnodes(const rg_egraph *eg);
+size_t rg_egraph_nclasses(const rg_egraph *eg);
+/* Per iteration: e-nodes and e-classes after it, matches applied, the
+ * rules banned by the scheduler; one line each. */
+void rg_egraph_trace(const rg_egraph *eg, FILE *f);
+/* Merges rejected because the classes' types differ (the rule named), one
+ * line each (the first 64); returns their number. */
+int64_t rg_egraph_rejections(const rg_egraph *eg, FILE *f);
+/* The e-class of the expression v computes if the e-graph holds it, else
+ * -1 (v is looked up, not added). */
+int64_t rg_egraph_class_of(rg_egraph *eg, rg_variable *v);
+/* The e-graph as JSON in the serialized format of the egraphs-good
+ * projects (nodes with op, children, eclass, cost; root_eclasses;
+ * class_data with each class's type), or as Graphviz DOT (clusters per
+ * class).  Costs are the model's per node (cm may be NULL: 1 each). */
+typedef struct rg_cost_model rg_cost_model;
+int rg_egraph_write_json(rg_egraph *eg, const rg_cost_model *cm, FILE *f);
+int rg_egraph_write_dot(rg_egraph *eg, FILE *f);
+
+/* Cost models: the cost of one e-node from static shapes.  Unknown
+ * dimensions take sizes given by name: "A.0" (dimension 0 of input A),
+ * "A" (every unknown dimension of input A) or "?" (every other one). */
+rg_cost_model *rg_cost_flops(void);
+rg_cost_model *rg_cost_bytes(void);
+/* Measured time: measure(node, ud) runs the node (its inputs of concrete
+ * types) and returns seconds (< 0: cannot run).  Cached per op and input
+ * types. */
+rg_cost_model *rg_cost_measured(double (*measure)(const rg_node *node, void *ud), void *ud);
+/* A relation (costo node c): node is the e-node as a graph term (op applied
+ * to variables of concrete types), c its cost, a number (the first
+ * answer). */
+rg_cost_model *rg_cost_relation(rg_term rel);
+/* Gives unknown dimensions a size (see above); an error for a bad name. */
+int rg_cost_set_size(rg_cost_model *cm, const char *name, int64_t size);
+const char *rg_cost_name(const rg_cost_model *cm);
+
+/* The k cheapest distinct graphs of the e-graph, in cost order (DAG cost:
+ * a class used several times counted once).  Fills graphs[0..) (new
+ * FunctionGraphs on the original inputs' copies) and costs[0..); returns
+ * how many (<= k) or an error.  *exact (may be NULL) tells whether the
+ * answers are proven best (branch and bound finished) or the heuristic's. */
+int rg_egraph_extract(rg_egraph *eg, const rg_cost_model *cm, int k, rg_fgraph **graphs,
+                      double *costs, bool *exact);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -1,0 +1,281 @@
+/*
+ * egraph-cost.c — cost models for extraction: FLOPs and bytes moved from
+ * static shapes, measured time, and a cost written as a relation.
+ *
+ * Costs need concrete shapes.  Every class gets a *sized* variable: its
+ * representative node rebuilt by make_node on its children's sized
+ * variables, starting from the graph's inputs with their unknown
+ * dimensions given sizes by name ("A.0", "A", "?").  Classes are sized in
+ * the order of their smallest e-node id, which puts every class after the
+ * classes its representative node uses (egraph-impl.h).  A node's cost
+ * then looks at its children's sized types and its class's.
+ *
+ * FLOPs: dot-like ops 2*m*k*n (gemm and gemv add the scaling), outer and
+ * ger m*n, elementwise ops one per output element and operand beyond the
+ * first (unary: one per element), reductions one per input element
+ * (softmax five), shape ops and leaves none.  Bytes: what a node reads and
+ * writes (its inputs' and output's sizes), nothing for views (dimshuffle,
+ * reshape, subtensor) and leaves.  Measured and relational costs are
+ * cached per op and input types.
+ */
+#include "rewrites/egraph-impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+enum { CM_FLOPS, CM_BYTES, CM_TIME, CM_RELATION };
+
+typedef struct size_entry { const char *name; int64_t size; struct size_entry *next; } size_entry;
+
+/* A cached cost: key hash (0 empty) and value (collected, pointer-free). */
+typedef struct cost_slot { uint64_t key; double cost; } cost_slot;
+
+struct rg_cost_model {
+  int kind;
+  size_entry *sizes;
+  double (*measure)(const rg_node *node, void *ud);
+  void *ud;
+  rg_term rel;
+  cost_slot *cache;
+  size_t ncache, capcache;
+};
+
+static rg_cost_model *model(int kind) {
+  rg_cost_model *cm = rg_gc_alloc(sizeof *cm);
+  cm->kind = kind;
+  return cm;
+}
+
+rg_cost_model *rg_cost_flops(void) { return model(CM_FLOPS); }
+rg_cost_model *rg_cost_bytes(void) { return model(CM_BYTES); }
+
+rg_cost_model *rg_cost_measured(double (*measure)(const rg_node *node, void *ud), void *ud) {
+  rg_cost_model *cm = model(CM_TIME);
+  cm->measure = measure;
+  cm->ud = ud;
+  return cm;
+}
+
+rg_cost_model *rg_cost_relation(rg_term rel) {
+  rg_cost_model *cm = model(CM_RELATION);
+  cm->rel = rel;
+  return cm;
+}
+
+const char *rg_cost_name(const rg_cost_model *cm) {
+  static const char *names[] = {"flops", "bytes", "time", "relation"};
+  return names[cm->kind];
+}
+
+int rg_cost_set_size(rg_cost_model *cm, const char *name, int64_t size) {
+  if (!name || !*name || size < 0) return RG_ERR_TYPE;
+  size_entry *e = rg_gc_alloc(sizeof *e);
+  e->name = rgr_sprintf("%s", name);
+  e->size = size;
+  e->next = cm->sizes;
+  cm->sizes = e;
+  return RG_OK;
+}
+
+/* ------------------------------------------------------------------ sized classes */
+
+static int64_t size_of(const rg_cost_model *cm, const char *name) {
+  for (const size_entry *e = cm->sizes; e; e = e->next)
+    if (!strcmp(e->name, name)) return e->size;
+  return -1;
+}
+
+/* The size of dimension d of leaf v: "v.d", "v", then "?". */
+static int64_t leaf_size(rg_ctx *C, const rg_cost_model *cm, const rg_variable *v, int d) {
+  const char *n = v->name ? v->name : "";
+  int64_t s = *n ? size_of(cm, rgr_sprintf("%s.%d", n, d)) : -1;
+  if (s < 0 && *n) s = size_of(cm, n);
+  if (s < 0) s = size_of(cm, "?");
+  if (s < 0)
+    rg_error(C, RG_ERR_TYPE, "cost: dimension %d of %s has no static size; give --size %s.%d=N (or ?=N)",
+             d, *n ? n : "an input", *n ? n : "NAME", d);
+  return s;
+}
+
+static rg_variable *sized_leaf(rg_ctx *C, const rg_cost_model *cm, rg_variable *v) {
+  const rg_type *t = v->type;
+  bool unknown = false;
+  for (int d = 0; d < t->ndim; d++) unknown |= t->shape[d] < 0;
+  if (!unknown || rg_is_constant(v)) return v;
+  int64_t shape[RG_MAX_NDIM];
+  for (int d = 0; d < t->ndim; d++)
+    if ((shape[d] = t->shape[d] >= 0 ? t->shape[d] : leaf_size(C, cm, v, d)) < 0) return NULL;
+  return rg_input(C, v->name, rg_type_on_device(rg_type_new(t->dtype, t->ndim, shape), t->device));
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Sized variables of every root class (indexed by class id); NULL with an
+ * error in the context when a size is missing or sizes do not fit. */
+static rg_variable **sized_classes(rg_egraph *eg, const rg_cost_model *cm) {
+  /* (smallest node id, class) pairs, sorted */
+  uint64_t *order = malloc((eg->nlive + 1) * sizeof *order);
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < eg->ncls; c++)
+    if (eg->uf[c] == c) order[n++] = (uint64_t)eg->cls[c].minnode << 32 | c;
+  qsort(order, n, sizeof *order, cmp_u64);
+  rg_variable **sized = rg_gc_alloc((eg->ncls + 1) * sizeof *sized);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t c = (uint32_t)order[i], m = eg->cls[c].minnode;
+    const eg_head *h = &eg->heads[eg->nodes[m].head];
+    if (h->leaf) {
+      sized[c] = sized_leaf(eg->C, cm, h->leaf);
+    } else {
+      uint32_t nch = eg->nodes[m].nch;
+      rg_variable **in = rg_gc_alloc((nch + 1) * sizeof *in);
+      for (uint32_t j = 0; j < nch; j++) in[j] = sized[eg_find(eg, eg_kids(eg, m)[j])];
+      rg_node *node = rg_make_node(eg->C, h->op, (int)nch, in);
+      sized[c] = node ? node->outputs[h->out] : NULL;
+    }
+    if (!sized[c]) {
+      free(order);
+      if (!rg_errcode(eg->C)) rg_error(eg->C, RG_ERR_TYPE, "cost: the sizes given do not fit the graph");
+      else rg_error(eg->C, rg_errcode(eg->C), "cost: with the sizes given: %s", rgr_sprintf("%s", rg_errmsg(eg->C)));
+      return NULL;
+    }
+  }
+  free(order);
+  return sized;
+}
+
+/* ------------------------------------------------------------------ static costs */
+
+static double numel(const rg_type *t) {
+  double n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= (double)(t->shape[d] > 0 ? t->shape[d] : 0);
+  return n;
+}
+
+static double nbytes(const rg_type *t) { return numel(t) * (double)rg_dtype_size(t->dtype); }
+
+/* FLOPs of a dot-like product: 2 * (output elements) * (contracted size). */
+static double dot_flops(const rg_type *a, const rg_type *out) {
+  double k = a->ndim ? (double)a->shape[a->ndim - 1] : 1;
+  return 2 * numel(out) * k;
+}
+
+static double flops(rg_opcode code, int nin, const rg_type *const *in, const rg_type *out) {
+  switch (code) {
+  case RG_OP_DOT: return nin == 2 ? dot_flops(in[0], out) : 0;
+  case RG_OP_GEMM: return nin == 5 ? dot_flops(in[2], out) + 2 * numel(out) : 0;
+  case RG_OP_GEMV: return nin == 5 ? dot_flops(in[2], out) + 2 * numel(out) : 0;
+  case RG_OP_OUTER: return numel(out);
+  case RG_OP_GER: return 2 * numel(out);
+  case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX: return 5 * numel(in[0]);
+  default: break;
+  }
+  switch (rg_opcode_family(code)) {
+  case RG_FAM_ELEMWISE:
+    if (code == RG_OP_CAST || code == RG_OP_IDENTITY || code == RG_OP_SECOND) return 0;
+    return numel(out) * (nin > 2 ? nin - 1 : 1);
+  case RG_FAM_REDUCE: return numel(in[0]);
+  default: return 0;
+  }
+}
+
+static bool is_view(rg_opcode code) {
+  return code == RG_OP_DIMSHUFFLE || code == RG_OP_RESHAPE || code == RG_OP_FLATTEN ||
+         code == RG_OP_SUBTENSOR || code == RG_OP_SHAPE || code == RG_OP_SHAPE_I;
+}
+
+static double bytes(rg_opcode code, int nin, const rg_type *const *in, const rg_type *out) {
+  if (is_view(code)) return 0;
+  double b = nbytes(out);
+  for (int i = 0; i < nin; i++) b += nbytes(in[i]);
+  return b;
+}
+
+/* ------------------------------------------------------------------ cached costs */
+
+static uint64_t node_key(const rg_node *node) {
+  uint64_t h = rg_op_hash(node->op) * 0x9e3779b97f4a7c15ull + 1;
+  for (int i = 0; i < node->nin; i++) h = (h ^ rg_type_hash(node->inputs[i]->type)) * 0xff51afd7ed558ccdull;
+  return h ? h : 1;
+}
+
+static double *cache_slot(rg_cost_model *cm, uint64_t key, bool *found) {
+  if (2 * (cm->ncache + 1) > cm->capcache) {
+    size_t cap = cm->capcache ? 2 * cm->capcache : 256;
+    cost_slot *t = rg_gc_alloc(cap * sizeof *t);
+    for (size_t i = 0; i < cm->capcache; i++) {
+      if (!cm->cache[i].key) continue;
+      size_t s = cm->cache[i].key & (cap - 1);
+      while (t[s].key) s = (s + 1) & (cap - 1);
+      t[s] = cm->cache[i];
+    }
+    cm->cache = t;
+    cm->capcache = cap;
+  }
+  size_t s = key & (cm->capcache - 1);
+  for (; cm->cache[s].key; s = (s + 1) & (cm->capcache - 1))
+    if (cm->cache[s].key == key) return *found = true, &cm->cache[s].cost;
+  cm->cache[s].key = key;
+  cm->ncache++;
+  *found = false;
+  return &cm->cache[s].cost;
+}
+
+static double relation_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable *out) {
+  rg_term c = rg_var(eg->C), args[2] = {rg_var_term(out), c}, answers;
+  rg_run_opts o = {.max_steps = 2000000};
+  int rc = rg_run(eg->C, 1, c, rg_call(cm->rel, 2, args), &o, &answers);
+  if (rc != RG_OK || !rg_is_pair(answers)) {
+    rg_clear_error(eg->C);
+    return INFINITY;
+  }
+  rg_term a = rg_car(answers);
+  if (rg_kind_of(a) == RG_K_INT) return (double)rg_int_value(a);
+  if (rg_kind_of(a) == RG_K_FLOAT) return rg_float_value(a);
+  return INFINITY;
+}
+
+static double dynamic_cost(rg_egraph *eg, const rg_cost_model *cm_, const eg_head *h, int n,
+                           rg_variable **in) {
+  rg_cost_model *cm = (rg_cost_model *)cm_;
+  rg_node *node = rg_make_node(eg->C, h->op, n, in);
+  if (!node) {
+    rg_clear_error(eg->C);
+    return INFINITY;
+  }
+  bool found;
+  double *slot = cache_slot(cm, node_key(node), &found);
+  if (found) return *slot;
+  double v = cm->kind == CM_TIME ? cm->measure(node, cm->ud) : relation_cost(eg, cm, node->outputs[h->out]);
+  return *slot = v < 0 ? INFINITY : v;
+}
+
+static double node_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable **sized, uint32_t id) {
+  const eg_node *x = &eg->nodes[id];
+  const eg_head *h = &eg->heads[x->head];
+  if (h->leaf) return 0;
+  int n = (int)x->nch;
+  rg_variable *in[n ? n : 1];
+  const rg_type *ts[n ? n : 1];
+  for (int i = 0; i < n; i++) {
+    in[i] = sized[eg_find(eg, eg_kids(eg, id)[i])];
+    ts[i] = in[i]->type;
+  }
+  const rg_type *out = sized[eg_find(eg, x->cls)]->type;
+  switch (cm->kind) {
+  case CM_FLOPS: return flops(h->code, n, ts, out);
+  case CM_BYTES: return bytes(h->code, n, ts, out);
+  default: return dynamic_cost(eg, cm, h, n, in);
+  }
+}
+
+double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm) {
+  rg_variable **sized = sized_classes(eg, cm);
+  if (!sized) return NULL;
+  double *cost = malloc((eg->nnodes + 1) * sizeof *cost);
+  for (uint32_t id = 0; id < eg->nnodes; id++)
+    cost[id] = eg->nodes[id].dead ? INFINITY : node_cost(eg, cm, sized, id);
+  return cost;
+}

@@ -1,0 +1,439 @@
+/*
+ * egraph-extract.c — extraction (the k cheapest distinct graphs by DAG
+ * cost) and the e-graph written as JSON or Graphviz.
+ *
+ * DAG cost: a selection picks one e-node per class reachable from the
+ * roots; its cost is the sum of the picked nodes' costs, each class once
+ * however many nodes use it (tree cost would count a shared subgraph per
+ * use and mislead).  Two steps:
+ *
+ * 1. Greedy tree cost: best[c] = min over c's nodes of cost + the children's
+ *    best, to a fixed point (ties go to the smaller tree, so the selection
+ *    has no cycle).  It is the classic bottom-up extraction, exact for tree
+ *    cost and a good first answer for DAG cost.
+ * 2. Branch and bound over DAG selections: classes are decided depth first
+ *    from the roots; a class's nodes are tried in the order of their greedy
+ *    tree cost, so the first complete selection is the greedy one; a branch
+ *    is cut when its cost so far plus the cheapest node of every class
+ *    still to decide (a lower bound: each costs at least that, once) is no
+ *    better than the k-th best found.  Selections with a cycle are
+ *    discarded.  When the search finishes, the k answers are exact.  It
+ *    stops after a budget of branches (and is skipped when the greedy
+ *    selection has more than BB_MAX_CLASSES classes): the answers are then
+ *    the best found, never worse than the greedy one — the heuristic.
+ * Distinct selections over the reachable classes are distinct graphs
+ * (hash-consing keeps equal terms in one class), so the k answers differ.
+ */
+#include "rewrites/egraph-impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define BB_MAX_CLASSES 4096
+#define BB_BUDGET 2000000
+
+typedef struct answer { double cost; uint32_t *choice; } answer;
+
+typedef struct extractor {
+  rg_egraph *eg;
+  const double *cost;
+  double *best;        /* greedy tree cost per class */
+  uint32_t *size;      /* tree size of that, for ties */
+  double *minc;        /* cheapest node per class */
+  uint32_t *choice;    /* B&B: node per class or EG_NONE */
+  uint8_t *pending;
+  eg_ids stack;        /* classes to decide */
+  double lb;           /* sum of minc over pending classes */
+  int k, nans;
+  answer *ans;         /* sorted by cost */
+  int64_t budget;
+  bool cut;            /* the budget ran out */
+} extractor;
+
+/* ------------------------------------------------------------------ greedy tree cost */
+
+static double tree_cost(const extractor *x, uint32_t id, uint32_t *size) {
+  const rg_egraph *eg = x->eg;
+  double c = x->cost[id];
+  uint32_t s = 1;
+  for (uint32_t i = 0; i < eg->nodes[id].nch && isfinite(c); i++) {
+    uint32_t k = eg_find(eg, eg_kids(eg, id)[i]);
+    c += x->best[k];
+    s += x->size[k];
+  }
+  *size = s;
+  return c;
+}
+
+static void greedy(extractor *x) {
+  rg_egraph *eg = x->eg;
+  for (uint32_t c = 0; c < eg->ncls; c++) {
+    x->best[c] = INFINITY;
+    x->size[c] = UINT32_MAX;
+    x->minc[c] = INFINITY;
+  }
+  for (uint32_t id = 0; id < eg->nnodes; id++) {
+    uint32_t c = eg_find(eg, eg->nodes[id].cls);
+    if (!eg->nodes[id].dead && x->cost[id] < x->minc[c]) x->minc[c] = x->cost[id];
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t id = 0; id < eg->nnodes; id++) {
+      if (eg->nodes[id].dead) continue;
+      uint32_t c = eg_find(eg, eg->nodes[id].cls), s;
+      double t = tree_cost(x, id, &s);
+      if (t < x->best[c] || (t == x->best[c] && s < x->size[c])) {
+        x->best[c] = t;
+        x->size[c] = s;
+        changed = true;
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ branch and bound */
+
+static bool acyclic_from(extractor *x, uint32_t c, uint8_t *state) {
+  /* iterative DFS: state 1 on the path, 2 done */
+  rg_egraph *eg = x->eg;
+  eg_ids st = {0}, it = {0};
+  eg_ids_push(&st, c);
+  eg_ids_push(&it, 0);
+  state[c] = 1;
+  bool ok = true;
+  while (st.n && ok) {
+    uint32_t d = st.v[st.n - 1], id = x->choice[d], i = it.v[it.n - 1];
+    if (i == eg->nodes[id].nch) {
+      state[d] = 2;
+      st.n--;
+      it.n--;
+      continue;
+    }
+    it.v[it.n - 1]++;
+    uint32_t k = eg_find(eg, eg_kids(eg, id)[i]);
+    if (state[k] == 1) ok = false;
+    else if (!state[k]) {
+      state[k] = 1;
+      eg_ids_push(&st, k);
+      eg_ids_push(&it, 0);
+    }
+  }
+  free(st.v);
+  free(it.v);
+  return ok;
+}
+
+static bool acyclic(extractor *x) {
+  uint8_t *state = calloc(x->eg->ncls, 1);
+  bool ok = true;
+  for (int i = 0; i < x->eg->nroots && ok; i++) {
+    uint32_t r = eg_find(x->eg, x->eg->roots[i]);
+    if (!state[r]) ok = acyclic_from(x, r, state);
+  }
+  free(state);
+  return ok;
+}
+
+static double kth(const extractor *x) { return x->nans < x->k ? INFINITY : x->ans[x->nans - 1].cost; }
+
+static void record(extractor *x, double cost) {
+  if (!acyclic(x)) return;
+  int i = x->nans < x->k ? x->nans++ : x->k - 1;
+  free(x->ans[i].choice);
+  x->ans[i].cost = cost;
+  x->ans[i].choice = malloc(x->eg->ncls * sizeof *x->ans[i].choice);
+  memcpy(x->ans[i].choice, x->choice, x->eg->ncls * sizeof *x->choice);
+  for (; i > 0 && x->ans[i].cost < x->ans[i - 1].cost; i--) {
+    answer t = x->ans[i];
+    x->ans[i] = x->ans[i - 1];
+    x->ans[i - 1] = t;
+  }
+}
+
+/* The nodes of class c in the order of their tree cost. */
+typedef struct cand { double t; uint32_t id; } cand;
+static int cmp_cand(const void *a, const void *b) {
+  const cand *p = a, *q = b;
+  return p->t < q->t ? -1 : p->t > q->t ? 1 : (p->id > q->id) - (p->id < q->id);
+}
+
+static cand *candidates(extractor *x, uint32_t c, uint32_t *n) {
+  const eg_ids *ns = &x->eg->cls[c].nodes;
+  cand *v = malloc((ns->n + 1) * sizeof *v);
+  uint32_t m = 0, s;
+  for (uint32_t i = 0; i < ns->n; i++) {
+    uint32_t id = ns->v[i];
+    if (x->eg->nodes[id].dead || !isfinite(x->cost[id])) continue;
+    double t = tree_cost(x, id, &s);
+    if (isfinite(t)) v[m++] = (cand){t, id};
+  }
+  qsort(v, m, sizeof *v, cmp_cand);
+  *n = m;
+  return v;
+}
+
+static void push_class(extractor *x, uint32_t c) {
+  x->pending[c] = 1;
+  x->lb += x->minc[c];
+  eg_ids_push(&x->stack, c);
+}
+
+static void bb(extractor *x, double partial);
+
+static void try_node(extractor *x, uint32_t c, uint32_t id, double partial) {
+  rg_egraph *eg = x->eg;
+  uint32_t pushed = 0;
+  x->choice[c] = id;
+  for (uint32_t i = 0; i < eg->nodes[id].nch; i++) {
+    uint32_t k = eg_find(eg, eg_kids(eg, id)[i]);
+    if (x->choice[k] == EG_NONE && !x->pending[k]) {
+      push_class(x, k);
+      pushed++;
+    }
+  }
+  bb(x, partial + x->cost[id]);
+  for (; pushed; pushed--) {
+    uint32_t k = x->stack.v[--x->stack.n];
+    x->pending[k] = 0;
+    x->lb -= x->minc[k];
+  }
+  x->choice[c] = EG_NONE;
+}
+
+static void bb(extractor *x, double partial) {
+  if (partial + x->lb >= kth(x) * (1 + 1e-12) && x->nans == x->k) return;
+  if (--x->budget < 0) {
+    x->cut = true;
+    return;
+  }
+  if (!x->stack.n) {
+    record(x, partial);
+    return;
+  }
+  uint32_t c = x->stack.v[--x->stack.n];
+  x->pending[c] = 0;
+  x->lb -= x->minc[c];
+  uint32_t n;
+  cand *v = candidates(x, c, &n);
+  for (uint32_t i = 0; i < n && !(x->cut && x->nans); i++) try_node(x, c, v[i].id, partial);
+  free(v);
+  push_class(x, c);
+}
+
+/* ------------------------------------------------------------------ building graphs */
+
+/* The variable of class c under a choice (memoized in vars). */
+static rg_variable *build(rg_egraph *eg, const uint32_t *choice, rg_variable **vars, uint32_t root) {
+  eg_ids st = {0};
+  eg_ids_push(&st, root);
+  while (st.n) {
+    uint32_t c = st.v[st.n - 1], id = choice[c];
+    if (vars[c]) {
+      st.n--;
+      continue;
+    }
+    const eg_head *h = &eg->heads[eg->nodes[id].head];
+    uint32_t n = eg->nodes[id].nch;
+    rg_variable **in = rg_gc_alloc((n + 1) * sizeof *in);
+    bool ready = true;
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t k = eg_find(eg, eg_kids(eg, id)[i]);
+      if (!(in[i] = vars[k])) {
+        eg_ids_push(&st, k);
+        ready = false;
+      }
+    }
+    if (!ready) continue;
+    st.n--;
+    rg_node *node = h->leaf ? NULL : rg_make_node(eg->C, h->op, (int)n, in);
+    vars[c] = h->leaf ? h->leaf : node ? node->outputs[h->out] : NULL;
+    if (!vars[c]) break;
+  }
+  free(st.v);
+  return vars[root];
+}
+
+static rg_fgraph *graph_of(rg_egraph *eg, const uint32_t *choice) {
+  rg_variable **vars = rg_gc_alloc(eg->ncls * sizeof *vars);
+  int n = eg->nroots;
+  rg_variable **outs = rg_gc_alloc((size_t)(n ? n : 1) * sizeof *outs);
+  for (int i = 0; i < n; i++)
+    if (!(outs[i] = build(eg, choice, vars, eg_find(eg, eg->roots[i])))) return NULL;
+  int nin = rg_fgraph_ninputs(eg->fg);
+  rg_variable **ins = rg_gc_alloc((size_t)(nin ? nin : 1) * sizeof *ins);
+  for (int i = 0; i < nin; i++) ins[i] = rg_fgraph_input(eg->fg, i);
+  return rg_fgraph_new(eg->C, nin, ins, n, outs, RG_FG_CLONE);
+}
+
+/* ------------------------------------------------------------------ extraction */
+
+static void extractor_free(extractor *x) {
+  free(x->best);
+  free(x->size);
+  free(x->minc);
+  free(x->choice);
+  free(x->pending);
+  free(x->stack.v);
+  for (int i = 0; i < x->nans; i++) free(x->ans[i].choice);
+  free(x->ans);
+  free((void *)x->cost);
+}
+
+/* The greedy selection as the one answer (the branch and bound skipped). */
+static void greedy_answer(extractor *x) {
+  rg_egraph *eg = x->eg;
+  for (uint32_t c = 0; c < eg->ncls; c++) {
+    x->choice[c] = EG_NONE;
+    if (eg->uf[c] != c) continue;
+    uint32_t n;
+    cand *v = candidates(x, c, &n);
+    if (n) x->choice[c] = v[0].id;
+    free(v);
+  }
+  double total = 0;
+  uint8_t *seen = calloc(eg->ncls, 1);
+  eg_ids st = {0};
+  for (int i = 0; i < eg->nroots; i++) eg_ids_push(&st, eg_find(eg, eg->roots[i]));
+  while (st.n) {
+    uint32_t c = st.v[--st.n];
+    if (seen[c]) continue;
+    seen[c] = 1;
+    total += x->cost[x->choice[c]];
+    for (uint32_t i = 0; i < eg->nodes[x->choice[c]].nch; i++)
+      eg_ids_push(&st, eg_find(eg, eg_kids(eg, x->choice[c])[i]));
+  }
+  free(seen);
+  free(st.v);
+  record(x, total);
+}
+
+static int run_extraction(extractor *x) {
+  rg_egraph *eg = x->eg;
+  greedy(x);
+  for (int i = 0; i < eg->nroots; i++)
+    if (!isfinite(x->best[eg_find(eg, eg->roots[i])]))
+      return rg_error(eg->C, RG_ERR_EVAL, "extract: output %d has no e-node of finite cost", i + 1);
+  for (uint32_t c = 0; c < eg->ncls; c++) x->choice[c] = EG_NONE;
+  uint32_t greedy_classes = 0;
+  for (int i = 0; i < eg->nroots; i++) greedy_classes += x->size[eg_find(eg, eg->roots[i])];
+  if (greedy_classes > BB_MAX_CLASSES) {
+    x->cut = true;
+    greedy_answer(x);
+    return RG_OK;
+  }
+  for (int i = 0; i < eg->nroots; i++) {
+    uint32_t r = eg_find(eg, eg->roots[i]);
+    if (!x->pending[r]) push_class(x, r);
+  }
+  bb(x, 0);
+  return RG_OK;
+}
+
+int rg_egraph_extract(rg_egraph *eg, const rg_cost_model *cm, int k, rg_fgraph **graphs,
+                      double *costs, bool *exact) {
+  if (k < 1) return rg_error(eg->C, RG_ERR_TYPE, "extract: k must be at least 1");
+  eg_rebuild(eg);
+  extractor x = {.eg = eg, .k = k, .budget = BB_BUDGET};
+  if (!(x.cost = eg_node_costs(eg, cm))) return rg_errcode(eg->C);
+  uint32_t n = eg->ncls + 1;
+  x.best = malloc(n * sizeof *x.best);
+  x.size = malloc(n * sizeof *x.size);
+  x.minc = malloc(n * sizeof *x.minc);
+  x.choice = malloc(n * sizeof *x.choice);
+  x.pending = calloc(n, 1);
+  x.ans = calloc((size_t)k, sizeof *x.ans);
+  int rc = run_extraction(&x);
+  int got = 0;
+  for (int i = 0; !rc && i < x.nans; i++) {
+    if (!(graphs[got] = graph_of(eg, x.ans[i].choice))) {
+      rc = rg_errcode(eg->C) ? rg_errcode(eg->C) : RG_ERR;
+      break;
+    }
+    costs[got++] = x.ans[i].cost;
+  }
+  if (exact) *exact = !x.cut;
+  extractor_free(&x);
+  return rc ? rc : got;
+}
+
+/* ------------------------------------------------------------------ JSON and DOT */
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+    else fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+/* A live node of class c (children in the serialized format name nodes). */
+static uint32_t some_node(const rg_egraph *eg, uint32_t c) {
+  const eg_ids *ns = &eg->cls[eg_find(eg, c)].nodes;
+  for (uint32_t i = 0; i < ns->n; i++)
+    if (!eg->nodes[ns->v[i]].dead) return ns->v[i];
+  return ns->n ? ns->v[0] : 0;
+}
+
+static void json_node(FILE *f, rg_egraph *eg, uint32_t id, double cost, bool first) {
+  const eg_node *x = &eg->nodes[id];
+  fprintf(f, "%s\n    \"n%u\": {\"op\": ", first ? "" : ",", id);
+  json_str(f, eg_head_str(eg, x->head));
+  fputs(", \"children\": [", f);
+  for (uint32_t i = 0; i < x->nch; i++) fprintf(f, "%s\"n%u\"", i ? ", " : "", some_node(eg, eg_kids(eg, id)[i]));
+  fprintf(f, "], \"eclass\": \"c%u\", \"cost\": %.17g}", eg_find(eg, x->cls), cost);
+}
+
+int rg_egraph_write_json(rg_egraph *eg, const rg_cost_model *cm, FILE *f) {
+  eg_rebuild(eg);
+  double *cost = cm ? eg_node_costs(eg, cm) : NULL;
+  if (cm && !cost) return rg_errcode(eg->C);
+  fputs("{\n  \"nodes\": {", f);
+  bool first = true;
+  for (uint32_t id = 0; id < eg->nnodes; id++) {
+    if (eg->nodes[id].dead) continue;
+    json_node(f, eg, id, cost ? cost[id] : 1.0, first);
+    first = false;
+  }
+  fputs("\n  },\n  \"root_eclasses\": [", f);
+  for (int i = 0; i < eg->nroots; i++) fprintf(f, "%s\"c%u\"", i ? ", " : "", eg_find(eg, eg->roots[i]));
+  fputs("],\n  \"class_data\": {", f);
+  first = true;
+  for (uint32_t c = 0; c < eg->ncls; c++) {
+    if (eg->uf[c] != c) continue;
+    fprintf(f, "%s\n    \"c%u\": {\"type\": ", first ? "" : ",", c);
+    json_str(f, rg_type_str(eg->types[c]));
+    fputc('}', f);
+    first = false;
+  }
+  fputs("\n  }\n}\n", f);
+  free(cost);
+  return RG_OK;
+}
+
+int rg_egraph_write_dot(rg_egraph *eg, FILE *f) {
+  eg_rebuild(eg);
+  fputs("digraph egraph {\n  compound=true;\n  node [shape=box];\n", f);
+  for (uint32_t c = 0; c < eg->ncls; c++) {
+    if (eg->uf[c] != c) continue;
+    fprintf(f, "  subgraph cluster_c%u {\n    style=dotted; label=\"c%u: %s\";\n", c, c, rg_type_str(eg->types[c]));
+    const eg_ids *ns = &eg->cls[c].nodes;
+    for (uint32_t i = 0; i < ns->n; i++) {
+      if (eg->nodes[ns->v[i]].dead) continue;
+      fprintf(f, "    n%u [label=", ns->v[i]);
+      json_str(f, eg_head_str(eg, eg->nodes[ns->v[i]].head));
+      fputs("];\n", f);
+    }
+    fputs("  }\n", f);
+  }
+  for (uint32_t id = 0; id < eg->nnodes; id++) {
+    if (eg->nodes[id].dead) continue;
+    for (uint32_t i = 0; i < eg->nodes[id].nch; i++) {
+      uint32_t k = eg_find(eg, eg_kids(eg, id)[i]);
+      fprintf(f, "  n%u -> n%u [lhead=cluster_c%u, label=\"%u\"];\n", id, some_node(eg, k), k, i);
+    }
+  }
+  fputs("}\n", f);
+  return RG_OK;
+}

@@ -1,0 +1,145 @@
+/*
+ * egraph-impl.h — internals of the e-graph search shared by its files:
+ * egraph.c (e-nodes, e-classes, union-find, rebuild), egraph-rules.c
+ * (e-matching, relational equalities, the scheduler), egraph-cost.c (cost
+ * models) and egraph-extract.c (extraction, JSON and DOT).
+ *
+ * Memory.  The big arrays (e-nodes, children, classes' node and parent
+ * lists, the hash-cons table) are manual memory, freed by rg_egraph_free;
+ * they hold no pointer to collected memory.  Collected objects an e-node
+ * refers to (its op, a leaf variable) live in the head table `heads`,
+ * itself collected, and e-nodes name them by index; each class's type and
+ * representative variable live in collected arrays too.
+ */
+#ifndef RELGRAPH_EGRAPH_IMPL_H
+#define RELGRAPH_EGRAPH_IMPL_H
+
+#include "rewrites/rewrite-impl.h"
+
+#include <stdio.h>
+
+#define EG_NONE UINT32_MAX
+
+/* What an e-node applies: output `out` of op `op`, or a leaf (a graph
+ * input or constant, op NULL).  Interned: equal heads have one index. */
+typedef struct eg_head {
+  const rg_op *op;
+  rg_variable *leaf;
+  int32_t out;
+  rg_opcode code;          /* op's code; RG_OP_COUNT for leaves */
+  uint64_t hash;
+} eg_head;
+
+/* An e-node.  Invariants: kids[ch .. ch+nch) are its children (classes);
+ * after a rebuild they are canonical (union-find roots); `cls` is a class
+ * it belongs to (find(cls) is its class); `dead` marks a node found equal
+ * to another after canonicalization (kept for ids, skipped by matching and
+ * extraction). */
+typedef struct eg_node {
+  uint32_t head, nch, ch, cls;
+  uint32_t dead : 1, iter : 31;   /* iteration that added it */
+} eg_node;
+
+/* A growable array of ids (manual memory). */
+typedef struct eg_ids { uint32_t *v; uint32_t n, cap; } eg_ids;
+void eg_ids_push(eg_ids *a, uint32_t x);
+
+/* An e-class, meaningful at its union-find root only: its nodes and the
+ * nodes using it (parents; may hold stale duplicates until a rebuild),
+ * and its smallest node id (its representative node: every child class of
+ * that node has a node of smaller id, so representatives are well
+ * founded). */
+typedef struct eg_class {
+  eg_ids nodes, parents;
+  uint32_t minnode;
+} eg_class;
+
+typedef struct eg_rule eg_rule;      /* egraph-rules.c */
+
+/* One iteration's record, for --trace. */
+typedef struct eg_iter {
+  size_t nodes, classes, matches;
+  double seconds;
+  const char *banned;     /* rules banned in it, or NULL */
+} eg_iter;
+
+/* One hash-cons slot: a node id (EG_NONE empty, EG_NONE - 1 deleted). */
+#define EG_TOMB (EG_NONE - 1)
+
+struct rg_egraph {
+  rg_ctx *C;
+  rg_fgraph *fg;
+  /* heads (collected) with their intern table */
+  eg_head *heads;
+  uint32_t nheads, capheads;
+  uint32_t *head_tab;
+  uint32_t cap_head_tab;
+  /* nodes and their children */
+  eg_node *nodes;
+  uint32_t nnodes, capnodes;
+  uint32_t *kids;
+  size_t nkids, capkids;
+  /* classes: union-find parents, class records, types and representative
+   * variables (collected arrays) */
+  uint32_t *uf;
+  eg_class *cls;
+  const rg_type **types;
+  rg_variable **reps;
+  uint32_t ncls, capcls;
+  size_t nlive;             /* classes that are roots */
+  /* the hash-cons table: canonical node -> node id */
+  uint32_t *memo;
+  size_t capmemo, nmemo, ntomb;
+  /* variables already in the e-graph -> class (leaf and rep variables) */
+  rg_memo *varcls;
+  /* nodes by opcode, for e-matching roots */
+  eg_ids byop[RG_OP_COUNT];
+  /* classes merged since the last rebuild */
+  eg_ids pending;
+  uint32_t *roots;          /* the graph's outputs' classes */
+  int nroots;
+  /* rules and the run */
+  eg_rule **rules;
+  int nrules, skipped;
+  uint32_t iter;
+  eg_iter *iters;
+  int niters;
+  rg_search_stop stop;
+  const char *stop_msg;
+  const char *cur_rule;     /* the rule applying now, for rejections */
+  int64_t nrejected;
+  const char **rejections;  /* the first 64 */
+};
+
+/* egraph.c */
+static inline uint32_t eg_find(const rg_egraph *eg, uint32_t c) {
+  while (eg->uf[c] != c) c = eg->uf[c];
+  return c;
+}
+uint32_t eg_find_compress(rg_egraph *eg, uint32_t c);
+static inline const uint32_t *eg_kids(const rg_egraph *eg, uint32_t n) {
+  return eg->kids + eg->nodes[n].ch;
+}
+uint32_t eg_intern_op(rg_egraph *eg, const rg_op *op, int out);
+/* Adds the e-node head(children) and returns its class (an existing one
+ * when the e-graph has it); EG_NONE when it does not type-check (no
+ * error), or on an error (rg_errcode set). */
+uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch);
+/* Adds everything variable v computes; its class or EG_NONE. */
+uint32_t eg_add_var(rg_egraph *eg, rg_variable *v);
+/* The class of v if the e-graph has it (without adding), else EG_NONE. */
+uint32_t eg_lookup_var(rg_egraph *eg, rg_variable *v);
+/* Merges two classes; false if their types differ (rejected, recorded
+ * with the rule's name). */
+bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b);
+void eg_rebuild(rg_egraph *eg);
+/* The representative variable of a class (a graph variable computing a
+ * term of the class). */
+static inline rg_variable *eg_rep(const rg_egraph *eg, uint32_t c) { return eg->reps[eg_find(eg, c)]; }
+/* A node's op as a printable name ("dot", "(sum 0)", a leaf's name). */
+const char *eg_head_str(const rg_egraph *eg, uint32_t head);
+
+/* egraph-cost.c: per-node costs of a model (INFINITY: cannot cost it). */
+double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm);
+
+#endif

@@ -1,0 +1,881 @@
+/*
+ * egraph-rules.c — rules on the e-graph and the saturation loop.
+ *
+ * Pattern rules are compiled into trees of three kinds of pattern nodes:
+ * a variable (bound to a class; the same variable twice must meet one
+ * class, which makes non-linear patterns exact), an op applied to
+ * sub-patterns (an op with ?x among its parameters binds them to terms),
+ * and a number literal (a class holding a constant of that value).
+ * E-matching starts from every live e-node of the root's op and walks the
+ * children with a stack of pending (pattern, class) pairs on the C stack,
+ * trying every e-node of each class: every match is found.  A guard runs
+ * its relation on the bound classes' representative variables.
+ *
+ * Relational rules are equalities: on an e-node the rule tracks, terms are
+ * built down to a depth (every e-node of each child class to that depth,
+ * representative variables below it), and the relation runs on each term
+ * both ways, (rel term ?out) and (rel ?in term), taking a bounded number
+ * of answers; each answer is added and merged with the node's class.  Two
+ * rules whose bodies are one call of the same relation with the
+ * parameters swapped, like dot-distribute and dot-gather, are one
+ * equality, run once.  A term once run on is remembered (by the e-nodes
+ * it was built from) and not run again.
+ *
+ * The loop (after egg): every iteration searches all rules on the e-graph
+ * as it is, then applies the matches, then rebuilds.  The backoff
+ * scheduler bans a rule whose matches exceed its limit for some
+ * iterations, the limit and ban doubling with every ban; an iteration that
+ * changes nothing lifts the bans, and saturation is an iteration that
+ * changes nothing with no rule banned.
+ */
+#include "rewrites/egraph-impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define REL_STEP_LIMIT 200000
+
+enum { P_VAR, P_OP, P_LIT };
+
+/* A pattern node.  P_OP: head is the interned op when it has no ?x
+ * parameters (else hpat, the head as written, with ?x symbols) and code
+ * its opcode; P_VAR: var indexes the match's bindings. */
+typedef struct pat {
+  int kind, var, nch;
+  uint32_t head;
+  rg_opcode code;
+  rg_term hpat, lit;
+  struct pat **ch;
+} pat;
+
+enum { R_PATTERN, R_RELATION, R_SUBST, R_REMOVE };
+
+struct eg_rule {
+  const char *name;
+  int kind;
+  pat *lhs, *rhs;
+  rg_term vars;                 /* ((?x . index) ...) */
+  int nvars;
+  rg_term guard;
+  int *gvars, ngvars;
+  /* relational rules: the ops of the e-nodes tried (those the relation
+   * requires of either argument; all when it cannot be told) */
+  rg_rewriter *rw;
+  bool track_all;
+  uint64_t tracks[(RG_OP_COUNT + 63) / 64];
+  rg_term rel;
+  rg_query *Q[2];               /* forwards, backwards */
+  rg_term qin[2];
+  uint64_t *seen;               /* terms already run (hashes; 0 empty) */
+  size_t nseen, capseen;
+  /* op rules */
+  uint32_t from_head;
+  const rg_op *op_from, *op_to;
+  /* matches of this iteration: pattern rules (root, bindings) as ids,
+   * term bindings aside; relations (root . answer) pairs */
+  eg_ids m;
+  rg_term mterms;
+  int64_t nmatches;
+  /* the scheduler */
+  uint32_t banned_until, times_banned;
+};
+
+/* ------------------------------------------------------------------ compiling patterns */
+
+static int var_index(eg_rule *r, rg_term sym) {
+  for (rg_term l = r->vars; rg_is_pair(l); l = rg_cdr(l))
+    if (rg_car(rg_car(l)) == sym) return (int)rg_int_value(rg_cdr(rg_car(l)));
+  r->vars = rg_cons(rg_cons(sym, rg_int(r->nvars)), r->vars);
+  return r->nvars++;
+}
+
+static bool is_pvar(rg_term t) {
+  return rg_kind_of(t) == RG_K_SYMBOL && rg_symbol_name(t)[0] == '?' && rg_symbol_name(t)[1];
+}
+
+static bool has_pvar(rg_term t) {
+  if (is_pvar(t)) return true;
+  return rg_is_pair(t) && (has_pvar(rg_car(t)) || has_pvar(rg_cdr(t)));
+}
+
+static void note_param_vars(eg_rule *r, rg_term t) {
+  if (is_pvar(t)) var_index(r, t);
+  else if (rg_is_pair(t)) {
+    note_param_vars(r, rg_car(t));
+    note_param_vars(r, rg_cdr(t));
+  }
+}
+
+static pat *compile(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs);
+
+static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs) {
+  rg_ctx *C = eg->C;
+  int64_t n = rg_list_length(t) - 1;
+  if (n < 0) {
+    rg_error(C, RG_ERR_SYNTAX, "rule %s: the search cannot match a rest pattern: %s", r->name, rg_to_string(t));
+    return NULL;
+  }
+  pat *p = rg_gc_alloc(sizeof *p);
+  p->kind = P_OP;
+  p->nch = (int)n;
+  rg_term h = rg_car(t), hs = rg_is_pair(h) ? rg_car(h) : h;
+  if (rg_kind_of(hs) != RG_K_SYMBOL || is_pvar(hs)) {
+    rg_error(C, RG_ERR_SYNTAX, "rule %s: the search needs a known op at the head of %s", r->name, rg_to_string(t));
+    return NULL;
+  }
+  if (has_pvar(h)) {
+    int c = rg_opcode_from_name(rg_symbol_name(hs));
+    p->code = c < 0 ? RG_OP_OPAQUE : (rg_opcode)c;
+    p->hpat = h;
+    if (!rhs) note_param_vars(r, h);
+  } else {
+    const rg_op *op = rg_op_from_term(C, h);
+    if (!op) return NULL;
+    p->head = eg_intern_op(eg, op, 0);
+    p->code = op->code;
+  }
+  p->ch = rg_gc_alloc((size_t)(n ? n : 1) * sizeof *p->ch);
+  rg_term a = rg_cdr(t);
+  for (int i = 0; i < n; i++, a = rg_cdr(a))
+    if (!(p->ch[i] = compile(eg, r, rg_car(a), rhs))) return NULL;
+  return p;
+}
+
+static pat *compile(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs) {
+  if (rg_is_pair(t)) return compile_op(eg, r, t, rhs);
+  pat *p = rg_gc_alloc(sizeof *p);
+  if (is_pvar(t)) {
+    p->kind = P_VAR;
+    int before = r->nvars;
+    p->var = var_index(r, t);
+    if (rhs && p->var >= before) {
+      rg_error(eg->C, RG_ERR_NAME, "rule %s: %s appears in the result but not in the pattern", r->name, rg_symbol_name(t));
+      return NULL;
+    }
+    return p;
+  }
+  rg_kind k = rg_kind_of(t);
+  if (k != RG_K_INT && k != RG_K_FLOAT && k != RG_K_BOOL) {
+    rg_error(eg->C, RG_ERR_SYNTAX, "rule %s: the search cannot match the atom %s", r->name, rg_to_string(t));
+    return NULL;
+  }
+  p->kind = P_LIT;
+  p->lit = t;
+  return p;
+}
+
+/* ------------------------------------------------------------------ e-matching */
+
+/* A pending (pattern, class) pair; the match continues with `next`. */
+typedef struct todo { const pat *p; uint32_t c; const struct todo *next; } todo;
+
+typedef struct matcher {
+  rg_egraph *eg;
+  eg_rule *r;
+  uint32_t root;
+  uint32_t *binds;              /* class per variable, EG_NONE unbound */
+  rg_term *tbinds;              /* term per parameter variable, NULL unbound */
+  int64_t count, limit;
+} matcher;
+
+static void on_match(matcher *m);
+
+static bool class_has_lit(const rg_egraph *eg, uint32_t c, rg_term lit) {
+  const eg_ids *ns = &eg->cls[c].nodes;
+  for (uint32_t i = 0; i < ns->n; i++) {
+    const eg_head *h = &eg->heads[eg->nodes[ns->v[i]].head];
+    if (h->leaf && rg_is_constant(h->leaf) && rg_equal(rg_var_term(h->leaf), lit)) return true;
+  }
+  return false;
+}
+
+/* Matches a head with ?x parameters against an op term, binding them;
+ * records what it bound in *undo (up to 8). */
+static bool match_params(matcher *m, rg_term pt, rg_term t, int *undo, int *nundo) {
+  if (is_pvar(pt)) {
+    int v = var_index(m->r, pt);
+    if (m->tbinds[v]) return rg_equal(m->tbinds[v], t);
+    if (*nundo == 8) return false;
+    m->tbinds[v] = t;
+    undo[(*nundo)++] = v;
+    return true;
+  }
+  if (!rg_is_pair(pt)) return rg_equal(pt, t);
+  return rg_is_pair(t) && match_params(m, rg_car(pt), rg_car(t), undo, nundo) &&
+         match_params(m, rg_cdr(pt), rg_cdr(t), undo, nundo);
+}
+
+static void ematch(matcher *m, const todo *t);
+
+/* Continues the match below e-node id (which p's op matched). */
+static void match_kids(matcher *m, const todo *t, uint32_t id) {
+  const pat *p = t->p;
+  todo kids[p->nch ? p->nch : 1];
+  const uint32_t *k = eg_kids(m->eg, id);
+  for (int i = 0; i < p->nch; i++)
+    kids[i] = (todo){p->ch[i], k[i], i + 1 < p->nch ? &kids[i + 1] : t->next};
+  ematch(m, p->nch ? &kids[0] : t->next);
+}
+
+static void match_node(matcher *m, const todo *t, uint32_t id) {
+  rg_egraph *eg = m->eg;
+  const eg_node *x = &eg->nodes[id];
+  const pat *p = t->p;
+  if (x->dead || (int)x->nch != p->nch) return;
+  if (!p->hpat) {
+    if (x->head == p->head) match_kids(m, t, id);
+    return;
+  }
+  const eg_head *h = &eg->heads[x->head];
+  int undo[8], nundo = 0;
+  if (!h->leaf && h->code == p->code && !h->out &&
+      match_params(m, p->hpat, rg_op_term(h->op), undo, &nundo))
+    match_kids(m, t, id);
+  for (int i = 0; i < nundo; i++) m->tbinds[undo[i]] = NULL;
+}
+
+static void ematch(matcher *m, const todo *t) {
+  if (m->count > m->limit) return;
+  if (!t) {
+    on_match(m);
+    return;
+  }
+  rg_egraph *eg = m->eg;
+  uint32_t c = eg_find(eg, t->c);
+  const pat *p = t->p;
+  if (p->kind == P_VAR) {
+    uint32_t b = m->binds[p->var];
+    if (b != EG_NONE) {
+      if (eg_find(eg, b) == c) ematch(m, t->next);
+      return;
+    }
+    m->binds[p->var] = c;
+    ematch(m, t->next);
+    m->binds[p->var] = EG_NONE;
+    return;
+  }
+  if (p->kind == P_LIT) {
+    if (class_has_lit(eg, c, p->lit)) ematch(m, t->next);
+    return;
+  }
+  const eg_ids *ns = &eg->cls[c].nodes;
+  for (uint32_t i = 0; i < ns->n; i++) match_node(m, t, ns->v[i]);
+}
+
+static bool guard_ok(matcher *m) {
+  eg_rule *r = m->r;
+  rg_term args[r->ngvars > 0 ? r->ngvars : 1];
+  for (int i = 0; i < r->ngvars; i++) {
+    int v = r->gvars[i];
+    args[i] = m->tbinds[v] ? m->tbinds[v] : rg_var_term(eg_rep(m->eg, m->binds[v]));
+  }
+  rg_run_opts o = {.max_steps = REL_STEP_LIMIT};
+  rg_term q = rg_var(m->eg->C), answers;
+  int rc = rg_run(m->eg->C, 1, q, rg_call(r->guard, r->ngvars, args), &o, &answers);
+  if (rc < 0) rg_clear_error(m->eg->C);
+  return rc == RG_OK && answers != RG_NIL;
+}
+
+static void on_match(matcher *m) {
+  eg_rule *r = m->r;
+  if (r->guard && !guard_ok(m)) return;
+  m->count++;
+  eg_ids_push(&r->m, m->root);
+  for (int i = 0; i < r->nvars; i++) eg_ids_push(&r->m, m->binds[i]);
+  if (m->tbinds) {
+    rg_term l = RG_NIL;
+    for (int i = r->nvars - 1; i >= 0; i--) l = rg_cons(m->tbinds[i] ? m->tbinds[i] : RG_NIL, l);
+    r->mterms = rg_cons(l, r->mterms);
+  }
+}
+
+static bool has_params(const pat *p) {
+  if (p->kind != P_OP) return false;
+  if (p->hpat) return true;
+  for (int i = 0; i < p->nch; i++)
+    if (has_params(p->ch[i])) return true;
+  return false;
+}
+
+static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
+  uint32_t binds[r->nvars ? r->nvars : 1];
+  rg_term *tb = has_params(r->lhs) ? rg_gc_alloc((size_t)(r->nvars + 1) * sizeof *tb) : NULL;
+  matcher m = {eg, r, 0, binds, tb, 0, limit};
+  for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
+  const eg_ids *ns = &eg->byop[r->lhs->code];
+  todo root = {r->lhs, 0, NULL};
+  for (uint32_t i = 0, n = ns->n; i < n && m.count <= limit; i++) {
+    uint32_t id = ns->v[i];
+    m.root = root.c = eg_find(eg, eg->nodes[id].cls);
+    match_node(&m, &root, id);
+  }
+  r->nmatches = m.count;
+}
+
+/* ------------------------------------------------------------------ instantiating results */
+
+static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb);
+
+static rg_term subst_params(rg_term t, eg_rule *r, rg_term tb) {
+  if (is_pvar(t)) {
+    int v = var_index(r, t);
+    rg_term l = tb;
+    while (v-- > 0 && rg_is_pair(l)) l = rg_cdr(l);
+    return rg_is_pair(l) ? rg_car(l) : t;
+  }
+  if (!rg_is_pair(t)) return t;
+  return rg_cons(subst_params(rg_car(t), r, tb), subst_params(rg_cdr(t), r, tb));
+}
+
+static uint32_t instantiate_op(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb) {
+  uint32_t head = p->head;
+  if (p->hpat) {
+    const rg_op *op = rg_op_from_term(eg->C, subst_params(p->hpat, r, tb));
+    if (!op) return EG_NONE;
+    head = eg_intern_op(eg, op, 0);
+  }
+  uint32_t ch[p->nch ? p->nch : 1];
+  for (int i = 0; i < p->nch; i++)
+    if ((ch[i] = instantiate(eg, r, p->ch[i], binds, tb)) == EG_NONE) return EG_NONE;
+  return eg_add(eg, head, p->nch, ch);
+}
+
+static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb) {
+  if (p->kind == P_VAR) return binds[p->var];
+  if (p->kind == P_LIT) {
+    rg_variable *v = rg_term_to_variable(eg->C, p->lit);
+    return v ? eg_add_var(eg, v) : EG_NONE;
+  }
+  return instantiate_op(eg, r, p, binds, tb);
+}
+
+static int apply_pattern(rg_egraph *eg, eg_rule *r) {
+  size_t stride = (size_t)r->nvars + 1;
+  rg_term tl = RG_NIL;  /* term bindings were pushed in reverse */
+  for (rg_term l = r->mterms; rg_is_pair(l); l = rg_cdr(l)) tl = rg_cons(rg_car(l), tl);
+  for (size_t i = 0; i + stride <= r->m.n; i += stride) {
+    rg_term tb = rg_is_pair(tl) ? rg_car(tl) : RG_NIL;
+    if (rg_is_pair(tl)) tl = rg_cdr(tl);
+    uint32_t c = instantiate(eg, r, r->rhs, r->m.v + i + 1, tb);
+    if (c == EG_NONE && rg_errcode(eg->C)) return rg_errcode(eg->C);
+    if (c != EG_NONE) eg_union(eg, r->m.v[i], c);
+  }
+  return RG_OK;
+}
+
+/* ------------------------------------------------------------------ op rules */
+
+static void search_op(rg_egraph *eg, eg_rule *r, int64_t limit) {
+  const eg_ids *ns = &eg->byop[r->op_from->code];
+  for (uint32_t i = 0, n = ns->n; i < n && (int64_t)r->m.n <= limit; i++) {
+    const eg_node *x = &eg->nodes[ns->v[i]];
+    const eg_head *h = &eg->heads[x->head];
+    if (x->dead || !rg_op_equal(h->op, r->op_from)) continue;
+    if (r->kind == R_REMOVE && (x->nch != 1 || h->op->nout != 1)) continue;
+    eg_ids_push(&r->m, ns->v[i]);
+  }
+  r->nmatches = r->m.n;
+}
+
+static int apply_op(rg_egraph *eg, eg_rule *r) {
+  for (uint32_t i = 0; i < r->m.n; i++) {
+    uint32_t id = r->m.v[i], c = eg_find(eg, eg->nodes[id].cls);
+    if (r->kind == R_REMOVE) {
+      eg_union(eg, c, eg_kids(eg, id)[0]);
+      continue;
+    }
+    uint32_t n = eg->nodes[id].nch, ch[n ? n : 1];
+    memcpy(ch, eg_kids(eg, id), n * sizeof *ch);
+    uint32_t to = eg_add(eg, eg_intern_op(eg, r->op_to, eg->heads[eg->nodes[id].head].out), (int)n, ch);
+    if (to == EG_NONE && rg_errcode(eg->C)) return rg_errcode(eg->C);
+    if (to != EG_NONE) eg_union(eg, c, to);
+  }
+  return RG_OK;
+}
+
+/* ------------------------------------------------------------------ relational equalities */
+
+/* A term of the e-graph with the hash of the e-nodes it was built from. */
+typedef struct alt { rg_term t; uint64_t h; } alt;
+typedef struct alts { alt *v; int n, cap; } alts;
+
+static void alts_push(alts *a, rg_term t, uint64_t h) {
+  if (a->n == a->cap) {
+    int cap = a->cap ? 2 * a->cap : 8;
+    alt *v = rg_gc_alloc((size_t)cap * sizeof *v);
+    if (a->n) memcpy(v, a->v, (size_t)a->n * sizeof *v);
+    a->v = v;
+    a->cap = cap;
+  }
+  a->v[a->n++] = (alt){t, h};
+}
+
+static uint64_t hmix(uint64_t h, uint64_t x) {
+  h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xbf58476d1ce4e5b9ull;
+}
+
+static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out);
+
+/* The terms of class c to `depth`: its representative at depth 0, else
+ * the terms of each of its e-nodes. */
+static void class_terms(rg_egraph *eg, uint32_t c, int depth, int cap, alts *out) {
+  c = eg_find(eg, c);
+  if (depth <= 0) {
+    alts_push(out, rg_var_term(eg->reps[c]), hmix(0xc1a55, c));
+    return;
+  }
+  const eg_ids *ns = &eg->cls[c].nodes;
+  for (uint32_t i = 0; i < ns->n && out->n < cap; i++)
+    if (!eg->nodes[ns->v[i]].dead) node_terms(eg, ns->v[i], depth, cap, out);
+}
+
+static rg_term node_term(const eg_head *h, int n, const rg_term *args) {
+  rg_term e = rg_etuple(rg_op_term(h->op), n, args);
+  bool multi = h->out || h->code == RG_OP_SPLIT || h->code == RG_OP_IFELSE ||
+               (h->code == RG_OP_OPAQUE && h->op->nout > 1);
+  if (!multi) return e;
+  rg_term nth[2] = {rg_int(h->out), e};
+  return rg_etuple(rg_symbol("nth"), 2, nth);
+}
+
+/* The terms of e-node id: its op applied to every combination of its
+ * children's terms at depth - 1 (at most cap). */
+static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out) {
+  const eg_node *x = &eg->nodes[id];
+  const eg_head *h = &eg->heads[x->head];
+  if (h->leaf) {
+    alts_push(out, rg_var_term(h->leaf), hmix(0x1eaf, id));
+    return;
+  }
+  int n = (int)x->nch;
+  alts kids[n ? n : 1];
+  for (int i = 0; i < n; i++) {
+    kids[i] = (alts){0};
+    class_terms(eg, eg_kids(eg, id)[i], depth - 1, cap, &kids[i]);
+    if (!kids[i].n) return;
+  }
+  int idx[n ? n : 1];
+  memset(idx, 0, sizeof idx);
+  rg_term args[n ? n : 1];
+  for (;;) {
+    uint64_t hh = hmix(0x90de, id);
+    for (int i = 0; i < n; i++) {
+      args[i] = kids[i].v[idx[i]].t;
+      hh = hmix(hh, kids[i].v[idx[i]].h);
+    }
+    alts_push(out, node_term(h, n, args), hh);
+    if (out->n >= cap) return;
+    int i = n - 1;
+    while (i >= 0 && ++idx[i] == kids[i].n) idx[i--] = 0;
+    if (i < 0) return;
+  }
+}
+
+static bool seen_add(eg_rule *r, uint64_t h) {
+  if (!h) h = 1;
+  if (2 * (r->nseen + 1) > r->capseen) {
+    size_t cap = r->capseen ? 2 * r->capseen : 1024;
+    uint64_t *t = calloc(cap, sizeof *t);
+    if (!t) abort();
+    for (size_t i = 0; i < r->capseen; i++) {
+      if (!r->seen[i]) continue;
+      size_t s = r->seen[i] & (cap - 1);
+      while (t[s]) s = (s + 1) & (cap - 1);
+      t[s] = r->seen[i];
+    }
+    free(r->seen);
+    r->seen = t;
+    r->capseen = cap;
+  }
+  size_t s = h & (r->capseen - 1);
+  for (; r->seen[s]; s = (s + 1) & (r->capseen - 1))
+    if (r->seen[s] == h) return false;
+  r->seen[s] = h;
+  r->nseen++;
+  return true;
+}
+
+static rg_query *rel_query(rg_egraph *eg, eg_rule *r, int dir, rg_term term) {
+  if (!r->Q[dir]) {
+    rg_term in = rg_var(eg->C), out = rg_var(eg->C);
+    rg_term args[2] = {dir ? out : in, dir ? in : out};
+    rg_run_opts o = {.max_steps = REL_STEP_LIMIT};
+    r->Q[dir] = rg_query_new(eg->C, out, rg_call(r->rel, 2, args), &o);
+    r->qin[dir] = in;
+  }
+  rg_query_restart(r->Q[dir], 1, &r->qin[dir], &term);
+  return r->Q[dir];
+}
+
+/* Runs the relation on term in direction dir, collecting answers for
+ * class c.  Forwards, a relation over its step limit is an error (as in
+ * the rewrite driver); backwards it is taken as "no answer". */
+static int run_relation(rg_egraph *eg, eg_rule *r, int dir, uint32_t c, rg_term term, int nans) {
+  rg_query *Q = rel_query(eg, r, dir, term);
+  for (int k = 0; k < nans; k++) {
+    rg_term a;
+    int rc = rg_query_next_walked(Q, &a);
+    if ((rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT) && dir == 0)
+      return rg_error(eg->C, RG_ERR_LIMIT, "the relation did not answer within %d steps on %s",
+                      REL_STEP_LIMIT, rg_to_string(term));
+    if (rc < 0 && dir == 0) return rc;
+    if (rc != 1) break;
+    r->mterms = rg_cons(rg_cons(rg_int(c), a), r->mterms);
+    r->nmatches++;
+  }
+  if (rg_errcode(eg->C) && dir) rg_clear_error(eg->C);
+  return RG_OK;
+}
+
+static bool tracks_head(const eg_rule *r, const eg_head *h) {
+  if (h->leaf) return false;
+  return r->track_all || (r->tracks[h->code / 64] >> (h->code % 64) & 1);
+}
+
+/* Adds the heads the relation requires of argument arg; false when it
+ * cannot be told. */
+static bool track_heads(eg_rule *r, int arg) {
+  rg_term heads = rg_relation_input_heads(r->rel, arg);
+  if (!heads || !rg_is_pair(heads)) return false;
+  for (rg_term l = heads; rg_is_pair(l); l = rg_cdr(l)) {
+    rg_term h = rg_car(l);
+    if (rg_is_pair(h)) h = rg_car(h);
+    int c = rg_kind_of(h) == RG_K_SYMBOL ? rg_opcode_from_name(rg_symbol_name(h)) : -1;
+    if (c < 0) c = RG_OP_OPAQUE;
+    r->tracks[c / 64] |= 1ull << (c % 64);
+  }
+  return true;
+}
+
+static int search_node_rel(rg_egraph *eg, eg_rule *r, uint32_t id, const rg_search_opts *o) {
+  alts ts = {0};
+  node_terms(eg, id, o->rel_depth, o->rel_terms, &ts);
+  uint32_t c = eg_find(eg, eg->nodes[id].cls);
+  for (int i = 0; i < ts.n; i++) {
+    if (!seen_add(r, ts.v[i].h)) continue;
+    for (int dir = 0; dir < 2; dir++) {
+      int rc = run_relation(eg, r, dir, c, ts.v[i].t, o->rel_answers);
+      if (rc) return rc;
+    }
+  }
+  return RG_OK;
+}
+
+static int search_relation(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int64_t limit) {
+  uint32_t n = eg->nnodes;
+  for (uint32_t id = 0; id < n && r->nmatches <= limit; id++) {
+    const eg_node *x = &eg->nodes[id];
+    if (x->dead || !tracks_head(r, &eg->heads[x->head])) continue;
+    int rc = search_node_rel(eg, r, id, o);
+    if (rc) return rc;
+  }
+  return RG_OK;
+}
+
+/* An answer term as a class: graph variables are classes (added when
+ * new), numbers literal constants, (op arg ...) e-nodes; EG_NONE when it
+ * does not evaluate (unbound variables, a type error). */
+static uint32_t term_class(rg_egraph *eg, rg_term t) {
+  rg_variable *v = rg_term_var(t);
+  if (v) return eg_add_var(eg, v);
+  rg_kind k = rg_kind_of(t);
+  if (k == RG_K_INT || k == RG_K_FLOAT || k == RG_K_BOOL) return eg_add_var(eg, rg_term_to_variable(eg->C, t));
+  if (rg_is_etuple(t)) t = rg_etuple_list(t);
+  if (!rg_is_pair(t) || rg_list_length(t) < 1) return EG_NONE;
+  rg_term h = rg_car(t);
+  int n = (int)rg_list_length(t) - 1, out = 0;
+  if (rg_kind_of(h) == RG_K_SYMBOL && !strcmp(rg_symbol_name(h), "nth")) {
+    if (n != 2 || rg_kind_of(rg_car(rg_cdr(t))) != RG_K_INT) return EG_NONE;
+    out = (int)rg_int_value(rg_car(rg_cdr(t)));
+    t = rg_car(rg_cdr(rg_cdr(t)));
+    if (rg_is_etuple(t)) t = rg_etuple_list(t);
+    if (!rg_is_pair(t)) return EG_NONE;
+    h = rg_car(t);
+    n = (int)rg_list_length(t) - 1;
+  }
+  if (has_pvar(h) || rg_is_var(h)) return EG_NONE;
+  const rg_op *op = rg_op_from_term(eg->C, h);
+  if (!op) return EG_NONE;
+  uint32_t ch[n > 0 ? n : 1];
+  rg_term a = rg_cdr(t);
+  for (int i = 0; i < n; i++, a = rg_cdr(a))
+    if ((ch[i] = term_class(eg, rg_car(a))) == EG_NONE) return EG_NONE;
+  return eg_add(eg, eg_intern_op(eg, op, out), n, ch);
+}
+
+static int apply_relation(rg_egraph *eg, eg_rule *r) {
+  for (rg_term l = r->mterms; rg_is_pair(l); l = rg_cdr(l)) {
+    uint32_t c = (uint32_t)rg_int_value(rg_car(rg_car(l)));
+    uint32_t a = term_class(eg, rg_cdr(rg_car(l)));
+    if (a == EG_NONE && rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;
+    if (a == EG_NONE) {
+      rg_clear_error(eg->C);
+      continue;
+    }
+    eg_union(eg, c, a);
+  }
+  return RG_OK;
+}
+
+/* ------------------------------------------------------------------ rules from a selection */
+
+static eg_rule *rule_new(const char *name, int kind) {
+  eg_rule *r = rg_gc_alloc(sizeof *r);
+  r->name = name;
+  r->kind = kind;
+  r->vars = RG_NIL;
+  r->mterms = RG_NIL;
+  return r;
+}
+
+static eg_rule *pattern_rule(rg_egraph *eg, rg_rewriter *rw, const rgr_rule_parts *pp) {
+  eg_rule *r = rule_new(rw->name, R_PATTERN);
+  if (!(r->lhs = compile(eg, r, pp->from, false)) || !(r->rhs = compile(eg, r, pp->to, true)))
+    return NULL;
+  if (r->lhs->kind != P_OP) {
+    rg_error(eg->C, RG_ERR_SYNTAX, "rule %s: the pattern must be an expression", r->name);
+    return NULL;
+  }
+  if (pp->guard) {
+    r->guard = pp->guard;
+    r->ngvars = (int)rg_list_length(pp->guard_vars);
+    r->gvars = rg_gc_alloc((size_t)(r->ngvars + 1) * sizeof *r->gvars);
+    int i = 0;
+    for (rg_term l = pp->guard_vars; rg_is_pair(l); l = rg_cdr(l)) r->gvars[i++] = var_index(r, rg_car(l));
+  }
+  return r;
+}
+
+/* Whether rw's body is one call (REL p q) of its parameters (swapped
+ * when `swapped`); sets *rel to REL's name. */
+static bool one_call(const rg_rewriter *rw, bool swapped, rg_term *rel) {
+  rg_term b = rw->rel_body, ps = rw->rel_params;
+  if (!b || !ps || rg_list_length(b) != 1 || rg_list_length(rg_car(b)) != 3) return false;
+  rg_term call = rg_car(b), p = rg_car(ps), q = rg_car(rg_cdr(ps));
+  rg_term a1 = rg_car(rg_cdr(call)), a2 = rg_car(rg_cdr(rg_cdr(call)));
+  *rel = rg_car(call);
+  return swapped ? a1 == q && a2 == p : a1 == p && a2 == q;
+}
+
+/* Whether relational rule b is a's inverse (so that, run both ways, one
+ * of them is enough). */
+static bool inverse_pair(const rg_rewriter *a, const rg_rewriter *b) {
+  rg_term ra, rb;
+  return one_call(a, false, &ra) && one_call(b, true, &rb) && ra == rb;
+}
+
+static bool covered(rg_egraph *eg, rg_rewriter *rw) {
+  for (int i = 0; i < eg->nrules; i++) {
+    eg_rule *r = eg->rules[i];
+    if (r->kind != R_RELATION) continue;
+    if (inverse_pair(r->rw, rw) || inverse_pair(rw, r->rw)) {
+      r->name = rgr_sprintf("%s/%s", r->name, rw->name);
+      return true;
+    }
+  }
+  return false;
+}
+
+static eg_rule *make_rule(rg_egraph *eg, rg_rewriter *rw) {
+  rgr_rule_parts pp;
+  switch (rgr_rule_parts_of(rw, &pp)) {
+  case RGR_RULE_PATTERN: return pattern_rule(eg, rw, &pp);
+  case RGR_RULE_RELATION: {
+    if (covered(eg, rw)) return NULL;
+    eg_rule *r = rule_new(rw->name, R_RELATION);
+    r->rw = rw;
+    r->rel = rw->relation;
+    r->track_all = !track_heads(r, 0) || !track_heads(r, 1);
+    return r;
+  }
+  case RGR_RULE_SUBST:
+  case RGR_RULE_REMOVE: {
+    eg_rule *r = rule_new(rw->name, pp.kind == RGR_RULE_SUBST ? R_SUBST : R_REMOVE);
+    r->op_from = pp.op_from;
+    r->op_to = pp.op_to;
+    return r;
+  }
+  default: eg->skipped++; return NULL;
+  }
+}
+
+static int add_rule(rg_egraph *eg, rg_rewriter *rw) {
+  eg_rule *r = make_rule(eg, rw);
+  if (!r) return rg_errcode(eg->C) ? rg_errcode(eg->C) : 0;
+  eg_rule **v = rg_gc_alloc((size_t)(eg->nrules + 1) * sizeof *v);
+  if (eg->nrules) memcpy(v, eg->rules, (size_t)eg->nrules * sizeof *v);
+  v[eg->nrules++] = r;
+  eg->rules = v;
+  return 1;
+}
+
+static int add_selection(rg_egraph *eg, const rgr_selection *sel) {
+  int added = 0;
+  for (int i = 0; i < sel->n; i++) {
+    int rc = sel->items[i].sub ? add_selection(eg, sel->items[i].sub)
+             : sel->items[i].rw->kind == RW_SELECTION ? add_selection(eg, sel->items[i].rw->sel)
+                                                      : add_rule(eg, sel->items[i].rw);
+    if (rc < 0) return rc;
+    added += rc;
+  }
+  return added;
+}
+
+int rg_egraph_add_rules(rg_egraph *eg, rg_rewriter *selection) {
+  if (selection->kind == RW_SELECTION) return add_selection(eg, selection->sel);
+  return add_rule(eg, selection);
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+static rg_search_opts defaults(const rg_search_opts *o) {
+  rg_search_opts d = o ? *o : (rg_search_opts){0};
+  if (d.node_limit <= 0) d.node_limit = 100000;
+  if (d.iter_limit <= 0) d.iter_limit = 30;
+  if (d.time_limit <= 0) d.time_limit = 10;
+  if (d.rel_depth <= 0) d.rel_depth = 2;
+  if (d.rel_answers <= 0) d.rel_answers = 8;
+  if (d.rel_terms <= 0) d.rel_terms = 256;
+  if (d.match_limit <= 0) d.match_limit = 1000;
+  if (d.ban_length <= 0) d.ban_length = 5;
+  return d;
+}
+
+static void clear_matches(eg_rule *r) {
+  r->m.n = 0;
+  r->mterms = RG_NIL;
+  r->nmatches = 0;
+}
+
+static int search_rule(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int64_t limit) {
+  clear_matches(r);
+  switch (r->kind) {
+  case R_PATTERN: search_pattern(eg, r, limit); return RG_OK;
+  case R_RELATION: return search_relation(eg, r, o, limit);
+  default: search_op(eg, r, limit); return RG_OK;
+  }
+}
+
+static int apply_rule(rg_egraph *eg, eg_rule *r) {
+  eg->cur_rule = r->name;
+  int rc = r->kind == R_PATTERN ? apply_pattern(eg, r) : r->kind == R_RELATION ? apply_relation(eg, r)
+                                                                               : apply_op(eg, r);
+  clear_matches(r);
+  return rc;
+}
+
+/* The backoff scheduler's limit for r, or no limit. */
+static int64_t match_limit(const rg_search_opts *o, const eg_rule *r) {
+  if (o->no_backoff) return INT64_MAX / 2;
+  return (int64_t)o->match_limit << (r->times_banned < 20 ? r->times_banned : 20);
+}
+
+static void ban(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, const char **banned) {
+  uint32_t len = (uint32_t)o->ban_length << (r->times_banned < 20 ? r->times_banned : 20);
+  r->banned_until = eg->iter + len;
+  r->times_banned++;
+  clear_matches(r);
+  *banned = rgr_sprintf("%s%s%s", *banned ? *banned : "", *banned ? ", " : "", r->name);
+}
+
+static rg_search_stop stop(rg_egraph *eg, rg_search_stop s, const char *msg) {
+  eg->stop = s;
+  eg->stop_msg = msg;
+  return s;
+}
+
+static rg_search_stop error_stop(rg_egraph *eg, const char *rule) {
+  return stop(eg, RG_SEARCH_ERROR, rgr_sprintf("error in %s: %s", rule, rg_errmsg(eg->C)));
+}
+
+static void record_iter(rg_egraph *eg, size_t matches, double t0, const char *banned) {
+  eg_iter *v = rg_gc_alloc((size_t)(eg->niters + 1) * sizeof *v);
+  if (eg->niters) memcpy(v, eg->iters, (size_t)eg->niters * sizeof *v);
+  v[eg->niters++] = (eg_iter){eg->nmemo, eg->nlive, matches, rgr_now() - t0, banned};
+  eg->iters = v;
+}
+
+typedef struct run_state {
+  const rg_search_opts *o;
+  double start;
+  rg_search_stop s;
+  const char *msg;
+} run_state;
+
+static bool over_limits(rg_egraph *eg, run_state *st) {
+  if ((int64_t)eg->nmemo >= st->o->node_limit) {
+    st->s = RG_SEARCH_NODE_LIMIT;
+    st->msg = rgr_sprintf("node limit %lld reached in iteration %u", (long long)st->o->node_limit, eg->iter);
+    return true;
+  }
+  if (rgr_now() - st->start > st->o->time_limit) {
+    st->s = RG_SEARCH_TIME_LIMIT;
+    st->msg = rgr_sprintf("time limit %g s reached in iteration %u", st->o->time_limit, eg->iter);
+    return true;
+  }
+  return false;
+}
+
+/* One iteration: search every rule not banned, apply, rebuild.  Returns
+ * RG_OK or an error; *matches counts what was applied. */
+static int iteration(rg_egraph *eg, run_state *st, size_t *matches, const char **banned) {
+  const rg_search_opts *o = st->o;
+  for (int i = 0; i < eg->nrules; i++) {
+    eg_rule *r = eg->rules[i];
+    if (r->banned_until > eg->iter) continue;
+    int64_t lim = match_limit(o, r);
+    int rc = search_rule(eg, r, o, lim);
+    if (rc) return eg->cur_rule = r->name, rc;
+    if (r->nmatches > lim) ban(eg, r, o, banned);
+    *matches += (size_t)r->nmatches;
+    if (over_limits(eg, st)) break;
+  }
+  for (int i = 0; i < eg->nrules && !st->msg; i++) {
+    int rc = apply_rule(eg, eg->rules[i]);
+    if (rc) return rc;
+    over_limits(eg, st);
+  }
+  for (int i = 0; i < eg->nrules; i++) clear_matches(eg->rules[i]);
+  eg_rebuild(eg);
+  return RG_OK;
+}
+
+static bool lift_bans(rg_egraph *eg) {
+  bool any = false;
+  for (int i = 0; i < eg->nrules; i++)
+    if (eg->rules[i]->banned_until > eg->iter) {
+      eg->rules[i]->banned_until = 0;
+      any = true;
+    }
+  return any;
+}
+
+rg_search_stop rg_egraph_run(rg_egraph *eg, const rg_search_opts *opts) {
+  rg_search_opts o = defaults(opts);
+  run_state st = {&o, rgr_now(), RG_SEARCH_SATURATED, NULL};
+  for (int it = 0;; it++) {
+    if (it >= o.iter_limit)
+      return stop(eg, RG_SEARCH_ITER_LIMIT, rgr_sprintf("iteration limit %d reached", o.iter_limit));
+    eg->iter++;
+    size_t n0 = eg->nmemo, c0 = eg->nlive, matches = 0;
+    double t0 = rgr_now();
+    const char *banned = NULL;
+    if (iteration(eg, &st, &matches, &banned)) return error_stop(eg, eg->cur_rule);
+    record_iter(eg, matches, t0, banned);
+    if (st.msg) return stop(eg, st.s, st.msg);
+    if (eg->nmemo == n0 && eg->nlive == c0 && !lift_bans(eg))
+      return stop(eg, RG_SEARCH_SATURATED, rgr_sprintf("saturated after %d iteration%s", it + 1, it ? "s" : ""));
+  }
+}
+
+const char *rg_egraph_stop_message(const rg_egraph *eg) { return eg->stop_msg; }
+
+void rg_egraph_trace(const rg_egraph *eg, FILE *f) {
+  for (int i = 0; i < eg->niters; i++) {
+    const eg_iter *t = &eg->iters[i];
+    fprintf(f, "iteration %d: %zu e-nodes, %zu e-classes, %zu matches, %.6f s%s%s\n", i + 1,
+            t->nodes, t->classes, t->matches, t->seconds, t->banned ? ", banned: " : "",
+            t->banned ? t->banned : "");
+  }
+}

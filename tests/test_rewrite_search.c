@@ -1,0 +1,428 @@
+/*
+ * test_rewrite_search.c — equality saturation and extraction: matrix
+ * chains against the dynamic-programming optimum, the dot distribution as
+ * one equality with a shape-dependent choice, ill-typed merges, growth
+ * limits with their stop reasons, top-k answers, the measured-time and
+ * relational cost models, the JSON output, and bad input.
+ */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "relgraph/backend.h"
+#include "relgraph/rewrite.h"
+
+static rg_ctx *C;
+
+static int setup(void **st) {
+  rg_init();
+  return 0;
+}
+
+static int fresh(void **st) {
+  C = rg_ctx_new();
+  return 0;
+}
+
+static rg_fgraph *graph(const char *text) {
+  rg_fgraph *fg = rg_graph_read(C, "<test graph>", text, strlen(text));
+  if (!fg) fail_msg("graph: %s", rg_errmsg(C));
+  return fg;
+}
+
+/* The rules of `text` selected by `query` (NULL: all of them). */
+static rg_rewriter *rules(const char *text, const char *query) {
+  rg_interp *I = rg_interp_new(C);
+  rg_interp_set_output(I, NULL);
+  rg_rule_set *rs = rg_rule_set_new(I);
+  if (rg_rule_set_load_string(rs, "<test rules>", text) != RG_OK) fail_msg("rules: %s", rg_errmsg(C));
+  rg_rewrite_db *db = rg_db_sequence("test");
+  assert_int_equal(rg_rule_set_register(rs, db, "rules"), RG_OK);
+  rg_rewriter *rw = rg_db_query(C, db, query ? query : "rules");
+  if (!rw) fail_msg("query: %s", rg_errmsg(C));
+  return rw;
+}
+
+static const char *show(rg_fgraph *fg) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  rg_fgraph_pprint(f, fg);
+  fclose(f);
+  char *s = rg_gc_sprintf("%s", buf);
+  free(buf);
+  return s;
+}
+
+#define assert_near(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
+
+#define ASSOC_REL                                                \
+  "(defrel (dot-assoco in out)"                                  \
+  "  (fresh (a b c)"                                             \
+  "    (== in `(dot (dot ,a ,b) ,c))"                            \
+  "    (== out `(dot ,a (dot ,b ,c)))))"                         \
+  "(defrule dot-assoc (in out) (dot-assoco in out))"
+
+/* ------------------------------------------------------------------ matrix chains */
+
+static uint64_t rng = 12345;
+static int64_t rnd(int64_t lo, int64_t hi) {
+  rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+  return lo + (int64_t)((rng >> 33) % (uint64_t)(hi - lo + 1));
+}
+
+/* The optimal FLOPs (2*m*k*n per product) of a chain with dims d[0..n]. */
+static double chain_dp(int n, const int64_t *d) {
+  double best[16][16];
+  for (int len = 1; len <= n; len++)
+    for (int i = 0; i + len <= n; i++) {
+      int j = i + len - 1;
+      best[i][j] = len == 1 ? 0 : INFINITY;
+      for (int k = i; k < j; k++) {
+        double c = best[i][k] + best[k + 1][j] + 2.0 * (double)(d[i] * d[k + 1] * d[j + 1]);
+        if (c < best[i][j]) best[i][j] = c;
+      }
+    }
+  return best[0][n - 1];
+}
+
+/* A left-nested chain of n matrices of dims d as a graph file. */
+static const char *chain_graph(int n, const int64_t *d) {
+  const char *s = "(graph ";
+  for (int i = 0; i < n; i++)
+    s = rg_gc_sprintf("%s(input M%d float64 (%lld %lld)) ", s, i, (long long)d[i], (long long)d[i + 1]);
+  const char *e = "M0";
+  for (int i = 1; i < n; i++) e = rg_gc_sprintf("(dot %s M%d)", e, i);
+  return rg_gc_sprintf("%s(output %s))", s, e);
+}
+
+static void test_matrix_chain_dp(void **st) {
+  rg_rewriter *rw = rules(ASSOC_REL, NULL);
+  for (int trial = 0; trial < 10; trial++) {
+    int n = 10;
+    int64_t d[11];
+    for (int i = 0; i <= n; i++) d[i] = rnd(2, 512);
+    rg_egraph *eg = rg_egraph_new(graph(chain_graph(n, d)));
+    assert_int_equal(rg_egraph_add_rules(eg, rw), 1);
+    assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+    assert_true(rg_egraph_nnodes(eg) <= (size_t)(n * n * n));
+    rg_fgraph *g;
+    double cost;
+    bool exact;
+    assert_int_equal(rg_egraph_extract(eg, rg_cost_flops(), 1, &g, &cost, &exact), 1);
+    assert_true(exact);
+    assert_near(cost, chain_dp(n, d), 0.5);
+    assert_int_equal(rg_fgraph_check(g), RG_OK);
+    rg_egraph_free(eg);
+  }
+}
+
+/* The same with a pattern rule in both directions. */
+static void test_matrix_chain_pattern(void **st) {
+  rg_rewriter *rw = rules("(defrule a1 (pattern (dot (dot ?a ?b) ?c) (dot ?a (dot ?b ?c))))"
+                          "(defrule a2 (pattern (dot ?a (dot ?b ?c)) (dot (dot ?a ?b) ?c)))", NULL);
+  int64_t d[11];
+  for (int i = 0; i <= 10; i++) d[i] = rnd(2, 512);
+  rg_egraph *eg = rg_egraph_new(graph(chain_graph(10, d)));
+  assert_int_equal(rg_egraph_add_rules(eg, rw), 2);
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  rg_fgraph *g;
+  double cost;
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_flops(), 1, &g, &cost, NULL), 1);
+  assert_near(cost, chain_dp(10, d), 0.5);
+  rg_egraph_free(eg);
+}
+
+/* ------------------------------------------------------------------ the dot distribution */
+
+#define DIST_GRAPH                                                               \
+  "(graph (input A float64 (? ?)) (input x float64 (? ?)) (input y float64 (? ?))" \
+  " (output (dot A (add x y))) (output (dot A x)))"
+
+static rg_egraph *distributed(rg_fgraph *fg) {
+  rg_rewriter *rw = rg_db_query(C, rg_std_db(C), "distribute gather");
+  assert_non_null(rw);
+  rg_egraph *eg = rg_egraph_new(fg);
+  assert_int_equal(rg_egraph_add_rules(eg, rw), 1); /* one equality */
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  return eg;
+}
+
+static double extract_sized(rg_egraph *eg, int64_t m, int64_t n, int64_t k, const char **shown) {
+  rg_cost_model *cm = rg_cost_flops();
+  rg_cost_set_size(cm, "A.0", m);
+  rg_cost_set_size(cm, "A.1", n);
+  rg_cost_set_size(cm, "x.0", n);
+  rg_cost_set_size(cm, "y.0", n);
+  rg_cost_set_size(cm, "?", k);
+  rg_fgraph *g;
+  double cost;
+  assert_int_equal(rg_egraph_extract(eg, cm, 1, &g, &cost, NULL), 1);
+  *shown = show(g);
+  return cost;
+}
+
+static void test_distribute_one_class(void **st) {
+  rg_fgraph *fg = graph(DIST_GRAPH);
+  rg_variable *A = rg_fgraph_input(fg, 0), *x = rg_fgraph_input(fg, 1), *y = rg_fgraph_input(fg, 2);
+  rg_egraph *eg = distributed(fg);
+  int64_t c1 = rg_egraph_class_of(eg, rg_dot(A, rg_add(x, y)));
+  int64_t c2 = rg_egraph_class_of(eg, rg_add(rg_dot(A, x), rg_dot(A, y)));
+  assert_true(c1 >= 0);
+  assert_int_equal(c1, c2);
+  const char *s;
+  /* m < n: the distributed form shares A @ x with the second output */
+  double cost = extract_sized(eg, 10, 100, 20, &s);
+  assert_string_equal(s, "((A @ x) + (A @ y))\n(A @ x)\n");
+  assert_near(cost, 4.0 * 10 * 100 * 20 + 10 * 20, 0.5);
+  /* m > n: the gathered form is cheaper */
+  cost = extract_sized(eg, 100, 10, 20, &s);
+  assert_string_equal(s, "(A @ (x + y))\n(A @ x)\n");
+  assert_near(cost, 4.0 * 100 * 10 * 20 + 10 * 20, 0.5);
+  rg_egraph_free(eg);
+}
+
+static void test_missing_size(void **st) {
+  rg_egraph *eg = distributed(graph(DIST_GRAPH));
+  rg_fgraph *g;
+  double cost;
+  assert_true(rg_egraph_extract(eg, rg_cost_flops(), 1, &g, &cost, NULL) < 0);
+  assert_non_null(strstr(rg_errmsg(C), "--size A.0=N"));
+  rg_egraph_free(eg);
+}
+
+/* ------------------------------------------------------------------ ill-typed merges */
+
+static void test_ill_typed_merge(void **st) {
+  rg_fgraph *fg = graph("(graph (input A float64 (3 4)) (input B float64 (4 3)) (output (dot A B)))");
+  rg_egraph *eg = rg_egraph_new(fg);
+  assert_int_equal(rg_egraph_add_rules(eg, rules("(defrule swap (pattern (dot ?a ?b) (dot ?b ?a)))", NULL)), 1);
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_true(rg_egraph_rejections(eg, f) >= 1);
+  fclose(f);
+  assert_non_null(strstr(buf, "swap: would merge (A @ B) of type float64 (3 3) with (B @ A) of type float64 (4 4)"));
+  free(buf);
+  assert_int_equal(rg_egraph_class_of(eg, rg_fgraph_output(fg, 0)) == rg_egraph_class_of(eg, rg_dot(rg_fgraph_input(fg, 1), rg_fgraph_input(fg, 0))), 0);
+  rg_egraph_free(eg);
+}
+
+/* ------------------------------------------------------------------ limits */
+
+#define AC_RULES                                                        \
+  "(defrule comm (pattern (add ?a ?b) (add ?b ?a)))"                    \
+  "(defrule assoc (pattern (add (add ?a ?b) ?c) (add ?a (add ?b ?c))))"
+
+static rg_egraph *sum12(void) {
+  const char *s = "(graph ", *e = "x0";
+  for (int i = 0; i < 12; i++) s = rg_gc_sprintf("%s(input x%d float64 ()) ", s, i);
+  for (int i = 1; i < 12; i++) e = rg_gc_sprintf("(add %s x%d)", e, i);
+  rg_egraph *eg = rg_egraph_new(graph(rg_gc_sprintf("%s(output %s))", s, e)));
+  assert_int_equal(rg_egraph_add_rules(eg, rules(AC_RULES, NULL)), 2);
+  return eg;
+}
+
+static void test_limits(void **st) {
+  rg_egraph *eg = sum12();
+  rg_search_opts o = {.node_limit = 20000, .iter_limit = 1000, .time_limit = 100};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_NODE_LIMIT);
+  assert_non_null(strstr(rg_egraph_stop_message(eg), "node limit 20000"));
+  assert_true(rg_egraph_nnodes(eg) >= 20000);
+  rg_egraph_free(eg);
+
+  eg = sum12();
+  o = (rg_search_opts){.node_limit = 10000000, .iter_limit = 3};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_ITER_LIMIT);
+  assert_string_equal(rg_egraph_stop_message(eg), "iteration limit 3 reached");
+  rg_egraph_free(eg);
+
+  eg = sum12();
+  o = (rg_search_opts){.node_limit = 100000000, .iter_limit = 1000, .time_limit = 0.05};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_TIME_LIMIT);
+  assert_non_null(strstr(rg_egraph_stop_message(eg), "time limit 0.05 s"));
+  rg_egraph_free(eg);
+}
+
+/* Backoff: a small match limit bans the exploding rules, and an e-graph
+ * that is saturated still reports it truthfully (bans lifted first). */
+static void test_backoff_saturates(void **st) {
+  rg_fgraph *fg = graph("(graph (input a float64 ()) (input b float64 ()) (input c float64 ())"
+                        " (output (add (add a b) c)))");
+  rg_egraph *eg = rg_egraph_new(fg);
+  assert_int_equal(rg_egraph_add_rules(eg, rules(AC_RULES, NULL)), 2);
+  rg_search_opts o = {.match_limit = 2, .ban_length = 2};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+  /* the 12 orders of a three-term sum, in two shapes each */
+  rg_fgraph *g[20];
+  double costs[20];
+  rg_cost_model *cm = rg_cost_flops();
+  assert_int_equal(rg_egraph_extract(eg, cm, 20, g, costs, NULL), 12);
+  rg_egraph_free(eg);
+}
+
+/* ------------------------------------------------------------------ top-k */
+
+static void test_top_k(void **st) {
+  int64_t d[6] = {30, 35, 15, 5, 10, 20};
+  rg_egraph *eg = rg_egraph_new(graph(chain_graph(5, d)));
+  rg_egraph_add_rules(eg, rules(ASSOC_REL, NULL));
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  rg_fgraph *g[20];
+  double costs[20];
+  bool exact;
+  int n = rg_egraph_extract(eg, rg_cost_flops(), 20, g, costs, &exact);
+  assert_int_equal(n, 14); /* Catalan(4) orders */
+  assert_true(exact);
+  assert_near(costs[0], chain_dp(5, d), 0.5);
+  for (int i = 0; i < n; i++) {
+    if (i) assert_true(costs[i - 1] <= costs[i]);
+    for (int j = 0; j < i; j++) assert_string_not_equal(show(g[i]), show(g[j]));
+  }
+  rg_egraph_free(eg);
+}
+
+/* ------------------------------------------------------------------ measured time */
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The median of 5 timed calls of a compiled function on ones. */
+static double time_graph(int nin, rg_variable *const *ins, int nout, rg_variable *const *outs) {
+  rg_compile_opts co = {.mode = {.query = "none"}};
+  rg_function *f = rg_compile(C, nin, ins, nout, outs, &co);
+  if (!f) return -1;
+  rg_tensor *vals[8];
+  for (int i = 0; i < nin; i++) {
+    const rg_type *t = ins[i]->type;
+    vals[i] = rg_tensor_new(t->dtype, t->ndim, t->shape);
+    for (int64_t e = 0; e < rg_tensor_numel(vals[i]); e++) rg_tensor_set_f64(vals[i], e, 1.0);
+  }
+  double ts[5];
+  for (int r = 0; r < 6; r++) {
+    rg_tensor *res[4] = {0};
+    double t0 = now();
+    assert_int_equal(rg_function_call(f, vals, res), 0);
+    if (r) ts[r - 1] = now() - t0;
+    for (int j = 0; j < nout; j++) rg_tensor_free(res[j]);
+  }
+  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
+  rg_function_free(f);
+  for (int a = 1; a < 5; a++)
+    for (int b = a; b > 0 && ts[b] < ts[b - 1]; b--) {
+      double s = ts[b]; ts[b] = ts[b - 1]; ts[b - 1] = s;
+    }
+  return ts[2];
+}
+
+static double measure(const rg_node *node, void *ud) {
+  rg_variable *ins[8];
+  int nvar = 0;
+  rg_variable *vars[8];
+  for (int i = 0; i < node->nin; i++) {
+    if (rg_is_constant(node->inputs[i])) ins[i] = node->inputs[i];
+    else ins[i] = vars[nvar++] = rg_input(C, NULL, node->inputs[i]->type);
+  }
+  rg_variable *out = rg_apply(C, node->op, node->nin, ins);
+  return out ? time_graph(nvar, vars, 1, &out) : -1;
+}
+
+static void test_measured_time(void **st) {
+  rg_fgraph *fg = graph("(graph (input A float64 (300 300)) (input x float64 (300 300))"
+                        " (input y float64 (300 300)) (output (dot A (add x y))))");
+  rg_egraph *eg = rg_egraph_new(fg);
+  rg_egraph_add_rules(eg, rg_db_query(C, rg_std_db(C), "distribute gather"));
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  rg_fgraph *g[2];
+  double costs[2];
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_measured(measure, NULL), 2, g, costs, NULL), 2);
+  double real[2];
+  for (int i = 0; i < 2; i++) {
+    rg_variable *ins[3] = {rg_fgraph_input(g[i], 0), rg_fgraph_input(g[i], 1), rg_fgraph_input(g[i], 2)};
+    rg_variable *out = rg_fgraph_output(g[i], 0);
+    rg_fgraph_release(g[i]);
+    real[i] = time_graph(3, ins, 1, &out);
+  }
+  assert_true(costs[0] <= costs[1]);
+  assert_true(real[0] <= real[1]);
+  rg_egraph_free(eg);
+}
+
+/* ------------------------------------------------------------------ relational costs, JSON, errors */
+
+static void test_relation_cost(void **st) {
+  rg_interp *I = rg_interp_new(C);
+  rg_interp_set_output(I, NULL);
+  rg_rule_set_new(I);
+  /* every node costs 1 except dot, which costs 100: fewer dots win */
+  assert_int_equal(rg_interp_load_string(I, "<cost>",
+                                         "(defrel (costo n c) (conde ((fresh (a b) (== n `(dot ,a ,b)) (== c 100)))"
+                                         " ((fresh (h r) (== n `(,h . ,r)) (=/= h 'dot) (== c 1)))))"), RG_OK);
+  rg_egraph *eg = distributed(graph("(graph (input A float64 (3 3)) (input x float64 (3 3))"
+                                     " (input y float64 (3 3)) (output (add (dot A x) (dot A y))))"));
+  rg_fgraph *g;
+  double cost;
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_relation(rg_interp_lookup(I, "costo")), 1, &g, &cost, NULL), 1);
+  assert_string_equal(show(g), "(A @ (x + y))\n");
+  assert_near(cost, 101, 0);
+  rg_egraph_free(eg);
+}
+
+static void test_json(void **st) {
+  rg_egraph *eg = distributed(graph("(graph (input A float64 (3 3)) (input x float64 (3 3))"
+                                     " (input y float64 (3 3)) (output (dot A (add x y))))"));
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_int_equal(rg_egraph_write_json(eg, rg_cost_flops(), f), RG_OK);
+  fclose(f);
+  assert_non_null(strstr(buf, "\"op\": \"dot\""));
+  assert_non_null(strstr(buf, "\"root_eclasses\": [\""));
+  assert_non_null(strstr(buf, "\"type\": \"float64 (3 3)\""));
+  free(buf);
+  f = open_memstream(&buf, &len);
+  assert_int_equal(rg_egraph_write_dot(eg, f), RG_OK);
+  fclose(f);
+  assert_non_null(strstr(buf, "subgraph cluster_c"));
+  free(buf);
+  rg_egraph_free(eg);
+}
+
+static void test_bad_input(void **st) {
+  rg_egraph *eg = rg_egraph_new(graph("(graph (input x float64 ()) (output (add x x)))"));
+  assert_true(rg_egraph_add_rules(eg, rules("(defrule r (pattern (add . ?xs) (mul . ?xs)))", NULL)) < 0);
+  assert_non_null(strstr(rg_errmsg(C), "rule r: the search cannot match a rest pattern"));
+  rg_clear_error(C);
+  assert_true(rg_egraph_add_rules(eg, rules("(defrule r (pattern (?f ?x) ?x))", NULL)) < 0);
+  assert_non_null(strstr(rg_errmsg(C), "needs a known op"));
+  rg_fgraph *g;
+  double cost;
+  assert_true(rg_egraph_extract(eg, rg_cost_flops(), 0, &g, &cost, NULL) < 0);
+  rg_egraph_free(eg);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_matrix_chain_dp, fresh),
+      cmocka_unit_test_setup(test_matrix_chain_pattern, fresh),
+      cmocka_unit_test_setup(test_distribute_one_class, fresh),
+      cmocka_unit_test_setup(test_missing_size, fresh),
+      cmocka_unit_test_setup(test_ill_typed_merge, fresh),
+      cmocka_unit_test_setup(test_limits, fresh),
+      cmocka_unit_test_setup(test_backoff_saturates, fresh),
+      cmocka_unit_test_setup(test_top_k, fresh),
+      cmocka_unit_test_setup(test_measured_time, fresh),
+      cmocka_unit_test_setup(test_relation_cost, fresh),
+      cmocka_unit_test_setup(test_json, fresh),
+      cmocka_unit_test_setup(test_bad_input, fresh),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
