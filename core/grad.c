@@ -26,21 +26,53 @@ typedef rg_variable *V;
 /* Contributions to one variable's gradient; `sum` once they are added. */
 typedef struct acc { V *v; int n, cap; V sum; } acc;
 
+/* The walk's state.  Variables computed by a node of the walk have a slot
+ * (first[k] + output index for the node at order[k], which carries the
+ * mark base + k), so the hot path indexes arrays; other variables (the
+ * leaves: wrt, constants, graph inputs) live in two maps.  A node's mark
+ * counts only if order[mark - base] is that node, so a walk elsewhere that
+ * reuses marks cannot mislead this one. */
 typedef struct gwalk {
   rg_ctx *C;
-  rg_memo *dep;     /* variable -> non-NULL when it depends on a wrt */
-  rg_memo *consts;  /* variables treated as constants */
-  rg_memo *accs;    /* variable -> acc */
+  rg_node **order;
+  size_t n;
+  uint64_t base;
+  size_t *first;    /* per node of the walk: its outputs' first slot */
+  uint8_t *dep;     /* per slot: depends on a wrt */
+  acc *accs;        /* per slot */
+  rg_memo *leaf_dep, *leaf_acc, *consts;
 } gwalk;
 
-static bool depends(const gwalk *w, const rg_variable *v) { return rg_memo_get(w->dep, v) != NULL; }
+static long slot_of(const gwalk *w, const rg_variable *v) {
+  const rg_node *o = v->owner;
+  if (!o || o->mark - w->base >= w->n || w->order[o->mark - w->base] != o) return -1;
+  return (long)(w->first[o->mark - w->base] + (size_t)v->index);
+}
+
+static bool depends(const gwalk *w, const rg_variable *v) {
+  long s = slot_of(w, v);
+  return s >= 0 ? w->dep[s] != 0 : rg_memo_get(w->leaf_dep, v) != NULL;
+}
+
+static void set_depends(gwalk *w, const rg_variable *v) {
+  long s = slot_of(w, v);
+  if (s >= 0) w->dep[s] = 1;
+  else rg_memo_put(w->leaf_dep, v, (void *)1);
+}
+
+static acc *acc_of(gwalk *w, V x, bool make) {
+  long s = slot_of(w, x);
+  if (s >= 0) return &w->accs[s];
+  acc *a = rg_memo_get(w->leaf_acc, x);
+  if (!a && make) {
+    a = rgk_alloc(sizeof *a);
+    rg_memo_put(w->leaf_acc, x, a);
+  }
+  return a;
+}
 
 static void add_contrib(gwalk *w, V x, V g) {
-  acc *a = rg_memo_get(w->accs, x);
-  if (!a) {
-    a = rgk_alloc(sizeof *a);
-    rg_memo_put(w->accs, x, a);
-  }
+  acc *a = acc_of(w, x, true);
   if (a->n == a->cap) {
     int cap = a->cap ? 2 * a->cap : 2;
     V *v = rgk_alloc((size_t)cap * sizeof *v);
@@ -54,7 +86,7 @@ static void add_contrib(gwalk *w, V x, V g) {
 
 /* The total gradient of x so far (NULL: none reached it). */
 static V total(gwalk *w, V x) {
-  acc *a = rg_memo_get(w->accs, x);
+  acc *a = acc_of(w, x, false);
   if (!a || !a->n) return NULL;
   if (!a->sum) a->sum = a->n == 1 ? a->v[0] : rg_add_n(a->n, a->v);
   return a->sum;
@@ -109,14 +141,29 @@ static V fit(gwalk *w, V g, const rg_variable *x) {
 
 /* ------------------------------------------------------------------ the walk */
 
-static void mark_dependents(gwalk *w, rg_node **order, size_t n) {
-  for (size_t k = 0; k < n; k++) {
-    const rg_node *node = order[k];
+/* Gives the walk's nodes their slots. */
+static void number_nodes(gwalk *w) {
+  w->base = rgc_new_epochs(w->n ? w->n : 1);
+  w->first = rgk_alloc_atomic((w->n + 1) * sizeof *w->first);
+  size_t slots = 0;
+  for (size_t k = 0; k < w->n; k++) {
+    w->order[k]->mark = w->base + k;
+    w->first[k] = slots;
+    slots += (size_t)w->order[k]->nout;
+  }
+  w->dep = rgk_alloc_atomic(slots + 1);
+  memset(w->dep, 0, slots + 1);
+  w->accs = rgk_alloc((slots + 1) * sizeof *w->accs);
+}
+
+static void mark_dependents(gwalk *w) {
+  for (size_t k = 0; k < w->n; k++) {
+    const rg_node *node = w->order[k];
     bool any = false;
     for (int i = 0; i < node->nin && !any; i++) any = depends(w, node->inputs[i]);
     if (!any) continue;
     for (int o = 0; o < node->nout; o++)
-      if (!rg_memo_get(w->consts, node->outputs[o])) rg_memo_put(w->dep, node->outputs[o], (void *)1);
+      if (!rg_memo_get(w->consts, node->outputs[o])) set_depends(w, node->outputs[o]);
   }
 }
 
@@ -174,8 +221,6 @@ static rg_node **walk_order(gwalk *w, V cost, int nwrt, V const *wrt, const rg_g
     leaves[nl++] = o->consts[i];
     rg_memo_put(w->consts, o->consts[i], (void *)1);
   }
-  for (int i = 0; i < nwrt; i++)
-    if (!rg_memo_get(w->consts, wrt[i])) rg_memo_put(w->dep, wrt[i], (void *)1);
   return rg_toposort(nl, leaves, nr, roots, n);
 }
 
@@ -206,13 +251,15 @@ int rg_grad(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_opts *o, V 
   if (cost) C = rgc_ctx_of(C, 1, &cost);
   int rc = check_args(C, cost, nwrt, wrt, o);
   if (rc != RG_OK) return rc;
-  gwalk w = {.C = C, .dep = rg_memo_new(), .consts = rg_memo_new(), .accs = rg_memo_new()};
-  size_t n = 0;
-  rg_node **order = walk_order(&w, cost, nwrt, wrt, o, &n);
-  mark_dependents(&w, order, n);
+  gwalk w = {.C = C, .leaf_dep = rg_memo_new(), .leaf_acc = rg_memo_new(), .consts = rg_memo_new()};
+  w.order = walk_order(&w, cost, nwrt, wrt, o, &w.n);
+  number_nodes(&w);
+  for (int i = 0; i < nwrt; i++)
+    if (!rg_memo_get(w.consts, wrt[i])) set_depends(&w, wrt[i]);
+  mark_dependents(&w);
   seed(&w, cost, o);
-  for (size_t k = n; k-- > 0;)
-    if ((rc = back_through(&w, order[k])) != RG_OK) return rc;
+  for (size_t k = w.n; k-- > 0;)
+    if ((rc = back_through(&w, w.order[k])) != RG_OK) return rc;
   for (int i = 0; i < nwrt; i++)
     if ((rc = result(&w, i, wrt[i], o, &out[i])) != RG_OK) return rc;
   return RG_OK;
