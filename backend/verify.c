@@ -12,6 +12,7 @@
  * itself is graph construction in core.
  */
 #include "backend/backend-impl.h"
+#include "base/base.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -115,8 +116,8 @@ static void free_all(vg *v, rg_function *gf, rg_tensor **grads, int ng) {
   for (int i = 0; i < ng; i++) rg_tensor_free(grads[i]);
   rg_function_free(v->cost_fn);
   rg_function_free(gf);
-  free(v->point);
-  free(grads);
+  rg_free(v->point);
+  rg_free(grads);
 }
 
 int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *out,
@@ -136,8 +137,8 @@ int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *
   rg_variable *cost = rg_sum(rg_mul(out, P), -1, NULL);
   if (!cost || rg_grad(C, cost, nin, inputs, &go, gv) != RG_OK) return RG_ERR_TYPE;
   vg v = {.C = C, .nin = nin, .inputs = inputs, .o = o};
-  v.point = calloc((size_t)(nin > 0 ? nin : 1), sizeof *v.point);
-  rg_tensor **grads = calloc((size_t)(nin > 0 ? nin : 1), sizeof *grads);
+  v.point = rg_calloc((size_t)(nin > 0 ? nin : 1), sizeof *v.point);
+  rg_tensor **grads = rg_calloc((size_t)(nin > 0 ? nin : 1), sizeof *grads);
   rg_function *gf = rg_compile(C, nin, inputs, nin, gv, NULL);
   v.cost_fn = rg_compile(C, nin, inputs, 1, &cost, NULL);
   int rc = v.point && grads && gf && v.cost_fn ? RG_OK : RG_ERR;

@@ -96,7 +96,7 @@ static void symmark_note(size_t i) {
   if (!symmark.on || symtab.slots != symmark.slots) return;
   if (symmark.nfilled == symmark.maxfilled) {
     symmark.maxfilled = symmark.maxfilled ? symmark.maxfilled * 2 : 64;
-    symmark.filled = realloc(symmark.filled, symmark.maxfilled * sizeof *symmark.filled);
+    symmark.filled = rg_xrealloc(symmark.filled, symmark.maxfilled * sizeof *symmark.filled);
     if (!symmark.filled) abort();
   }
   symmark.filled[symmark.nfilled++] = i;

@@ -137,7 +137,7 @@ static int run_walk(walk *w) {
 static int navigate(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   const navigator *nav = ud;
   walk w = {.run = run, .fg = fg, .nav = nav};
-  w.uses = calloc((size_t)nav->n + 1, sizeof *w.uses);
+  w.uses = rg_gc_alloc(((size_t)nav->n + 1) * sizeof *w.uses);
   rg_feature f = {.name = "navigator", .ud = &w, .on_import = on_import};
   rgr_pass *outer = run->cur;
   rgr_pass *p = rgr_pass_begin(run, nav->name, false);
@@ -147,7 +147,6 @@ static int navigate(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
     rc = run_walk(&w);
     rg_fgraph_detach(fg, &f);
   }
-  free(w.uses);
   p->rewrites = w.changes;
   rgr_pass_end(run, p);
   run->cur = outer;
