@@ -176,7 +176,10 @@ rg_term rgk_sym(const char *name);
 /* ------------------------------------------------------------------ context */
 
 /* A growable stack of words, visible to the collector.  Users remember the
- * depth at entry and pop back to it, so nested uses share one stack. */
+ * depth at entry and pop back to it, so nested uses share one stack.  It is
+ * not the base module's RG_VEC: it may start in a caller's buffer on the C
+ * stack (RGK_LOCAL_STACK), which must never be given back to an allocator,
+ * and its push is on the hottest paths of unification and search. */
 typedef struct rgk_stack { rgk_word *v; size_t n, cap; bool heap; } rgk_stack;
 void rgk_stack_grow(rgk_stack *s, size_t need);
 /* A stack that starts in a caller's buffer (on the C stack, which the

@@ -22,51 +22,31 @@
  * thus costs work in proportion to what it changed and everything above
  * it, not to the graph.
  *
- * Everything here is collected memory: the tables hold graph pointers.
+ * Everything here is collected memory: the tables (base maps on kanren's
+ * collected allocator) hold graph pointers.
  */
 #include "rewrites/rewrite-impl.h"
+#include "base/base.h"
+#include "kanren/kanren-impl.h"
 
+#include <assert.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ a map from pointers to numbers */
 
-/* Open addressing, linear probing, no removal; a zero value means absent
- * (numbers start at 1).  Invariant: n * 2 <= cap, cap a power of two. */
-typedef struct pmap { const void **k; uint64_t *v; size_t cap, n; } pmap;
-
-static size_t pm_home(const pmap *m, const void *k) {
-  return (size_t)(((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-}
-
-static size_t pm_slot(const pmap *m, const void *k) {
-  size_t h = pm_home(m, k);
-  while (m->k[h] && m->k[h] != k) h = (h + 1) & (m->cap - 1);
-  return h;
-}
+/* The base map from a variable's address to its number; a zero value
+ * means absent (numbers start at 1). */
+typedef rg_map pmap;
 
 static uint64_t pm_get(const pmap *m, const void *k) {
-  if (!m->cap) return 0;
-  size_t h = pm_slot(m, k);
-  return m->k[h] ? m->v[h] : 0;
-}
-
-static void pm_put(pmap *m, const void *k, uint64_t v);
-
-static void pm_grow(pmap *m) {
-  pmap t = {.cap = m->cap ? 2 * m->cap : 1024};
-  t.k = rg_gc_alloc(t.cap * sizeof *t.k);
-  t.v = rg_gc_alloc(t.cap * sizeof *t.v);
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->k[i]) pm_put(&t, m->k[i], m->v[i]);
-  *m = t;
+  uint64_t *v = rg_map_get(m, (uint64_t)(uintptr_t)k);
+  return v ? *v : 0;
 }
 
 static void pm_put(pmap *m, const void *k, uint64_t v) {
-  if ((m->n + 1) * 2 > m->cap) pm_grow(m);
-  size_t h = pm_slot(m, k);
-  if (!m->k[h]) m->n++;
-  m->k[h] = k;
-  m->v[h] = v;
+  int rc = rg_map_put(m, (uint64_t)(uintptr_t)k, v);
+  assert(rc == 0 && "collected memory does not run out quietly");
+  (void)rc;
 }
 
 /* ------------------------------------------------------------------ hash-consing tables */
@@ -82,8 +62,9 @@ typedef struct key {
   uint64_t num;
 } key;
 
-/* Invariant: n * 2 <= cap, cap a power of two; slots hold NULL or a key. */
-typedef struct ktable { key **v; size_t cap, n; } ktable;
+/* The keys by hash: the base map as a multimap from a key's hash to the
+ * key (equal hashes are told apart by key_equal). */
+typedef rg_map ktable;
 
 static bool key_equal(const key *a, const key *b) {
   if (a->hash != b->hash || a->index != b->index || a->nin != b->nin) return false;
@@ -92,28 +73,14 @@ static bool key_equal(const key *a, const key *b) {
   return a->op == b->op || rg_op_equal(a->op, b->op);
 }
 
-static void kt_insert(ktable *t, key *k) {
-  size_t h = (size_t)k->hash & (t->cap - 1);
-  while (t->v[h]) h = (h + 1) & (t->cap - 1);
-  t->v[h] = k;
-  t->n++;
-}
-
-static void kt_grow(ktable *t) {
-  ktable u = {.cap = t->cap ? 2 * t->cap : 1024};
-  u.v = rg_gc_alloc(u.cap * sizeof *u.v);
-  for (size_t i = 0; i < t->cap; i++)
-    if (t->v[i]) kt_insert(&u, t->v[i]);
-  *t = u;
-}
-
 /* The number of an expression: the one given to an equal key before, or
  * `fresh` (the caller's next number) for a key never seen. */
 static uint64_t kt_number(ktable *t, const key *k, uint64_t *fresh) {
-  if ((t->n + 1) * 2 > t->cap) kt_grow(t);
-  size_t h = (size_t)k->hash & (t->cap - 1);
-  for (; t->v[h]; h = (h + 1) & (t->cap - 1))
-    if (key_equal(t->v[h], k)) return t->v[h]->num;
+  uint64_t h = rg_hash_key(k->hash);
+  for (rg_map_entry *e = rg_map_first(t, h); e; e = rg_map_next(t, e)) {
+    const key *old = (const key *)(uintptr_t)e->val;
+    if (key_equal(old, k)) return old->num;
+  }
   key *c = rg_gc_alloc(sizeof *c);
   *c = *k;
   if (k->nin) {
@@ -122,8 +89,9 @@ static uint64_t kt_number(ktable *t, const key *k, uint64_t *fresh) {
     c->in = in;
   }
   c->num = (*fresh)++;
-  t->v[h] = c;
-  t->n++;
+  int rc = rg_map_add(t, h, (uint64_t)(uintptr_t)c);
+  assert(rc == 0 && "collected memory does not run out quietly");
+  (void)rc;
   return c->num;
 }
 
@@ -135,7 +103,7 @@ static uint64_t mix(uint64_t h, uint64_t x) {
 /* ------------------------------------------------------------------ states */
 
 /* A graph state seen: its output numbers and the step after which it was
- * seen.  Invariant: n * 2 <= cap. */
+ * seen.  The states seen are a multimap from their hash to the state. */
 typedef struct state { uint64_t hash; const uint64_t *outs; int64_t step; } state;
 
 struct rgr_states {
@@ -143,8 +111,7 @@ struct rgr_states {
   pmap num;           /* variable -> number (0: not numbered now) */
   ktable exprs;       /* expression keys -> numbers */
   uint64_t next;      /* the next fresh number */
-  state *seen;
-  size_t cap, n;
+  rg_map seen;
   rgr_nodes pending;  /* work stack of the walks */
 };
 
@@ -152,6 +119,7 @@ rgr_states *rgr_states_new(rg_fgraph *fg) {
   rgr_states *s = rg_gc_alloc(sizeof *s);
   s->fg = fg;
   s->next = 1;
+  s->num.a = s->exprs.a = s->seen.a = &rgk_gc;
   return s;
 }
 
@@ -224,31 +192,20 @@ static bool same_state(const state *a, uint64_t hash, const uint64_t *outs, int 
   return a->hash == hash && !memcmp(a->outs, outs, (size_t)nout * sizeof *outs);
 }
 
-static void states_insert(rgr_states *s, state x) {
-  size_t h = (size_t)x.hash & (s->cap - 1);
-  while (s->seen[h].outs) h = (h + 1) & (s->cap - 1);
-  s->seen[h] = x;
-  s->n++;
-}
-
-static void states_grow(rgr_states *s) {
-  state *old = s->seen;
-  size_t cap = s->cap;
-  s->cap = cap ? 2 * cap : 256;
-  s->seen = rg_gc_alloc(s->cap * sizeof *s->seen);
-  s->n = 0;
-  for (size_t i = 0; i < cap; i++)
-    if (old[i].outs) states_insert(s, old[i]);
-}
-
 int64_t rgr_states_visit(rgr_states *s, int64_t step) {
   int nout = rg_fgraph_noutputs(s->fg);
   uint64_t *outs = rg_gc_alloc((size_t)(nout > 0 ? nout : 1) * sizeof *outs);
   uint64_t hash = 0x5eed;
   for (int i = 0; i < nout; i++) hash = mix(hash, outs[i] = number_of(s, rg_fgraph_output(s->fg, i)));
-  if ((s->n + 1) * 2 > s->cap) states_grow(s);
-  for (size_t h = (size_t)hash & (s->cap - 1); s->seen[h].outs; h = (h + 1) & (s->cap - 1))
-    if (same_state(&s->seen[h], hash, outs, nout)) return s->seen[h].step;
-  states_insert(s, (state){hash, outs, step});
+  uint64_t key = rg_hash_key(hash);
+  for (rg_map_entry *e = rg_map_first(&s->seen, key); e; e = rg_map_next(&s->seen, e)) {
+    const state *old = (const state *)(uintptr_t)e->val;
+    if (same_state(old, hash, outs, nout)) return old->step;
+  }
+  state *x = rg_gc_alloc(sizeof *x);
+  *x = (state){hash, outs, step};
+  int rc = rg_map_add(&s->seen, key, (uint64_t)(uintptr_t)x);
+  assert(rc == 0 && "collected memory does not run out quietly");
+  (void)rc;
   return -1;
 }

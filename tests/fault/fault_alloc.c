@@ -3,7 +3,8 @@
  *
  * Built only with RG_FAULT_INJECTION.  Each workload (compile and call,
  * shared variables with updates, rewriting with constant folding, graph
- * files with inner graphs and branches, .npy bytes) runs once to get the
+ * files with inner graphs and branches, .npy bytes, kernels with buffers
+ * of their own) runs once to get the
  * reference result, then again with n = 1, 2, ...: the n-th counted
  * allocation of the run fails (rg_fault_arm).  When no allocation failed
  * the workload has been tried at every allocation point and the next one
@@ -105,6 +106,33 @@ static int w_shared(rg_ctx *C, rg_tensor **out, char *msg, size_t len) {
               : fail(msg, len, RG_ERR_NOMEM, "inputs", "out of memory");
   rg_tensor_free(in);
   rg_shared_free(s);
+  return rc;
+}
+
+/* Kernels with buffers of their own: an integer matrix product (BLAS has
+ * none), argmax, a float32 row sum wider than the stack buffer; all summed
+ * into one float64 value per kind. */
+static int w_kernels(rg_ctx *C, rg_tensor **out, char *msg, size_t len) {
+  int64_t ash[2] = {3, 4}, bsh[2] = {4, 2}, rsh[2] = {2, 1500};
+  rg_variable *A = rg_input(C, "A", rg_type_new(RG_INT64, 2, ash));
+  rg_variable *B = rg_input(C, "B", rg_type_new(RG_INT64, 2, bsh));
+  rg_variable *R = rg_input(C, "R", rg_type_new(RG_FLOAT32, 2, rsh));
+  int64_t ax1 = 1;
+  rg_variable *y = rg_add(rg_cast(rg_sum(rg_dot(A, B), -1, NULL), RG_FLOAT64),
+                          rg_add(rg_cast(rg_sum(rg_argmax(R, 1, &ax1), -1, NULL), RG_FLOAT64),
+                                 rg_cast(rg_sum(R, 1, &ax1), RG_FLOAT64)));
+  if (!y) return fail(msg, len, rg_errcode(C), "build", rg_errmsg(C));
+  rg_variable *vin[3] = {A, B, R};
+  rg_tensor *ins[3] = {rg_tensor_new(RG_INT64, 2, ash), rg_tensor_new(RG_INT64, 2, bsh),
+                       rg_tensor_new(RG_FLOAT32, 2, rsh)};
+  int rc = RG_OK;
+  for (int i = 0; i < 3; i++)
+    for (int64_t k = 0; ins[i] && k < rg_tensor_numel(ins[i]); k++)
+      rg_tensor_set_f64(ins[i], k, (double)((k * 7 + i) % 11) - 3);
+  if (!ins[0] || !ins[1] || !ins[2]) rc = fail(msg, len, RG_ERR_NOMEM, "inputs", "out of memory");
+  rg_compile_opts o = {.mode = {.query = "fast_run"}};
+  if (rc == RG_OK) rc = compile_call(C, 3, vin, 1, &y, &o, ins, 2, out, msg, len);
+  free_all(ins, 3);
   return rc;
 }
 
@@ -241,7 +269,7 @@ static uint64_t nerrors, nrecovered;
 static const workload workloads[] = {
   {"compile-call", w_compile_call}, {"shared-updates", w_shared}, {"rewrite-fold", w_rewrite},
   {"graph-mlp", w_mlp},             {"graph-inner", w_inner},     {"graph-ifelse", w_ifelse},
-  {"graph-fast-run", w_fast_run},   {"npy", w_npy},
+  {"graph-fast-run", w_fast_run},   {"npy", w_npy},               {"kernels", w_kernels},
 };
 
 /* Runs w with the n-th allocation failing (0: none).  Returns 0 when the
