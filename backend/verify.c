@@ -21,14 +21,8 @@
 static double default_eps(rg_dtype dt) { return dt == RG_FLOAT32 ? 1e-3 : 1e-6; }
 static double default_tol(rg_dtype dt) { return dt == RG_FLOAT32 ? 1e-2 : 1e-4; }
 
-/* A splitmix64 stream: the projection is reproducible from the seed. */
-static double next_unit(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (double)(z >> 11) / 9007199254740992.0;
-}
+/* A uniform draw in [0, 1) from the seeded stream. */
+static double next_unit(uint64_t *s) { return (double)(rg_random_next(s) >> 11) * 0x1.0p-53; }
 
 typedef struct vg {
   rg_ctx *C;

@@ -96,6 +96,11 @@ uint64_t rg_hash_bytes(const void *p, size_t n, uint64_t seed);
 /* A hash usable as a map key (never 0). */
 static inline uint64_t rg_hash_key(uint64_t h) { return h ? h : 1; }
 
+/* A reproducible stream of random words (splitmix64): the next word of
+ * the stream whose state is *s.  The random inputs of the checking
+ * commands and of rg_verify_grad come from it, so a seed gives one run. */
+static inline uint64_t rg_random_next(uint64_t *s) { return rg_hash64(*s += 0x9e3779b97f4a7c15ull); }
+
 /* ------------------------------------------------------------------ growable arrays */
 
 /* Makes room for `need` elements of `esize` bytes in *v (holding n,

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "relgraph/backend.h"
 #include "tools/cli.h"
 
@@ -42,12 +43,7 @@ void usage_check_grads(void) {
 }
 
 typedef struct rng { uint64_t s; } rng;
-static uint64_t rnd(rng *r) {
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(rng *r) { return rg_random_next(&r->s); }
 static int below(rng *r, int n) { return (int)(rnd(r) % (uint64_t)n); }
 
 /* ------------------------------------------------------------------ random shapes as text */

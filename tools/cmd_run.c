@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/base.h"
 #include "relgraph/backend.h"
 #include "tools/cli.h"
 
@@ -92,12 +93,7 @@ static int parse(int argc, char **argv, run_args *a) {
 
 /* ------------------------------------------------------------------ inputs */
 
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rng_next(uint64_t *s) { return rg_random_next(s); }
 
 static rg_tensor *random_value(const rg_type *t, int64_t size, uint64_t *rng) {
   int64_t shape[RG_MAX_NDIM];
