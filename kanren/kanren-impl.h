@@ -498,6 +498,11 @@ rg_term rgk_facts_proc(rg_term name);
 rg_query *rgk_query_new(rg_ctx *C, rg_term q, rg_goal *g, rgk_frame *env, const rg_run_opts *o,
                         uint64_t scope);
 uint64_t rgk_new_scope(rg_ctx *C);
+/* A search of g from the state st, run from inside a goal (a sub-search
+ * with its own continuation stack); its answers are states, NULL when
+ * there are no more or the search stopped. */
+rg_query *rgk_query_from_state(rg_ctx *C, rg_goal *g, rgk_state *st);
+rgk_state *rgk_query_next_state(rg_query *Q);
 
 /* ------------------------------------------------------------------ source positions */
 

@@ -21,8 +21,11 @@
  *   %map-anyo rel lists ok   map-anyo; `ok`: some element already matched
  *   %eq-assoc-args op a b n no-ident
  *                            associative equality of two argument lists
- *   membero x l              on a ground proper list: one clause per distinct
- *                            element; otherwise the prelude's %membero
+ *   %py-walko rel rator in out, %py-map-anyo rel lists,
+ *   %py-term-walko rator-rel rands-rel format-rel a b
+ *                            walko, map-anyo and term-walko answering in
+ *                            Python kanren's order (see "Python kanren's
+ *                            order" below); %py-pull hands their answers on
  *   assoc-flatten a b        b is a with nested uses of its associative
  *                            operator spliced into its arguments
  *
@@ -394,19 +397,450 @@ static rg_goal *rel_map_anyo(rg_ctx *C, const rg_term *args, void *ud) {
   return rg_conde(2, clauses);
 }
 
-/* ------------------------------------------------------------------ membero */
+/* ------------------------------------------------------------------ Python kanren's order */
 
-/* The walked arguments x l.  A ground list gives a disjunction over its
- * distinct elements in order of first occurrence, the answers of the
- * relational definition without its growing disequality constraints. */
-static rg_goal *membero_impl(rg_ctx *C, const rg_term *w, void *ud) {
-  rg_term l = proper_list(w[1]);
-  if (!l || !rgk_ground(l)) return rg_call(((rgk_global *)ud)->value, 2, w);
-  seen *s = rgk_alloc(sizeof *s);
-  RGK_LOCAL_STACK(alts, 16);
-  for (; rgk_is_pair(l); l = rgk_cdr(l))
-    if (seen_add(s, rgk_car(l))) rgk_push(&alts, RGK_W(rg_eq(w[0], rgk_car(l))));
-  return rg_conde((int)alts.n, (rg_goal **)alts.v);
+/* walko and map-anyo on a known input give their answers in Python
+ * kanren's order.  That order comes from Python's lazy generators:
+ * a disjunction takes one answer from each clause's stream in turn, and a
+ * conjunction takes one answer in turn from the streams of the next goal
+ * applied to each answer of the first (toolz.interleave over a lazily
+ * growing set of streams).  These are modelled here by small pull-based
+ * generators (`gen`) whose leaves are unifications and sub-searches of the
+ * user's relation (rgk_query_from_state); the generator's states are then
+ * handed to the search one at a time by %py-pull.  Each branch forks its
+ * state into a new scope, so no state's variables are written in place.
+ * Pulling recurses on the C stack in proportion to the nesting of the
+ * walked term (its depth plus the length of its lists), as Python does. */
+
+typedef struct gen gen;
+typedef struct gen_run { int err; } gen_run;
+typedef rgk_state *(*gen_next_fn)(rg_ctx *C, gen *g);
+struct gen { gen_next_fn next; gen_run *run; };
+
+static rgk_state *gnext(rg_ctx *C, gen *g) { return g->next(C, g); }
+
+static rgk_state *fork_state(rg_ctx *C, rgk_state *st) {
+  return rgk_state_new(C, rgk_new_scope(C), st->S, st->C);
+}
+
+/* At most one state. */
+typedef struct gen_one { gen g; rgk_state *st; } gen_one;
+
+static rgk_state *one_next(rg_ctx *C, gen *g) {
+  gen_one *o = (gen_one *)g;
+  rgk_state *st = o->st;
+  o->st = NULL;
+  return st;
+}
+
+static gen *gen_state(gen_run *run, rgk_state *st) {
+  gen_one *o = rgk_alloc(sizeof *o);
+  *o = (gen_one){{one_next, run}, st};
+  return &o->g;
+}
+
+/* The answers of a goal of the language (a sub-search). */
+typedef struct gen_sub { gen g; rg_query *Q; } gen_sub;
+
+static rgk_state *sub_next(rg_ctx *C, gen *g) {
+  gen_sub *q = (gen_sub *)g;
+  if (!q->Q) return NULL;
+  rgk_state *st = rgk_query_next_state(q->Q);
+  if (!st) {
+    int rc = rg_query_status(q->Q);
+    if (rc && !g->run->err) g->run->err = rc;
+    q->Q = NULL;
+  }
+  return st;
+}
+
+static gen *gen_goal(rg_ctx *C, gen_run *run, rg_goal *goal, rgk_state *st) {
+  gen_sub *q = rgk_alloc(sizeof *q);
+  *q = (gen_sub){{sub_next, run}, rgk_query_from_state(C, goal, st)};
+  return &q->g;
+}
+
+/* A builder makes the stream of a goal applied to a state. */
+typedef gen *(*build_fn)(rg_ctx *C, gen_run *run, rgk_state *st, void *env);
+typedef struct builder { build_fn fn; void *env; } builder;
+
+/* Round robin over streams that a source produces lazily (all of the
+ * source's streams are started before the first one is asked again);
+ * exhausted streams leave the rotation.  src_bind and src_clauses are
+ * the two sources. */
+typedef struct gen_rr {
+  gen g;
+  gen *(*src)(rg_ctx *C, struct gen_rr *r); /* the next stream, NULL when none */
+  bool src_done;
+  rgk_stack active;
+  size_t pos;
+  gen *z;           /* bind: the first goal's stream */
+  builder next_goal; /* bind: the goal applied to each of its states */
+  rgk_state *st;    /* clauses: the state */
+  const builder *clauses;
+  int nclauses, clause;
+} gen_rr;
+
+static rgk_state *rr_next(rg_ctx *C, gen *g) {
+  gen_rr *r = (gen_rr *)g;
+  for (;;) {
+    if (r->pos >= r->active.n) {
+      gen *fresh = r->src_done ? NULL : r->src(C, r);
+      if (fresh) {
+        rgk_push(&r->active, (rgk_word)fresh);
+      } else {
+        r->src_done = true;
+        if (!r->active.n) return NULL;
+        r->pos = 0;
+      }
+      continue;
+    }
+    rgk_state *st = gnext(C, (gen *)r->active.v[r->pos]);
+    if (st) {
+      r->pos++;
+      return st;
+    }
+    memmove(r->active.v + r->pos, r->active.v + r->pos + 1, (r->active.n - r->pos - 1) * sizeof(rgk_word));
+    r->active.n--;
+  }
+}
+
+static gen_rr *rr_new(gen_run *run) {
+  gen_rr *r = rgk_alloc(sizeof *r);
+  r->g = (gen){rr_next, run};
+  r->active = (rgk_stack){rgk_alloc(8 * sizeof(rgk_word)), 0, 8, true};
+  return r;
+}
+
+static gen *src_bind(rg_ctx *C, gen_rr *r) {
+  rgk_state *st = gnext(C, r->z);
+  return st ? r->next_goal.fn(C, r->g.run, st, r->next_goal.env) : NULL;
+}
+
+/* Python's bind: the goal `next` applied to each state of z, interleaved. */
+static gen *gen_bind(gen_run *run, gen *z, builder next) {
+  gen_rr *r = rr_new(run);
+  r->src = src_bind;
+  r->z = z;
+  r->next_goal = next;
+  return &r->g;
+}
+
+static gen *src_clauses(rg_ctx *C, gen_rr *r) {
+  if (r->clause >= r->nclauses) return NULL;
+  const builder *b = &r->clauses[r->clause++];
+  return b->fn(C, r->g.run, fork_state(C, r->st), b->env);
+}
+
+/* Python's conde: the clauses' streams, interleaved. */
+static gen *gen_conde(gen_run *run, rgk_state *st, int n, const builder *clauses) {
+  gen_rr *r = rr_new(run);
+  r->src = src_clauses;
+  r->st = st;
+  r->clauses = clauses;
+  r->nclauses = n;
+  return &r->g;
+}
+
+/* ---- map-anyo: (map-anyo rel l ...) over k lists */
+
+typedef struct many {
+  builder elem;  /* the relation on one tuple of elements: env receives the tuple */
+  gen *(*elem_gen)(rg_ctx *C, gen_run *run, rgk_state *st, const struct many *m, const rg_term *xs);
+  void *data;    /* the relation, for elem_gen */
+  int k;
+  const rg_term *lists;
+  bool any;      /* the relation already held on an earlier tuple */
+  const rg_term *heads, *tails; /* after the split */
+} many;
+
+static gen *many_gen(rg_ctx *C, gen_run *run, rgk_state *st, void *env);
+
+static many *many_rest(const many *m, bool any) {
+  many *r = rgk_alloc(sizeof *r);
+  *r = *m;
+  r->lists = m->tails;
+  r->any = any;
+  return r;
+}
+
+/* the relation holds on the heads, then map-anyo on the tails */
+static gen *many_rel_clause(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  many *m = env;
+  gen *z = m->elem_gen(C, run, st, m, m->heads);
+  return gen_bind(run, z, (builder){many_gen, many_rest(m, true)});
+}
+
+/* the heads are equal, then map-anyo on the tails */
+static gen *many_eq_clause(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  many *m = env;
+  for (int i = 0; st && i + 1 < m->k; i++) st = unify_in(C, st, m->heads[i], m->heads[i + 1]);
+  if (!st) return gen_state(run, NULL);
+  return many_gen(C, run, st, many_rest(m, m->any));
+}
+
+static gen *many_null_clause(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  many *m = env;
+  for (int i = 0; st && i < m->k; i++) st = unify_in(C, st, m->lists[i], RG_NIL);
+  return gen_state(run, st);
+}
+
+static gen *many_pair_clause(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  many *m = env, *split = rgk_alloc(sizeof *split);
+  *split = *m;
+  rg_term *a = rgk_alloc((size_t)m->k * sizeof *a), *d = rgk_alloc((size_t)m->k * sizeof *d);
+  for (int i = 0; st && i < m->k; i++) {
+    a[i] = rg_var(C);
+    d[i] = rg_var(C);
+    st = unify_in(C, st, m->lists[i], rg_cons(a[i], d[i]));
+  }
+  if (!st) return gen_state(run, NULL);
+  split->heads = a;
+  split->tails = d;
+  builder *cl = rgk_alloc(2 * sizeof *cl);
+  cl[0] = (builder){many_rel_clause, split};
+  cl[1] = (builder){many_eq_clause, split};
+  return gen_conde(run, st, 2, cl);
+}
+
+static gen *many_gen(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  builder *cl = rgk_alloc(2 * sizeof *cl);
+  cl[0] = (builder){many_null_clause, env};
+  cl[1] = (builder){many_pair_clause, env};
+  const many *m = env;
+  return m->any ? gen_conde(run, st, 2, cl) : gen_conde(run, st, 1, cl + 1);
+}
+
+/* map-anyo's element relation: a call of the user's relation */
+static gen *many_call_elem(rg_ctx *C, gen_run *run, rgk_state *st, const many *m, const rg_term *xs) {
+  return gen_goal(C, run, rg_call((rg_term)m->data, m->k, xs), st);
+}
+
+/* ---- walko: rel at the root, or walko inside (on the arguments, when
+ * compound terms are entered through a rator relation) */
+
+typedef struct walk { rg_term rel, rator, in, out; } walk;
+
+static gen *walko_gen(rg_ctx *C, gen_run *run, rgk_state *st, void *env);
+
+static gen *walk_elem(rg_ctx *C, gen_run *run, rgk_state *st, const many *m, const rg_term *xs) {
+  const walk *w = m->data;
+  walk *e = rgk_alloc(sizeof *e);
+  *e = (walk){w->rel, w->rator, xs[0], xs[1]};
+  return walko_gen(C, run, st, e);
+}
+
+static many *walk_many(const walk *w, rg_term a, rg_term b) {
+  many *m = rgk_alloc(sizeof *m);
+  rg_term *l = rgk_alloc(2 * sizeof *l);
+  l[0] = a;
+  l[1] = b;
+  *m = (many){.elem_gen = walk_elem, .data = (void *)w, .k = 2, .lists = l};
+  return m;
+}
+
+static gen *walk_root(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  walk *w = env;
+  return gen_goal(C, run, rg_call(w->rel, 2, (rg_term[]){w->in, w->out}), st);
+}
+
+static gen *walk_inside(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  walk *w = env;
+  if (w->rator == RG_FALSE) return many_gen(C, run, st, walk_many(w, w->in, w->out));
+  rg_term ri = rg_var(C), ai = rg_var(C), ro = rg_var(C), ao = rg_var(C);
+  st = unify_in(C, st, w->in, rg_cons(ri, ai));
+  if (st) st = unify_in(C, st, w->out, rg_cons(ro, ao));
+  if (!st) return gen_state(run, NULL);
+  gen *z = gen_goal(C, run, rg_call(w->rator, 2, (rg_term[]){ri, ro}), st);
+  return gen_bind(run, z, (builder){many_gen, walk_many(w, ai, ao)});
+}
+
+static gen *walko_gen(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  builder *cl = rgk_alloc(2 * sizeof *cl);
+  cl[0] = (builder){walk_root, env};
+  cl[1] = (builder){walk_inside, env};
+  return gen_conde(run, st, 2, cl);
+}
+
+/* ---- handing a generator's states to the search */
+
+static const rg_foreign_hooks gen_hooks = {"answer-generator", NULL, NULL, NULL, NULL};
+/* The %py-pull relation of an interpreter (the ud of the %py-* relations). */
+typedef struct pull_cell { rg_term pull; } pull_cell;
+
+static rgk_state *emit_state(rg_ctx *C, rgk_state *st, int n, const rg_term *args, void *ud) {
+  return fork_state(C, ud);
+}
+
+/* %py-pull g: the remaining states of the generator g, in order. */
+static rg_goal *py_pull_impl(rg_ctx *C, const rg_term *w, void *ud) {
+  rg_term self = ((pull_cell *)ud)->pull;
+  gen *g = rg_foreign_ptr(w[0]);
+  rgk_state *st = gnext(C, g);
+  if (g->run->err < 0) return NULL; /* the error is already reported */
+  if (!st) return rg_fail();
+  rg_goal *clauses[2] = {cgoal(emit_state, st, 0, NULL), delayed(rg_call(self, 1, w))};
+  return rg_conde(2, clauses);
+}
+
+/* Starts a generator in the current state; binds args[n-1] to it. */
+typedef gen *(*gen_start_fn)(rg_ctx *C, gen_run *run, rgk_state *st, const rg_term *args);
+
+static rgk_state *py_start_step(rg_ctx *C, rgk_state *st, int n, const rg_term *args, void *ud) {
+  gen_run *run = rgk_alloc(sizeof *run);
+  gen *g = ((gen_start_fn)ud)(C, run, fork_state(C, st), args);
+  return unify_in(C, st, args[n - 1], rg_foreign(&gen_hooks, g, NULL));
+}
+
+/* A goal: start a generator on args, then pull its states. */
+static rg_goal *py_ordered(rg_ctx *C, void *cell, gen_start_fn start, int n, const rg_term *args) {
+  rg_term *a = rgk_alloc((size_t)(n + 1) * sizeof *a);
+  memcpy(a, args, (size_t)n * sizeof *a);
+  rg_term h = a[n] = rg_var(C);
+  return rg_conj2(cgoal(py_start_step, (void *)start, n + 1, a), rg_call(((pull_cell *)cell)->pull, 1, &h));
+}
+
+/* ---- term-walko: rands-rel at compound subterms whose operator satisfies
+ * rator-rel; format-rel (or #f) normalises each term first */
+
+typedef struct twalk { rg_term rator_rel, rands_rel, format_rel, s, t, w; } twalk;
+
+static twalk *twalk_at(const twalk *base, rg_term s, rg_term t) {
+  twalk *w = rgk_alloc(sizeof *w);
+  *w = *base;
+  w->s = s;
+  w->t = t;
+  return w;
+}
+
+/* (u v): (s t) in Python kanren's ground order, walked in st */
+static void ground_ordered(rgk_state *st, rg_term s, rg_term t, rg_term *u, rg_term *v) {
+  bool swap = ground_rank(t, st->S) < ground_rank(s, st->S);
+  *u = swap ? t : s;
+  *v = swap ? s : t;
+}
+
+/* the rands relation after the rator relation accepted the operator */
+static gen *tw_single_rands(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  twalk *w = env; /* s: u's rands, t: v's rands, w: the operator */
+  st = unify_in(C, st, w->s, rg_cons(rg_var(C), rg_var(C)));
+  if (st) st = unify_in(C, st, w->t, rg_cons(rg_var(C), rg_var(C)));
+  if (!st) return gen_state(run, NULL);
+  return gen_goal(C, run, rg_call(w->rands_rel, 3, (rg_term[]){w->s, w->t, w->w}), st);
+}
+
+/* one application at the root of s and t */
+static gen *tw_single(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  twalk *w = env, *r = rgk_alloc(sizeof *r);
+  rg_term u, v, op = rg_var(C), ur = rg_var(C), vr = rg_var(C);
+  ground_ordered(st, w->s, w->t, &u, &v);
+  st = unify_in(C, st, u, rg_cons(op, ur));
+  if (st) st = unify_in(C, st, v, rg_cons(op, vr));
+  if (!st) return gen_state(run, NULL);
+  *r = *w;
+  r->s = ur;
+  r->t = vr;
+  r->w = op;
+  gen *z = gen_goal(C, run, rg_call(w->rator_rel, 1, &op), st);
+  return gen_bind(run, z, (builder){tw_single_rands, r});
+}
+
+static gen *tw_step(rg_ctx *C, gen_run *run, rgk_state *st, void *env);
+
+static gen *tw_step_elem(rg_ctx *C, gen_run *run, rgk_state *st, const many *m, const rg_term *xs) {
+  return tw_step(C, run, st, twalk_at(m->data, xs[0], xs[1]));
+}
+
+static gen *tw_same(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  twalk *w = env;
+  return gen_state(run, unify_in(C, st, w->s, w->t));
+}
+
+/* after walking the arguments (w->s is the walked term): return it, or
+ * apply once more at the root */
+static gen *tw_after_walk(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  builder *cl = rgk_alloc(2 * sizeof *cl);
+  cl[0] = (builder){tw_same, env};
+  cl[1] = (builder){tw_single, env};
+  return gen_conde(run, st, 2, cl);
+}
+
+static gen *tw_root_first(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  twalk *w = env;
+  return tw_single(C, run, st, twalk_at(w, w->w, w->t));
+}
+
+static gen *tw_walk_first(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  twalk *w = env;
+  rg_term z = rg_var(C);
+  many *m = rgk_alloc(sizeof *m);
+  rg_term *l = rgk_alloc(2 * sizeof *l);
+  l[0] = w->w;
+  l[1] = z;
+  *m = (many){.elem_gen = tw_step_elem, .data = w, .k = 2, .lists = l};
+  return gen_bind(run, many_gen(C, run, st, m), (builder){tw_after_walk, twalk_at(w, z, w->t)});
+}
+
+/* after formatting: w->w is the formatted u, w->t is v */
+static gen *tw_step_body(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  builder *cl = rgk_alloc(2 * sizeof *cl);
+  cl[0] = (builder){tw_root_first, env};
+  cl[1] = (builder){tw_walk_first, env};
+  return gen_conde(run, st, 2, cl);
+}
+
+/* one or more applications anywhere in s and t */
+static gen *tw_step(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
+  twalk *w = env, *r;
+  rg_term u, v;
+  ground_ordered(st, w->s, w->t, &u, &v);
+  r = twalk_at(w, u, v);
+  if (w->format_rel == RG_FALSE) {
+    r->w = u;
+    return tw_step_body(C, run, st, r);
+  }
+  r->w = rg_var(C);
+  gen *z = gen_goal(C, run, rg_call(w->format_rel, 2, (rg_term[]){u, r->w}), st);
+  return gen_bind(run, z, (builder){tw_step_body, r});
+}
+
+static gen *start_term_walko(rg_ctx *C, gen_run *run, rgk_state *st, const rg_term *args) {
+  twalk *w = rgk_alloc(sizeof *w);
+  *w = (twalk){args[0], args[1], rgk_walk(args[2], st->S), args[3], args[4], NULL};
+  builder *cl = rgk_alloc(2 * sizeof *cl);
+  cl[0] = (builder){tw_step, w};
+  cl[1] = (builder){tw_same, w};
+  return gen_conde(run, st, 2, cl);
+}
+
+/* (%py-term-walko rator-rel rands-rel format-rel a b): a and b equal, or
+ * related by one or more steps (Python kanren's term_walko) */
+static rg_goal *rel_py_term_walko(rg_ctx *C, const rg_term *args, void *ud) {
+  return py_ordered(C, ud, start_term_walko, 5, args);
+}
+
+static gen *start_walko(rg_ctx *C, gen_run *run, rgk_state *st, const rg_term *args) {
+  walk *w = rgk_alloc(sizeof *w);
+  *w = (walk){args[0], rgk_walk(args[1], st->S), args[2], args[3]};
+  return walko_gen(C, run, st, w);
+}
+
+/* (%py-walko rel rator in out): rator is #f or a relation */
+static rg_goal *rel_py_walko(rg_ctx *C, const rg_term *args, void *ud) {
+  return py_ordered(C, ud, start_walko, 4, args);
+}
+
+static gen *start_map_anyo(rg_ctx *C, gen_run *run, rgk_state *st, const rg_term *args) {
+  int k;
+  rg_term *l = list_args(C, "map-anyo", rgk_walk_star(C, args[1], st->S), &k);
+  many *m = rgk_alloc(sizeof *m);
+  *m = (many){.elem_gen = many_call_elem, .data = (void *)args[0], .k = l ? k : 0, .lists = l};
+  return l ? many_gen(C, run, st, m) : gen_state(run, NULL);
+}
+
+/* (%py-map-anyo rel lists) */
+static rg_goal *rel_py_map_anyo(rg_ctx *C, const rg_term *args, void *ud) {
+  return py_ordered(C, ud, start_map_anyo, 2, args);
 }
 
 /* ------------------------------------------------------------------ associativity */
@@ -604,7 +1038,11 @@ void rgk_install_builtins(rg_interp *I) {
   mapo->ud = mapo;
   rgk_proc *many = (rgk_proc *)define_rel(I, "%map-anyo", 3, rel_map_anyo, NULL);
   many->ud = many;
-  define_projecting(I, "membero", 2, membero_impl, rgk_table_get(&I->lib, rg_symbol("%membero"), true));
+  pull_cell *cell = rgk_alloc(sizeof *cell);
+  cell->pull = define_projecting(I, "%py-pull", 1, py_pull_impl, cell);
+  define_rel(I, "%py-walko", 4, rel_py_walko, cell);
+  define_rel(I, "%py-map-anyo", 2, rel_py_map_anyo, cell);
+  define_rel(I, "%py-term-walko", 5, rel_py_term_walko, cell);
   assoc_env *env = rgk_alloc(sizeof *env);
   env->listo = rgk_table_get(&I->lib, rg_symbol("listo"), true); /* defined by the prelude */
   env->self = define_projecting(I, "%eq-assoc-args", 5, eq_assoc_args_impl, env);

@@ -682,7 +682,9 @@ static rg_term answer_of(rg_query *Q, rgk_state *st, bool reify) {
   return reify ? rgk_reify(Q->C, Q->q, st) : rgk_walk_star(Q->C, Q->q, st->S);
 }
 
-static int next_answer(rg_query *Q, rg_term *answer, bool reify) {
+/* Forces the query to its next answer state: 1 and *out, 0 when there
+ * are no more, or the stop status. */
+static int next_state(rg_query *Q, rgk_state **out) {
   machine *M = &Q->M;
   while (Q->pending) {
     if (M->status) return M->status;
@@ -700,18 +702,36 @@ static int next_answer(rg_query *Q, rg_term *answer, bool reify) {
     case RGK_S_SUSP: Q->pending = as_susp(v); continue;
     case RGK_S_STATE:
       Q->pending = NULL;
-      *answer = answer_of(Q, v, reify);
+      *out = v;
       return 1;
     default: {
       rgk_choice *c = as_choice(v);
       Q->pending = c->f;
-      *answer = answer_of(Q, c->st, reify);
+      *out = c->st;
       recycle_choice(M, c);
       return 1;
     }
     }
   }
   return M->status ? M->status : 0;
+}
+
+static int next_answer(rg_query *Q, rg_term *answer, bool reify) {
+  rgk_state *st;
+  int rc = next_state(Q, &st);
+  if (rc == 1) *answer = answer_of(Q, st, reify);
+  return rc;
+}
+
+rg_query *rgk_query_from_state(rg_ctx *C, rg_goal *g, rgk_state *st) {
+  rg_query *Q = rgk_query_new(C, RG_NIL, g, NULL, NULL, 0);
+  query_start(Q, with_new_scope(C, st)); /* st's own variables are never written in place */
+  return Q;
+}
+
+rgk_state *rgk_query_next_state(rg_query *Q) {
+  rgk_state *st;
+  return next_state(Q, &st) == 1 ? st : NULL;
 }
 
 int rg_query_status(const rg_query *Q) { return Q->M.status; }
