@@ -44,6 +44,22 @@ static void test_alloc_wrappers(void **state) {
   assert_non_null(w);
   assert_int_equal(w[3], 0);
   rg_free(w);
+  for (size_t n = 0; n < 300; n += 37) { /* any size, rounded up to the alignment */
+    char *a = rg_aligned_alloc(64, n);
+    assert_non_null(a);
+    assert_int_equal((uintptr_t)a % 64, 0);
+    memset(a, 1, n);
+    rg_free(a);
+  }
+  assert_null(rg_aligned_alloc(64, SIZE_MAX - 8));
+  uint64_t *h = rg_heap_abort.alloc(64 * sizeof *h);
+  for (int i = 0; i < 64; i++) assert_int_equal(h[i], 0);
+  rg_heap_abort.free(h);
+  char *x = rg_xrealloc(NULL, 10);
+  memcpy(x, "123456789", 10);
+  x = rg_xrealloc(x, 100000);
+  assert_string_equal(x, "123456789");
+  rg_free(x);
   void *z = rg_malloc(0); /* a zero-size request still gives a block */
   assert_non_null(z);
   rg_free(z);
@@ -71,6 +87,11 @@ static void test_fault_injection(void **state) {
   assert_null(rg_strdup("x"));
   assert_null(rg_calloc(1, 1));
   assert_null(rg_realloc(NULL, 4));
+  assert_null(rg_aligned_alloc(16, 16));
+  assert_null(rg_heap.alloc(8));
+  void *keep = rg_xrealloc(NULL, 8); /* the aborting wrappers are not counted */
+  assert_non_null(keep);
+  rg_free(keep);
   rg_fault_arm(0, false);
   a = rg_malloc(8);
   assert_non_null(a);
