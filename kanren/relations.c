@@ -677,7 +677,7 @@ static rg_goal *py_pull_impl(rg_ctx *C, const rg_term *w, void *ud) {
   rg_term self = ((pull_cell *)ud)->pull;
   gen *g = rg_foreign_ptr(w[0]);
   rgk_state *st = gnext(C, g);
-  if (g->run->err < 0) return NULL; /* the error is already reported */
+  if (g->run->err) return NULL; /* an error or a limit, already reported */
   if (!st) return rg_fail();
   rg_goal *clauses[2] = {cgoal(emit_state, st, 0, NULL), delayed(rg_call(self, 1, w))};
   return rg_conde(2, clauses);
