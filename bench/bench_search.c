@@ -4,7 +4,8 @@
  * associativity and commutativity with pattern rules and with relational
  * rules; rebuilding after merges at 10^4, 10^5 and 10^6 e-nodes.
  *
- *   bench_search [chain|growth|rebuild]...   (default: all)
+ *   bench_search [chain|growth|growth-pattern|growth-relation|rebuild]...
+ *                                            (default: all)
  *
  * Prints one line per figure (medians), as docs/benchmarks.md records.
  */
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/benchutil.h"
 #include "relgraph/rewrite.h"
@@ -111,32 +113,53 @@ static const char *sum_text(const char *op, int n) {
   "(defrule comm (in out) (commo in out) :tracks (add mul))"                        \
   "(defrule assoc (in out) (assoco in out) :tracks (add mul))"
 
-typedef struct grow_case { rg_rewriter *rw; const char *text; int64_t limit; double rate; } grow_case;
+/* The thread's CPU time in seconds (the machine may be shared). */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
-static void grow_once(void *ud) {
-  grow_case *c = ud;
+typedef struct grow_case {
+  rg_rewriter *rw;
+  const char *text;
+  int64_t limit;
+  double made, net, seconds;
+  const char *stop;
+} grow_case;
+
+/* Runs to saturation or the node limit.  `made`: e-nodes created (each
+ * new hash-consed node, including those a later rebuild finds congruent
+ * to another); `net`: the growth of the hash-cons table. */
+static void grow_once(grow_case *c) {
   rg_egraph *eg = rg_egraph_new(graph(c->text));
   rg_egraph_add_rules(eg, c->rw);
-  size_t n0 = rg_egraph_nnodes(eg);
-  rg_search_opts o = {.node_limit = c->limit, .iter_limit = 1000, .time_limit = 60, .no_backoff = true};
-  double t0 = bu_now();
-  rg_egraph_run(eg, &o);
-  c->rate = (double)(rg_egraph_nnodes(eg) - n0) / (bu_now() - t0);
+  size_t n0 = rg_egraph_nnodes(eg), m0 = eg->nnodes;
+  rg_search_opts o = {.node_limit = c->limit, .iter_limit = 1000, .time_limit = 600, .no_backoff = true};
+  double t0 = cpu_now();
+  rg_search_stop s = rg_egraph_run(eg, &o);
+  c->seconds = cpu_now() - t0;
+  c->made = (double)(eg->nnodes - m0);
+  c->net = (double)(rg_egraph_nnodes(eg) - n0);
+  c->stop = s == RG_SEARCH_SATURATED ? "saturated" : s == RG_SEARCH_NODE_LIMIT ? "node limit" : "other stop";
   rg_egraph_free(eg);
 }
 
-static void bench_growth(const char *what, const char *text, int64_t limit) {
+static void bench_growth(const char *what, const char *text, int64_t limit, int reps) {
   rg_rewriter *rw = rules(text);
   const char *ops[2] = {"add", "mul"};
   for (int n = 8; n <= 12; n += 2) {
-    double r[6];
-    for (int i = 0; i < 6; i++) {
-      grow_case c = {rw, sum_text(ops[i % 2], n), limit, 0};
+    double made[8], net[8];
+    grow_case c = {0};
+    for (int i = 0; i < reps; i++) {
+      c = (grow_case){rw, sum_text(ops[i % 2], n), limit, 0, 0, 0, NULL};
       grow_once(&c);
-      r[i] = c.rate;
+      made[i] = c.made / c.seconds;
+      net[i] = c.net / c.seconds;
     }
-    printf("growth %-9s %2d leaves: median %.0f e-nodes added per second (to %lld e-nodes)\n", what, n,
-           bu_median(r, 6), (long long)limit);
+    printf("growth %-9s %2d leaves: median %.0f e-nodes made per CPU second (%.0f net), %.0f made in %.3f s, %s\n",
+           what, n, bu_median(made, (size_t)reps), bu_median(net, (size_t)reps), c.made, c.seconds, c.stop);
+    fflush(stdout);
   }
 }
 
@@ -179,10 +202,9 @@ int main(int argc, char **argv) {
                               " (== out `(dot ,a (dot ,b ,c)))))"
                               "(defrule dot-assoc (in out) (dot-assoco in out))");
     }
-    if (all || !strcmp(w, "growth")) {
-      bench_growth("pattern", AC_PATTERNS, 200000);
-      bench_growth("relation", AC_RELATIONS, 50000);
-    }
+    if (all || !strcmp(w, "growth") || !strcmp(w, "growth-pattern")) bench_growth("pattern", AC_PATTERNS, 200000, 6);
+    if (all || !strcmp(w, "growth") || !strcmp(w, "growth-relation"))
+      bench_growth("relation", AC_RELATIONS, 50000, 4);
     if (all || !strcmp(w, "rebuild"))
       for (int n = 5000; n <= 500000; n *= 10) bench_rebuild(n);
     if (all) break;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #define EG_NONE UINT32_MAX
+#define EG_MAX_LEVEL 4
 
 /* What an e-node applies: output `out` of op `op`, or a leaf (a graph
  * input or constant, op NULL).  Interned: equal heads have one index. */
@@ -48,11 +49,29 @@ void eg_ids_push(eg_ids *a, uint32_t x);
  * nodes using it (parents; may hold stale duplicates until a rebuild),
  * and its smallest node id (its representative node: every child class of
  * that node has a node of smaller id, so representatives are well
- * founded). */
+ * founded).  `mod` is the last iteration that gave the class a node or
+ * merged it (semi-naive matching: a match touching no class or node
+ * newer than a rule's last search was found by that search).  `plain`:
+ * its representative variable is not a constant (built or still to be
+ * built), so its type alone decides the types of nodes using it. */
 typedef struct eg_class {
   eg_ids nodes, parents;
-  uint32_t minnode;
+  uint32_t minnode, mod;
+  bool plain;
 } eg_class;
+
+/* The type cache: the type of head(children) from the children's types,
+ * for ops whose type depends on their inputs' types only (elementwise,
+ * reductions, BLAS) and children with plain representatives.  `rhead`
+ * is the head's canonical form, EG_NONE when the node does not
+ * type-check; hash 0 marks an empty slot.  Collected (types are). */
+#define EG_TC_MAXCH 4
+typedef struct eg_tcache {
+  uint64_t hash;
+  uint32_t head, nch, rhead;
+  const rg_type *in[EG_TC_MAXCH];
+  const rg_type *out;
+} eg_tcache;
 
 typedef struct eg_rule eg_rule;      /* egraph-rules.c */
 
@@ -63,8 +82,12 @@ typedef struct eg_iter {
   const char *banned;     /* rules banned in it, or NULL */
 } eg_iter;
 
-/* One hash-cons slot: a node id (EG_NONE empty, EG_NONE - 1 deleted). */
+/* One hash-cons slot: a node's id, its head and arity (head << 2 | the
+ * arity, 3 for three or more) and its first two children, so that a
+ * probe compares nodes of up to two children without reading them (one
+ * cache line per probe).  id EG_NONE: empty; EG_TOMB: deleted. */
 #define EG_TOMB (EG_NONE - 1)
+typedef struct eg_slot { uint32_t id, headn, k0, k1; } eg_slot;
 
 struct rg_egraph {
   rg_ctx *C;
@@ -80,22 +103,36 @@ struct rg_egraph {
   uint32_t *kids;
   size_t nkids, capkids;
   /* classes: union-find parents, class records, types and representative
-   * variables (collected arrays) */
+   * variables (collected arrays; a representative is NULL until asked for,
+   * then built by make_node from the class's smallest node) */
   uint32_t *uf;
   eg_class *cls;
   const rg_type **types;
   rg_variable **reps;
   uint32_t ncls, capcls;
   size_t nlive;             /* classes that are roots */
-  /* the hash-cons table: canonical node -> node id */
-  uint32_t *memo;
+  /* the hash-cons table: canonical node -> node id (open addressing,
+   * linear probing, power-of-two capacity, at most half full with
+   * deleted slots counted) */
+  eg_slot *memo;
   size_t capmemo, nmemo, ntomb;
   /* variables already in the e-graph -> class (leaf and rep variables) */
   rg_memo *varcls;
+  /* the type cache (open addressing, power-of-two capacity) */
+  eg_tcache *tcache;
+  size_t captc, ntc;
+  int64_t tc_hits, tc_misses;
   /* nodes by opcode, for e-matching roots */
   eg_ids byop[RG_OP_COUNT];
   /* classes merged since the last rebuild */
   eg_ids pending;
+  /* level stamps (semi-naive matching), valid from eg_stamp_levels to the
+   * next change: lvl[d-1][c] for a root class c is the newest `mod` of
+   * the classes d or fewer steps below c (through any of its nodes), c
+   * included; level 0 is `mod` itself */
+  uint32_t *lvl[EG_MAX_LEVEL];
+  uint32_t caplvl;
+  int nlvl;
   uint32_t *roots;          /* the graph's outputs' classes */
   int nroots;
   /* rules and the run */
@@ -107,8 +144,10 @@ struct rg_egraph {
   rg_search_stop stop;
   const char *stop_msg;
   const char *cur_rule;     /* the rule applying now, for rejections */
-  int64_t nrejected;
+  int64_t nrejected;        /* refused merges, each distinct one once */
   const char **rejections;  /* the first 64 */
+  uint64_t *rejseen;        /* (class, class) pairs refused (hash set) */
+  size_t nrejseen, caprejseen;
 };
 
 /* egraph.c */
@@ -133,9 +172,18 @@ uint32_t eg_lookup_var(rg_egraph *eg, rg_variable *v);
  * with the rule's name). */
 bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b);
 void eg_rebuild(rg_egraph *eg);
+/* Computes the level stamps 1..depth (at most EG_MAX_LEVEL) of every
+ * class; call after a rebuild. */
+void eg_stamp_levels(rg_egraph *eg, int depth);
+/* The newest change at most d steps below root class c (d beyond the
+ * levels computed: 0, "maybe", when nothing was computed that deep). */
+static inline uint32_t eg_level(const rg_egraph *eg, uint32_t c, int d) {
+  if (d <= 0) return eg->cls[c].mod;
+  return d <= eg->nlvl ? eg->lvl[d - 1][c] : UINT32_MAX;
+}
 /* The representative variable of a class (a graph variable computing a
- * term of the class). */
-static inline rg_variable *eg_rep(const rg_egraph *eg, uint32_t c) { return eg->reps[eg_find(eg, c)]; }
+ * term of the class), built on first use. */
+rg_variable *eg_rep(rg_egraph *eg, uint32_t c);
 /* A node's op as a printable name ("dot", "(sum 0)", a leaf's name). */
 const char *eg_head_str(const rg_egraph *eg, uint32_t head);
 

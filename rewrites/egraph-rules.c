@@ -42,6 +42,7 @@ enum { P_VAR, P_OP, P_LIT };
  * its opcode; P_VAR: var indexes the match's bindings. */
 typedef struct pat {
   int kind, var, nch;
+  int depth;                    /* ops on the longest path down (P_OP: >= 1) */
   uint32_t head;
   rg_opcode code;
   rg_term hpat, lit;
@@ -78,6 +79,11 @@ struct eg_rule {
   int64_t nmatches;
   /* the scheduler */
   uint32_t banned_until, times_banned;
+  /* semi-naive matching: the iteration of the last search whose matches
+   * were all applied (0: none; every node and class is newer), and of
+   * this iteration's search */
+  uint32_t since, searched;
+  bool to_apply;                /* this iteration's search is to be applied */
 };
 
 /* ------------------------------------------------------------------ compiling patterns */
@@ -136,8 +142,11 @@ static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs) {
   }
   p->ch = rg_gc_alloc((size_t)(n ? n : 1) * sizeof *p->ch);
   rg_term a = rg_cdr(t);
-  for (int i = 0; i < n; i++, a = rg_cdr(a))
+  p->depth = 1;
+  for (int i = 0; i < n; i++, a = rg_cdr(a)) {
     if (!(p->ch[i] = compile(eg, r, rg_car(a), rhs))) return NULL;
+    if (p->ch[i]->depth + 1 > p->depth) p->depth = p->ch[i]->depth + 1;
+  }
   return p;
 }
 
@@ -176,6 +185,8 @@ typedef struct matcher {
   uint32_t *binds;              /* class per variable, EG_NONE unbound */
   rg_term *tbinds;              /* term per parameter variable, NULL unbound */
   int64_t count, limit;
+  uint32_t since;               /* nodes and classes stamped >= since are new */
+  int fresh;                    /* new nodes and classes on the current path */
 } matcher;
 
 static void on_match(matcher *m);
@@ -222,8 +233,11 @@ static void match_node(matcher *m, const todo *t, uint32_t id) {
   const eg_node *x = &eg->nodes[id];
   const pat *p = t->p;
   if (x->dead || (int)x->nch != p->nch) return;
+  int fresh = x->iter >= m->since;
+  m->fresh += fresh;
   if (!p->hpat) {
     if (x->head == p->head) match_kids(m, t, id);
+    m->fresh -= fresh;
     return;
   }
   const eg_head *h = &eg->heads[x->head];
@@ -232,6 +246,15 @@ static void match_node(matcher *m, const todo *t, uint32_t id) {
       match_params(m, p->hpat, rg_op_term(h->op), undo, &nundo))
     match_kids(m, t, id);
   for (int i = 0; i < nundo; i++) m->tbinds[undo[i]] = NULL;
+  m->fresh -= fresh;
+}
+
+/* Whether a pending pair may still touch something new: a class within
+ * its pattern's depth changed since the rule's last search. */
+static bool may_be_fresh(const matcher *m, const todo *t) {
+  for (; t; t = t->next)
+    if (eg_level(m->eg, eg_find(m->eg, t->c), t->p->depth) >= m->since) return true;
+  return false;
 }
 
 static void ematch(matcher *m, const todo *t) {
@@ -240,26 +263,28 @@ static void ematch(matcher *m, const todo *t) {
     on_match(m);
     return;
   }
+  if (!m->fresh && !may_be_fresh(m, t)) return;
   rg_egraph *eg = m->eg;
   uint32_t c = eg_find(eg, t->c);
   const pat *p = t->p;
+  int fresh = eg->cls[c].mod >= m->since;
+  m->fresh += fresh;
   if (p->kind == P_VAR) {
     uint32_t b = m->binds[p->var];
-    if (b != EG_NONE) {
-      if (eg_find(eg, b) == c) ematch(m, t->next);
-      return;
+    if (b == EG_NONE) {
+      m->binds[p->var] = c;
+      ematch(m, t->next);
+      m->binds[p->var] = EG_NONE;
+    } else if (eg_find(eg, b) == c) {
+      ematch(m, t->next);
     }
-    m->binds[p->var] = c;
-    ematch(m, t->next);
-    m->binds[p->var] = EG_NONE;
-    return;
-  }
-  if (p->kind == P_LIT) {
+  } else if (p->kind == P_LIT) {
     if (class_has_lit(eg, c, p->lit)) ematch(m, t->next);
-    return;
+  } else {
+    const eg_ids *ns = &eg->cls[c].nodes;
+    for (uint32_t i = 0; i < ns->n; i++) match_node(m, t, ns->v[i]);
   }
-  const eg_ids *ns = &eg->cls[c].nodes;
-  for (uint32_t i = 0; i < ns->n; i++) match_node(m, t, ns->v[i]);
+  m->fresh -= fresh;
 }
 
 static bool guard_ok(matcher *m) {
@@ -276,8 +301,11 @@ static bool guard_ok(matcher *m) {
   return rc == RG_OK && answers != RG_NIL;
 }
 
+/* A match is recorded only when it touches a node or class newer than
+ * the rule's last applied search: the others were found then. */
 static void on_match(matcher *m) {
   eg_rule *r = m->r;
+  if (!m->fresh) return;
   if (r->guard && !guard_ok(m)) return;
   m->count++;
   eg_ids_push(&r->m, m->root);
@@ -300,7 +328,7 @@ static bool has_params(const pat *p) {
 static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
   uint32_t binds[r->nvars ? r->nvars : 1];
   rg_term *tb = has_params(r->lhs) ? rg_gc_alloc((size_t)(r->nvars + 1) * sizeof *tb) : NULL;
-  matcher m = {eg, r, 0, binds, tb, 0, limit};
+  matcher m = {eg, r, 0, binds, tb, 0, limit, r->since, 0};
   for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
   const eg_ids *ns = &eg->byop[r->lhs->code];
   todo root = {r->lhs, 0, NULL};
@@ -370,7 +398,7 @@ static void search_op(rg_egraph *eg, eg_rule *r, int64_t limit) {
   for (uint32_t i = 0, n = ns->n; i < n && (int64_t)r->m.n <= limit; i++) {
     const eg_node *x = &eg->nodes[ns->v[i]];
     const eg_head *h = &eg->heads[x->head];
-    if (x->dead || !rg_op_equal(h->op, r->op_from)) continue;
+    if (x->dead || x->iter < r->since || !rg_op_equal(h->op, r->op_from)) continue;
     if (r->kind == R_REMOVE && (x->nch != 1 || h->op->nout != 1)) continue;
     eg_ids_push(&r->m, ns->v[i]);
   }
@@ -422,7 +450,7 @@ static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out
 static void class_terms(rg_egraph *eg, uint32_t c, int depth, int cap, alts *out) {
   c = eg_find(eg, c);
   if (depth <= 0) {
-    alts_push(out, rg_var_term(eg->reps[c]), hmix(0xc1a55, c));
+    alts_push(out, rg_var_term(eg_rep(eg, c)), hmix(0xc1a55, c));
     return;
   }
   const eg_ids *ns = &eg->cls[c].nodes;
@@ -562,11 +590,24 @@ static int search_node_rel(rg_egraph *eg, eg_rule *r, uint32_t id, const rg_sear
   return RG_OK;
 }
 
+/* Whether the terms of e-node id to `depth` may differ from those at the
+ * rule's last applied search: the node is new, or a class they are built
+ * from (depth - 1 steps below a child) got a node or merged since. */
+static bool rel_dirty(const rg_egraph *eg, uint32_t id, int depth, uint32_t since) {
+  const eg_node *x = &eg->nodes[id];
+  if (x->iter >= since) return true;
+  const uint32_t *k = eg_kids(eg, id);
+  for (uint32_t i = 0; i < x->nch; i++)
+    if (eg_level(eg, eg_find(eg, k[i]), depth - 1) >= since) return true;
+  return false;
+}
+
 static int search_relation(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int64_t limit) {
   uint32_t n = eg->nnodes;
   for (uint32_t id = 0; id < n && r->nmatches <= limit; id++) {
     const eg_node *x = &eg->nodes[id];
     if (x->dead || !tracks_head(r, &eg->heads[x->head])) continue;
+    if (r->since && !rel_dirty(eg, id, o->rel_depth, r->since)) continue;
     int rc = search_node_rel(eg, r, id, o);
     if (rc) return rc;
   }
@@ -750,6 +791,8 @@ static void clear_matches(eg_rule *r) {
 
 static int search_rule(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int64_t limit) {
   clear_matches(r);
+  r->searched = eg->iter;
+  r->to_apply = true;
   switch (r->kind) {
   case R_PATTERN: search_pattern(eg, r, limit); return RG_OK;
   case R_RELATION: return search_relation(eg, r, o, limit);
@@ -761,6 +804,8 @@ static int apply_rule(rg_egraph *eg, eg_rule *r) {
   eg->cur_rule = r->name;
   int rc = r->kind == R_PATTERN ? apply_pattern(eg, r) : r->kind == R_RELATION ? apply_relation(eg, r)
                                                                                : apply_op(eg, r);
+  if (!rc && r->to_apply) r->since = r->searched;
+  r->to_apply = false;
   clear_matches(r);
   return rc;
 }
@@ -775,6 +820,7 @@ static void ban(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, const char *
   uint32_t len = (uint32_t)o->ban_length << (r->times_banned < 20 ? r->times_banned : 20);
   r->banned_until = eg->iter + len;
   r->times_banned++;
+  r->to_apply = false;
   clear_matches(r);
   *banned = rgr_sprintf("%s%s%s", *banned ? *banned : "", *banned ? ", " : "", r->name);
 }
@@ -819,8 +865,20 @@ static bool over_limits(rg_egraph *eg, run_state *st) {
 
 /* One iteration: search every rule not banned, apply, rebuild.  Returns
  * RG_OK or an error; *matches counts what was applied. */
+/* The level stamps the rules' semi-naive checks read. */
+static int levels_needed(const rg_egraph *eg, const rg_search_opts *o) {
+  int d = 0;
+  for (int i = 0; i < eg->nrules; i++) {
+    const eg_rule *r = eg->rules[i];
+    int need = r->kind == R_PATTERN ? r->lhs->depth - 1 : r->kind == R_RELATION ? o->rel_depth - 1 : 0;
+    if (need > d) d = need;
+  }
+  return d;
+}
+
 static int iteration(rg_egraph *eg, run_state *st, size_t *matches, const char **banned) {
   const rg_search_opts *o = st->o;
+  eg_stamp_levels(eg, levels_needed(eg, o));
   for (int i = 0; i < eg->nrules; i++) {
     eg_rule *r = eg->rules[i];
     if (r->banned_until > eg->iter) continue;
@@ -831,12 +889,16 @@ static int iteration(rg_egraph *eg, run_state *st, size_t *matches, const char *
     *matches += (size_t)r->nmatches;
     if (over_limits(eg, st)) break;
   }
+  eg->nlvl = 0; /* the stamps go stale as matches apply */
   for (int i = 0; i < eg->nrules && !st->msg; i++) {
     int rc = apply_rule(eg, eg->rules[i]);
     if (rc) return rc;
     over_limits(eg, st);
   }
-  for (int i = 0; i < eg->nrules; i++) clear_matches(eg->rules[i]);
+  for (int i = 0; i < eg->nrules; i++) {
+    clear_matches(eg->rules[i]);
+    eg->rules[i]->to_apply = false;
+  }
   eg_rebuild(eg);
   return RG_OK;
 }

@@ -125,41 +125,70 @@ const char *eg_head_str(const rg_egraph *eg, uint32_t head) {
 
 /* ------------------------------------------------------------------ the hash-cons table */
 
-static uint64_t node_hash(uint32_t head, uint32_t n, const uint32_t *ch) {
+static inline uint32_t node_hash(uint32_t head, uint32_t n, const uint32_t *ch) {
   uint64_t h = mix(0x51ed27, head);
   for (uint32_t i = 0; i < n; i++) h = mix(h, ch[i]);
-  return h ^ (h >> 31);
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return (uint32_t)(h ^ (h >> 29));
 }
 
-static bool node_is(const rg_egraph *eg, uint32_t id, uint32_t head, uint32_t n, const uint32_t *ch) {
+static inline bool node_is(const rg_egraph *eg, uint32_t id, uint32_t head, uint32_t n, const uint32_t *ch) {
   const eg_node *x = &eg->nodes[id];
-  return x->head == head && x->nch == n && !memcmp(eg_kids(eg, id), ch, n * sizeof *ch);
+  if (x->head != head || x->nch != n) return false;
+  const uint32_t *k = eg_kids(eg, id);
+  for (uint32_t i = 0; i < n; i++)
+    if (k[i] != ch[i]) return false;
+  return true;
 }
 
-static void memo_insert_raw(rg_egraph *eg, uint32_t id);
+static inline uint32_t headn_of(uint32_t head, uint32_t n) { return head << 2 | (n < 3 ? n : 3); }
+
+/* Whether slot e holds the node (head, ch): for three or more children
+ * the rest are read from the node. */
+static inline bool slot_is(const rg_egraph *eg, const eg_slot *e, uint32_t headn, uint32_t n,
+                           const uint32_t *ch) {
+  if (e->headn != headn) return false;
+  if (n == 0) return true;
+  if (e->k0 != ch[0]) return false;
+  if (n == 1) return true;
+  if (e->k1 != ch[1]) return false;
+  return n == 2 || node_is(eg, e->id, eg->nodes[e->id].head, n, ch);
+}
+
 static void memo_grow(rg_egraph *eg) {
-  uint32_t *old = eg->memo;
+  eg_slot *old = eg->memo;
   size_t oldcap = eg->capmemo;
   eg->capmemo = oldcap ? (eg->nmemo * 4 > oldcap ? oldcap * 2 : oldcap) : 1024;
   eg->memo = malloc(eg->capmemo * sizeof *eg->memo);
   if (!eg->memo) abort();
   memset(eg->memo, 0xff, eg->capmemo * sizeof *eg->memo);
-  eg->nmemo = eg->ntomb = 0;
-  for (size_t i = 0; i < oldcap; i++)
-    if (old[i] < EG_TOMB) memo_insert_raw(eg, old[i]);
+  eg->ntomb = 0;
+  size_t mask = eg->capmemo - 1;
+  for (size_t i = 0; i < oldcap; i++) {
+    const eg_slot *e = &old[i];
+    if (e->id >= EG_TOMB) continue;
+    const eg_node *x = &eg->nodes[e->id];
+    uint32_t h = x->nch <= 2 ? node_hash(e->headn >> 2, x->nch, &e->k0) : node_hash(x->head, x->nch, eg_kids(eg, e->id));
+    size_t s = h & mask;
+    while (eg->memo[s].id != EG_NONE) s = (s + 1) & mask;
+    eg->memo[s] = *e;
+  }
   free(old);
 }
 
-/* The slot holding a node equal to (head, ch), or the free slot to use. */
-static size_t memo_probe(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch,
+/* The slot holding a node equal to (head, ch) of hash h, or the free
+ * slot to use. */
+static size_t memo_probe(const rg_egraph *eg, uint32_t h, uint32_t head, uint32_t n, const uint32_t *ch,
                          bool *found) {
-  size_t mask = eg->capmemo - 1, s = node_hash(head, n, ch) & mask, free_slot = SIZE_MAX;
+  size_t mask = eg->capmemo - 1, s = h & mask, free_slot = SIZE_MAX;
+  uint32_t hn = headn_of(head, n);
   for (;; s = (s + 1) & mask) {
-    uint32_t id = eg->memo[s];
-    if (id == EG_NONE) break;
-    if (id == EG_TOMB) {
+    const eg_slot *e = &eg->memo[s];
+    if (e->id == EG_NONE) break;
+    if (e->id == EG_TOMB) {
       if (free_slot == SIZE_MAX) free_slot = s;
-    } else if (node_is(eg, id, head, n, ch)) {
+    } else if (slot_is(eg, e, hn, n, ch)) {
       *found = true;
       return s;
     }
@@ -168,35 +197,39 @@ static size_t memo_probe(const rg_egraph *eg, uint32_t head, uint32_t n, const u
   return free_slot != SIZE_MAX ? free_slot : s;
 }
 
-static void memo_insert_raw(rg_egraph *eg, uint32_t id) {
-  bool found;
-  size_t s = memo_probe(eg, eg->nodes[id].head, eg->nodes[id].nch, eg_kids(eg, id), &found);
-  if (eg->memo[s] == EG_TOMB) eg->ntomb--;
-  eg->memo[s] = id;
+static inline void memo_put(rg_egraph *eg, size_t s, uint32_t head, uint32_t n, const uint32_t *ch, uint32_t id) {
+  if (eg->memo[s].id == EG_TOMB) eg->ntomb--;
+  eg->memo[s] = (eg_slot){id, headn_of(head, n), n > 0 ? ch[0] : 0, n > 1 ? ch[1] : 0};
   eg->nmemo++;
 }
 
 static uint32_t memo_lookup(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
   bool found;
-  size_t s = memo_probe(eg, head, n, ch, &found);
-  return found ? eg->memo[s] : EG_NONE;
+  size_t s = memo_probe(eg, node_hash(head, n, ch), head, n, ch, &found);
+  return found ? eg->memo[s].id : EG_NONE;
 }
 
 /* Removes node id, found under its stored children. */
 static void memo_remove(rg_egraph *eg, uint32_t id) {
+  const eg_node *x = &eg->nodes[id];
   bool found;
-  size_t s = memo_probe(eg, eg->nodes[id].head, eg->nodes[id].nch, eg_kids(eg, id), &found);
-  if (!found || eg->memo[s] != id) return;
-  eg->memo[s] = EG_TOMB;
+  size_t s = memo_probe(eg, node_hash(x->head, x->nch, eg_kids(eg, id)), x->head, x->nch, eg_kids(eg, id), &found);
+  if (!found || eg->memo[s].id != id) return;
+  eg->memo[s].id = EG_TOMB;
   eg->nmemo--;
   eg->ntomb++;
 }
 
+/* Makes room for one insertion: no probe sequence may fill up. */
 static void memo_reserve(rg_egraph *eg) {
   if (2 * (eg->nmemo + eg->ntomb + 1) > eg->capmemo) memo_grow(eg);
 }
 
 /* ------------------------------------------------------------------ classes and nodes */
+
+static inline bool plain_var(const rg_variable *v) {
+  return !rg_is_constant(v) && !(v->flags & RG_VAR_WEAK);
+}
 
 static uint32_t new_class(rg_egraph *eg, const rg_type *t, rg_variable *rep) {
   if (eg->ncls == eg->capcls) {
@@ -213,13 +246,18 @@ static uint32_t new_class(rg_egraph *eg, const rg_type *t, rg_variable *rep) {
   eg->uf[c] = c;
   memset(&eg->cls[c], 0, sizeof eg->cls[c]);
   eg->cls[c].minnode = EG_NONE;
+  eg->cls[c].mod = eg->iter;
+  eg->cls[c].plain = !rep || plain_var(rep);
   eg->types[c] = t;
   eg->reps[c] = rep;
   eg->nlive++;
   return c;
 }
 
-static uint32_t new_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch, uint32_t c) {
+/* Adds node head(ch) of class c into memo slot s (from a probe that found
+ * no equal node, with no insertion since). */
+static uint32_t new_node(rg_egraph *eg, size_t s, uint32_t h, uint32_t head, uint32_t n, const uint32_t *ch,
+                         uint32_t c) {
   if (eg->nnodes == eg->capnodes) {
     size_t cap = eg->capnodes;
     eg->nodes = grow(eg->nodes, &cap, (size_t)eg->nnodes + 1, sizeof *eg->nodes);
@@ -233,43 +271,182 @@ static uint32_t new_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_
   eg_ids_push(&eg->cls[c].nodes, id);
   if (eg->cls[c].minnode == EG_NONE) eg->cls[c].minnode = id;
   for (uint32_t i = 0; i < n; i++) eg_ids_push(&eg->cls[ch[i]].parents, id);
-  const eg_head *h = &eg->heads[head];
-  if (!h->leaf) eg_ids_push(&eg->byop[h->code], id);
-  memo_insert_raw(eg, id);
+  const eg_head *hd = &eg->heads[head];
+  if (!hd->leaf) eg_ids_push(&eg->byop[hd->code], id);
+  memo_put(eg, s, head, n, ch, id);
   return id;
 }
 
-/* The type of head(children) and a variable computing it: `known`, or
- * one made from the children's representatives (NULL: does not
- * type-check; *head may become the op's canonical form). */
-static rg_variable *infer(rg_egraph *eg, uint32_t *head, uint32_t n, const uint32_t *ch) {
-  const eg_head *h = &eg->heads[*head];
-  if (h->leaf) return h->leaf;
+/* ------------------------------------------------------------------ types of new nodes */
+
+static bool cacheable(const rg_egraph *eg, const eg_head *h, uint32_t n, const uint32_t *ch) {
+  if (n > EG_TC_MAXCH) return false;
+  rg_op_family f = rg_opcode_family(h->code);
+  if (f != RG_FAM_ELEMWISE && f != RG_FAM_REDUCE && f != RG_FAM_BLAS) return false;
+  for (uint32_t i = 0; i < n; i++)
+    if (!eg->cls[ch[i]].plain) return false;
+  return true;
+}
+
+static uint64_t tc_hash(uint32_t head, uint32_t n, const rg_type *const *in) {
+  uint64_t h = mix(0x7c, head);
+  for (uint32_t i = 0; i < n; i++) h = mix(h, (uint64_t)(uintptr_t)in[i]);
+  return h ? h : 1;
+}
+
+static eg_tcache *tc_slot(rg_egraph *eg, uint64_t h, uint32_t head, uint32_t n, const rg_type *const *in) {
+  size_t mask = eg->captc - 1;
+  for (size_t s = h & mask;; s = (s + 1) & mask) {
+    eg_tcache *e = &eg->tcache[s];
+    if (!e->hash) return e;
+    if (e->hash == h && e->head == head && e->nch == n && !memcmp(e->in, in, n * sizeof *in)) return e;
+  }
+}
+
+static void tc_grow(rg_egraph *eg) {
+  eg_tcache *old = eg->tcache;
+  size_t oldcap = eg->captc;
+  eg->captc = oldcap ? 2 * oldcap : 256;
+  eg->tcache = rg_gc_alloc(eg->captc * sizeof *eg->tcache);
+  for (size_t i = 0; i < oldcap; i++)
+    if (old[i].hash) *tc_slot(eg, old[i].hash, old[i].head, old[i].nch, old[i].in) = old[i];
+}
+
+static void tc_put(rg_egraph *eg, uint32_t head, uint32_t n, const rg_type *const *in, uint32_t rhead,
+                   const rg_type *out) {
+  if (2 * (eg->ntc + 1) > eg->captc) tc_grow(eg);
+  uint64_t h = tc_hash(head, n, in);
+  eg_tcache *e = tc_slot(eg, h, head, n, in);
+  if (!e->hash) eg->ntc++;
+  *e = (eg_tcache){h, head, n, rhead, {0}, out};
+  memcpy(e->in, in, n * sizeof *in);
+}
+
+/* Makes the node head(reps of ch); NULL when it does not type-check (the
+ * error cleared, except an unknown name). */
+static rg_node *make_rep_node(rg_egraph *eg, const eg_head *h, uint32_t n, const uint32_t *ch) {
   rg_variable *small[8], **in = n <= 8 ? small : rg_gc_alloc(n * sizeof *in);
-  for (uint32_t i = 0; i < n; i++) in[i] = eg->reps[ch[i]];
+  for (uint32_t i = 0; i < n; i++) in[i] = eg_rep(eg, ch[i]);
   rg_node *node = rg_make_node(eg->C, h->op, (int)n, in);
   if (!node || h->out >= node->nout) {
     if (rg_errcode(eg->C) != RG_ERR_NAME) rg_clear_error(eg->C);
     return NULL;
   }
-  if (node->op != h->op && !rg_op_equal(node->op, h->op)) *head = intern_head(eg, node->op, NULL, h->out);
-  return node->outputs[eg->heads[*head].out];
+  return node;
 }
 
+/* The type of head(children) into *t, and a variable computing it into *v
+ * when one was made (NULL when the type came from the cache); false when
+ * the node does not type-check.  *head may become the op's canonical
+ * form. */
+static bool infer(rg_egraph *eg, uint32_t *head, uint32_t n, const uint32_t *ch, const rg_type **t,
+                  rg_variable **v) {
+  const eg_head *h = &eg->heads[*head];
+  if (h->leaf) {
+    *v = h->leaf;
+    *t = h->leaf->type;
+    return true;
+  }
+  const rg_type *in[EG_TC_MAXCH];
+  bool cache = cacheable(eg, h, n, ch);
+  if (cache) {
+    for (uint32_t i = 0; i < n; i++) in[i] = eg->types[ch[i]];
+    if (eg->captc) {
+      const eg_tcache *e = tc_slot(eg, tc_hash(*head, n, in), *head, n, in);
+      if (e->hash) {
+        eg->tc_hits++;
+        if (e->rhead == EG_NONE) return false;
+        *head = e->rhead;
+        *t = e->out;
+        *v = NULL;
+        return true;
+      }
+    }
+    eg->tc_misses++;
+  }
+  uint32_t h0 = *head;
+  rg_node *node = make_rep_node(eg, h, n, ch);
+  if (!node) {
+    if (cache && !rg_errcode(eg->C)) tc_put(eg, h0, n, in, EG_NONE, NULL);
+    return false;
+  }
+  if (node->op != h->op && !rg_op_equal(node->op, h->op)) *head = intern_head(eg, node->op, NULL, h->out);
+  *v = node->outputs[eg->heads[*head].out];
+  *t = (*v)->type;
+  if (cache) tc_put(eg, h0, n, in, *head, *t);
+  return true;
+}
+
+static void note_var(rg_egraph *eg, rg_variable *v, uint32_t c) {
+  rg_memo_put(eg->varcls, v, (void *)(uintptr_t)(c + 1));
+}
+
+/* Builds the representative of class c (whose own is missing) from its
+ * smallest node, building its children's first (an explicit stack: they
+ * have smaller smallest nodes, so this ends). */
+static void build_rep(rg_egraph *eg, uint32_t c) {
+  eg_ids st = {0};
+  eg_ids_push(&st, c);
+  while (st.n) {
+    uint32_t x = eg_find(eg, st.v[st.n - 1]);
+    if (eg->reps[x]) {
+      st.n--;
+      continue;
+    }
+    uint32_t id = eg->cls[x].minnode, n = eg->nodes[id].nch;
+    const uint32_t *k = eg_kids(eg, id);
+    bool ready = true;
+    for (uint32_t i = 0; i < n; i++)
+      if (!eg->reps[eg_find(eg, k[i])]) {
+        eg_ids_push(&st, k[i]);
+        ready = false;
+      }
+    if (!ready) continue;
+    const eg_head *h = &eg->heads[eg->nodes[id].head];
+    rg_node *node = h->leaf ? NULL : make_rep_node(eg, h, n, k);
+    rg_variable *v = h->leaf ? h->leaf : node ? node->outputs[h->out] : rg_input(eg->C, NULL, eg->types[x]);
+    eg->reps[x] = v;
+    eg->cls[x].plain = plain_var(v);
+    note_var(eg, v, x);
+    st.n--;
+  }
+  free(st.v);
+}
+
+rg_variable *eg_rep(rg_egraph *eg, uint32_t c) {
+  c = eg_find(eg, c);
+  if (!eg->reps[c]) build_rep(eg, c);
+  return eg->reps[c];
+}
+
+/* Adds head(ch) (children canonicalized here) and returns its class: an
+ * existing one when the e-graph has the node, else a new one; EG_NONE
+ * when it does not type-check.  One probe of the hash-cons table finds
+ * the node or the slot a new one goes in. */
 static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch,
                          rg_variable *known) {
   uint32_t small[16], *cc = n <= 16 ? small : malloc(n * sizeof *cc);
   for (uint32_t i = 0; i < n; i++) cc[i] = eg_find_compress(eg, ch[i]);
   memo_reserve(eg);
-  uint32_t id = memo_lookup(eg, head, n, cc), c = EG_NONE;
-  if (id != EG_NONE) c = eg_find_compress(eg, eg->nodes[id].cls);
-  rg_variable *v = id != EG_NONE ? NULL : known ? known : infer(eg, &head, n, cc);
-  if (v && !known && (id = memo_lookup(eg, head, n, cc)) != EG_NONE)
-    c = eg_find_compress(eg, eg->nodes[id].cls); /* its canonical op was there */
-  else if (v) {
-    c = new_class(eg, v->type, v);
-    new_node(eg, head, n, cc, c);
-    rg_memo_put(eg->varcls, v, (void *)(uintptr_t)(c + 1));
+  bool found;
+  uint32_t h = node_hash(head, n, cc), c = EG_NONE, h0 = head;
+  size_t s = memo_probe(eg, h, head, n, cc, &found);
+  const rg_type *t = known ? known->type : NULL;
+  rg_variable *v = known;
+  if (!found && (known || infer(eg, &head, n, cc, &t, &v)) && head != h0) {
+    h = node_hash(head, n, cc); /* the canonical op may be there */
+    s = memo_probe(eg, h, head, n, cc, &found);
+  }
+  if (found) {
+    c = eg_find_compress(eg, eg->nodes[eg->memo[s].id].cls);
+    if (known && !eg->reps[c]) {
+      eg->reps[c] = known;
+      eg->cls[c].plain = plain_var(known);
+    }
+  } else if (t) {
+    c = new_class(eg, t, v);
+    new_node(eg, s, h, head, n, cc, c);
+    if (v) note_var(eg, v, c);
   }
   if (cc != small) free(cc);
   return c;
@@ -345,19 +522,53 @@ uint32_t eg_lookup_var(rg_egraph *eg, rg_variable *v) {
 
 #define MAX_REJECTIONS 64
 
+/* Whether the refusal (rule, a, b) is new (each is reported once). */
+static bool rejection_new(rg_egraph *eg, uint32_t a, uint32_t b) {
+  uint64_t k = mix(mix((uint64_t)(uintptr_t)eg->cur_rule, a < b ? a : b), a < b ? b : a) | 1;
+  if (2 * (eg->nrejseen + 1) > eg->caprejseen) {
+    uint64_t *old = eg->rejseen;
+    size_t oldcap = eg->caprejseen;
+    eg->caprejseen = oldcap ? 2 * oldcap : 64;
+    eg->rejseen = calloc(eg->caprejseen, sizeof *eg->rejseen);
+    if (!eg->rejseen) abort();
+    for (size_t i = 0; i < oldcap; i++) {
+      if (!old[i]) continue;
+      size_t s = old[i] & (eg->caprejseen - 1);
+      while (eg->rejseen[s]) s = (s + 1) & (eg->caprejseen - 1);
+      eg->rejseen[s] = old[i];
+    }
+    free(old);
+  }
+  size_t s = k & (eg->caprejseen - 1);
+  for (; eg->rejseen[s]; s = (s + 1) & (eg->caprejseen - 1))
+    if (eg->rejseen[s] == k) return false;
+  eg->rejseen[s] = k;
+  eg->nrejseen++;
+  return true;
+}
+
 static bool reject(rg_egraph *eg, uint32_t a, uint32_t b) {
+  if (!rejection_new(eg, a, b)) return false;
   eg->nrejected++;
   if (!eg->rejections) eg->rejections = rg_gc_alloc(MAX_REJECTIONS * sizeof *eg->rejections);
   if (eg->nrejected <= MAX_REJECTIONS)
     eg->rejections[eg->nrejected - 1] = rgr_sprintf(
         "%s: would merge %s of type %s with %s of type %s", eg->cur_rule ? eg->cur_rule : "merge",
-        rg_pprint_str(eg->reps[a]), rg_type_str(eg->types[a]), rg_pprint_str(eg->reps[b]),
+        rg_pprint_str(eg_rep(eg, a)), rg_type_str(eg->types[a]), rg_pprint_str(eg_rep(eg, b)),
         rg_type_str(eg->types[b]));
   return false;
 }
 
 static void append_ids(eg_ids *to, eg_ids *from) {
-  for (uint32_t i = 0; i < from->n; i++) eg_ids_push(to, from->v[i]);
+  if (from->n) {
+    if (to->n + from->n > to->cap) {
+      size_t cap = to->cap;
+      to->v = grow(to->v, &cap, (size_t)to->n + from->n, sizeof *to->v);
+      to->cap = (uint32_t)cap;
+    }
+    memcpy(to->v + to->n, from->v, from->n * sizeof *from->v);
+    to->n += from->n;
+  }
   free(from->v);
   *from = (eg_ids){0};
 }
@@ -369,8 +580,12 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   const rg_type *ta = eg->types[a], *tb = eg->types[b];
   bool eq = ta == tb || rg_type_equal(ta, tb);
   if (!eq && !rg_type_is_subtype(ta, tb) && !rg_type_is_subtype(tb, ta)) return reject(eg, a, b);
-  const rg_type *t = eq || rg_type_is_subtype(ta, tb) ? ta : tb;
-  rg_variable *rep = t == ta ? eg->reps[a] : eg->reps[b];
+  /* the representative comes from the side with the more precise type
+   * (with equal types, the side that has one built) */
+  uint32_t from = eq ? (eg->reps[a] || !eg->reps[b] ? a : b) : rg_type_is_subtype(ta, tb) ? a : b;
+  const rg_type *t = eg->types[from];
+  rg_variable *rep = eg->reps[from];
+  bool plain = eg->cls[from].plain;
   eg_class *A = &eg->cls[a], *B = &eg->cls[b];
   if (A->nodes.n + A->parents.n < B->nodes.n + B->parents.n) {
     uint32_t x = a; a = b; b = x;
@@ -380,6 +595,8 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   append_ids(&A->nodes, &B->nodes);
   append_ids(&A->parents, &B->parents);
   if (B->minnode < A->minnode) A->minnode = B->minnode;
+  A->mod = eg->iter;
+  A->plain = plain;
   eg->types[a] = t;
   eg->reps[a] = rep;
   eg->nlive--;
@@ -387,28 +604,38 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   return true;
 }
 
-/* Re-canonicalizes the nodes using class c; equal ones merge. */
+/* Re-canonicalizes the nodes using class c; equal ones merge.  A node
+ * whose children did not change keeps its entry in the hash-cons table:
+ * any node that became equal to it changed, and finds it. */
 static void repair(rg_egraph *eg, uint32_t c) {
   eg_ids ps = eg->cls[c].parents;
   eg->cls[c].parents = (eg_ids){0};
+  uint32_t kept = 0;
   for (uint32_t i = 0; i < ps.n; i++) {
     uint32_t p = ps.v[i];
     eg_node *x = &eg->nodes[p];
     if (x->dead) continue;
-    memo_remove(eg, p);
     uint32_t *k = eg->kids + x->ch;
-    for (uint32_t j = 0; j < x->nch; j++) k[j] = eg_find_compress(eg, k[j]);
-    memo_reserve(eg);
-    uint32_t q = memo_lookup(eg, x->head, x->nch, k);
-    if (q != EG_NONE && q != p) {
-      eg->nodes[p].dead = 1;
-      eg_union(eg, eg->nodes[p].cls, eg->nodes[q].cls);
-    } else if (q == EG_NONE) {
-      memo_insert_raw(eg, p);
+    bool changed = false;
+    for (uint32_t j = 0; j < x->nch && !changed; j++) changed = eg_find(eg, k[j]) != k[j];
+    if (changed) {
+      memo_remove(eg, p);
+      for (uint32_t j = 0; j < x->nch; j++) k[j] = eg_find_compress(eg, k[j]);
+      memo_reserve(eg);
+      bool found;
+      uint32_t h = node_hash(x->head, x->nch, k);
+      size_t s = memo_probe(eg, h, x->head, x->nch, k, &found);
+      if (found) {
+        eg->nodes[p].dead = 1;
+        eg_union(eg, eg->nodes[p].cls, eg->nodes[eg->memo[s].id].cls);
+        continue;
+      }
+      memo_put(eg, s, x->head, x->nch, k, p);
     }
-    if (!eg->nodes[p].dead) eg_ids_push(&eg->cls[eg_find_compress(eg, c)].parents, p);
+    ps.v[kept++] = p;
   }
-  free(ps.v);
+  ps.n = kept;
+  append_ids(&eg->cls[eg_find_compress(eg, c)].parents, &ps);
 }
 
 void eg_rebuild(rg_egraph *eg) {
@@ -420,6 +647,34 @@ void eg_rebuild(rg_egraph *eg) {
       if (eg->cls[c].parents.n) repair(eg, c);
     }
     free(todo.v);
+  }
+}
+
+/* ------------------------------------------------------------------ level stamps */
+
+void eg_stamp_levels(rg_egraph *eg, int depth) {
+  if (depth > EG_MAX_LEVEL) depth = EG_MAX_LEVEL;
+  if (eg->caplvl < eg->ncls) {
+    for (int d = 0; d < EG_MAX_LEVEL; d++) free(eg->lvl[d]), eg->lvl[d] = NULL;
+    eg->caplvl = eg->capcls;
+  }
+  eg->nlvl = 0;
+  for (int d = 1; d <= depth; d++) {
+    if (!eg->lvl[d - 1] && !(eg->lvl[d - 1] = malloc(eg->caplvl * sizeof(uint32_t)))) abort();
+    uint32_t *to = eg->lvl[d - 1];
+    for (uint32_t c = 0; c < eg->ncls; c++) to[c] = eg_level(eg, c, d - 1);
+    for (uint32_t id = 0; id < eg->nnodes; id++) {
+      const eg_node *x = &eg->nodes[id];
+      if (x->dead || !x->nch) continue;
+      uint32_t c = eg_find(eg, x->cls), best = to[c];
+      const uint32_t *k = eg_kids(eg, id);
+      for (uint32_t i = 0; i < x->nch; i++) {
+        uint32_t s = eg_level(eg, eg_find(eg, k[i]), d - 1);
+        if (s > best) best = s;
+      }
+      to[c] = best;
+    }
+    eg->nlvl = d;
   }
 }
 
@@ -461,6 +716,8 @@ void rg_egraph_free(rg_egraph *eg) {
   free(eg->memo);
   free(eg->head_tab);
   free(eg->pending.v);
+  free(eg->rejseen);
+  for (int d = 0; d < EG_MAX_LEVEL; d++) free(eg->lvl[d]);
   memset(eg, 0, sizeof *eg);
 }
 
