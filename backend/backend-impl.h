@@ -192,6 +192,16 @@ void rgb_program_free(rgb_program *p);
  * p->rt->err). */
 int rgb_program_run(rgb_program *p, rg_tensor *const *inputs, int n, const int *which,
                     rg_tensor **outputs);
+/* Runs every output of a program, leaving them in their cells
+ * (p->cells[p->out_cells[j]]) for the caller to read; the inputs stay
+ * bound until rgb_program_unbind().  Returns 0 or an error (p->rt->err). */
+int rgb_program_step(rgb_program *p, rg_tensor *const *inputs);
+void rgb_program_unbind(rgb_program *p);
+/* Rewrites the inner graph of every Scan of fg with rw (scan-compile.c). */
+struct rg_rewriter;
+struct rg_rewrite_opts;
+int rgb_rewrite_scans(rg_ctx *C, rg_fgraph *fg, struct rg_rewriter *rw,
+                      const struct rg_rewrite_opts *ro);
 
 /* ------------------------------------------------------------------ nodes */
 

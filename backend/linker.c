@@ -198,6 +198,14 @@ static bool link_outputs(linker *L, int nout, rg_variable *const *outputs) {
   return true;
 }
 
+/* Profiling reaches the inner programs that run thunk by thunk (Scan's),
+ * so a profile shows the time of each inner node too. */
+static void set_profile(rgb_program *p, bool profile) {
+  p->profile = profile;
+  for (int32_t k = 0; k < p->nthunks; k++)
+    if (p->thunks[k].node.inner) set_profile(p->thunks[k].node.inner, profile);
+}
+
 rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *const *inputs,
                       int nout, rg_variable *const *outputs, const char *backend, bool release,
                       bool profile, int nthreads, char *err, size_t errlen) {
@@ -229,7 +237,7 @@ rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *c
   }
   ok = ok && link_outputs(&L, nout, outputs);
   L.p->release = release && !L.p->lazy;
-  L.p->profile = profile;
+  set_profile(L.p, profile);
   ok = ok && plan_releases(&L);
   rg_map_free(&L.cells);
   if (!ok) {

@@ -6,6 +6,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/backend/linker.c
   ${PROJECT_SOURCE_DIR}/backend/vm.c
   ${PROJECT_SOURCE_DIR}/backend/function.c
+  ${PROJECT_SOURCE_DIR}/backend/scan-compile.c
   ${PROJECT_SOURCE_DIR}/backend/verify.c)
 file(GLOB RG_CPU_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/backend/cpu/*.c)
 list(APPEND RG_SOURCES ${RG_CPU_SOURCES})

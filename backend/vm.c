@@ -185,3 +185,14 @@ int rgb_program_run(rgb_program *p, rg_tensor *const *inputs, int n, const int *
   unbind_inputs(p);
   return rc;
 }
+
+/* A call whose caller reads the outputs straight from their cells (a
+ * Scan's steps): no references are made, and the inputs stay bound until
+ * rgb_program_unbind, so an output that is an input can still be read. */
+int rgb_program_step(rgb_program *p, rg_tensor *const *inputs) {
+  for (int32_t i = 0; i < p->nin; i++) p->cells[p->in_cells[i]] = (rg_tensor *)inputs[i];
+  if (!p->lazy) return run_loop(p);
+  return run_stack(p, p->out_cells, p->nout);
+}
+
+void rgb_program_unbind(rgb_program *p) { unbind_inputs(p); }

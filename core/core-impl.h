@@ -74,6 +74,10 @@ struct rg_op_class {
   int (*view_of)(const rg_op *op, int output);
   int (*destroys)(const rg_op *op, int output);
   rgc_grad_fn grad;          /* the gradient (grad-ops.c) */
+  /* Inner-graph ops with a layout of their own (optional): the op over a
+   * copy of g with integer parameters ints, checked (NULL with an error);
+   * how parsing makes the op back (inner.c). */
+  const rg_op *(*inner_make)(rg_ctx *C, rg_fgraph *g, int nints, const int64_t *ints);
 };
 
 extern const rg_op_class rgc_classes[RG_OP_COUNT];
@@ -86,6 +90,9 @@ int rgc_check_classes(void);
 rg_op *rgc_op_new(rg_opcode code);
 const rg_op *rgc_op_finish(rg_op *op);
 uint64_t rgc_mix(uint64_t h, uint64_t x);
+/* An inner-graph op of class `code` over a frozen copy of g, with integer
+ * parameters (copied), unchecked (inner.c). */
+const rg_op *rgc_inner_op(rg_opcode code, rg_fgraph *g, int nints, const int64_t *ints);
 uint64_t rgc_hash_bytes(const void *p, size_t n);
 
 /* ------------------------------------------------------------------ errors */

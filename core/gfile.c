@@ -19,6 +19,7 @@
  * the depth of the graph.
  */
 #include "core/core-impl.h"
+#include "core/gfile-impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,21 +29,8 @@
 
 /* ------------------------------------------------------------------ names */
 
-/* A symbol table from names (interned symbols) to values. */
-typedef struct scope {
-  rg_memo *vars;    /* symbol -> variable */
-  rg_memo *opaque;  /* symbol -> op */
-} scope;
-
-/* ------------------------------------------------------------------ reading: context */
-
-typedef struct reader {
-  rg_ctx *C;
-  rg_reader *R;        /* for positions (may be NULL) */
-  const char *name;
-  scope sc;
-  rgk_stack inputs, outputs;
-} reader;
+/* The reader's state (scope, reader) is shared with gfile-scan.c, which
+ * reads the scan form: see core/gfile-impl.h. */
 
 /* "where: " for a form, or the file name. */
 static const char *where(reader *r, rg_term form) {
@@ -153,7 +141,6 @@ static rg_variable *read_constant(reader *r, rg_term form) {
 /* Values on the evaluation stack are two words: the object and its kind.
  * Work items are two words: a term and a tag, which is a marker (odd) or
  * the list the term appears in (a pair, for error positions) or 0. */
-enum { V_VAR = 0, V_NODE = 1 };
 #define MARK_APPLY ((rgk_word)1)
 #define MARK_NTH ((rgk_word)3)
 
@@ -192,7 +179,7 @@ static int push_value(rgk_stack *vals, void *p, rgk_word kind) {
 /* An atom: a name or a literal. */
 static int eval_atom(reader *r, rg_term form, rg_term t, rgk_stack *vals) {
   if (rg_kind_of(t) == RG_K_SYMBOL) {
-    rg_variable *v = rg_memo_get(r->sc.vars, t);
+    rg_variable *v = rgc_gf_lookup(&r->sc, t);
     if (!v) return rerr(r, form, RG_ERR_NAME, "unknown name '%s'", rg_symbol_name(t));
     return push_value(vals, v, V_VAR);
   }
@@ -208,6 +195,12 @@ static int schedule(reader *r, rg_term e, rgk_stack *work, rgk_stack *vals) {
   if (is_sym(head, "constant")) {
     rg_variable *c = read_constant(r, e);
     return c ? push_value(vals, c, V_VAR) : RG_ERR_TYPE;
+  }
+  if (is_sym(head, "scan")) {
+    void *p;
+    rgk_word kind;
+    int rc = rgc_gf_scan(r, e, &p, &kind);
+    return rc ? rc : push_value(vals, p, kind);
   }
   if (is_sym(head, "nth")) {
     if (len(e) != 3 || rg_kind_of(nth(e, 1)) != RG_K_INT)
@@ -432,6 +425,38 @@ static int read_form(reader *r, rg_term form) {
               "unknown form %s (expected input, opaque, define or output)", rg_to_string(head == RG_NIL ? form : head));
 }
 
+/* ------------------------------------------------------------------ reading: for gfile-scan.c */
+
+rg_variable *rgc_gf_lookup(const scope *sc, rg_term name) {
+  for (; sc; sc = sc->parent) {
+    rg_variable *v = rg_memo_get(sc->vars, name);
+    if (v) return v;
+  }
+  return NULL;
+}
+
+int rgc_gf_eval(reader *r, rg_term form, rg_term expr, void **out, rgk_word *kind) {
+  return eval_expr(r, form, expr, out, kind);
+}
+
+int rgc_gf_eval_var(reader *r, rg_term form, rg_term expr, rg_variable **out) {
+  return eval_var(r, form, expr, out);
+}
+
+int rgc_gf_define(reader *r, rg_term form) { return form_define(r, form); }
+
+int rgc_gf_bind(reader *r, rg_term form, rg_term name, rg_variable *v) {
+  return bind_name(r, form, name, v);
+}
+
+int rgc_gf_error(reader *r, rg_term form, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = rgk_vsprintf(fmt, ap);
+  va_end(ap);
+  return rg_error(r->C, code, "%s: %s", where(r, form), msg);
+}
+
 static rg_fgraph *read_graph(reader *r, rg_term g) {
   if (!rg_is_pair(g) || !is_sym(rg_car(g), "graph") || len(g) < 1) {
     rerr(r, rg_is_pair(g) ? g : NULL, RG_ERR_SYNTAX, "expected a (graph ...) form");
@@ -511,7 +536,7 @@ static bool good_name(const char *s) {
   char *end;
   strtod(s, &end);
   if (end != s) return false; /* looks like a number */
-  static const char *const reserved[] = {"graph", "input", "opaque", "define", "output", "constant", "nth"};
+  static const char *const reserved[] = {"graph", "input", "opaque", "define", "output", "constant", "nth", "scan"};
   for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
     if (!strcmp(s, reserved[i])) return false;
   return true;

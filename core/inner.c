@@ -1,6 +1,8 @@
 /*
  * inner.c — ops that own an inner graph: the shared infrastructure, and
- * the two ops of this layer, composite and op_from_graph.
+ * the two ops of this layer, composite and op_from_graph (scan.c holds the
+ * third, Scan, whose class makes its op back from parsed parameters with
+ * its own checks: the class's inner_make).
  *
  * An inner-graph op holds a private, frozen copy of a FunctionGraph
  * (op->inner): it is cloned when the op is made and never changes after,
@@ -71,7 +73,6 @@ rg_term rgc_inner_term(const rg_op *op) {
   return rg_list((int)items.n, (rg_term *)items.v);
 }
 
-static const rg_op *inner_op(rg_ctx *C, rg_opcode code, rg_fgraph *fg, int nints, const int64_t *ints);
 static int scalar_graph_error(rg_ctx *C, const rg_fgraph *g);
 
 /* Reads what rgc_inner_term prints: the integer parameters, then one
@@ -90,8 +91,9 @@ const rg_op *rgc_inner_parse(rg_ctx *C, const rg_op_class *cls, rg_term params) 
   rg_ctx *ctx = C ? C : rg_ctx_new();
   rg_fgraph *g = rg_graph_from_term(ctx, g0);
   if (!g) return NULL;
+  if (cls->inner_make) return cls->inner_make(ctx, g, (int)nints, ints);
   if (cls->code == RG_OP_COMPOSITE && scalar_graph_error(ctx, g) != RG_OK) return NULL;
-  return inner_op(ctx, cls->code, g, (int)nints, ints);
+  return rgc_inner_op(cls->code, g, (int)nints, ints);
 }
 
 rg_fgraph *rg_op_inner_graph(const rg_op *op) { return op ? op->inner : NULL; }
@@ -119,7 +121,7 @@ static int scalar_graph_error(rg_ctx *C, const rg_fgraph *g) {
 
 /* An inner-graph op over a frozen copy of fg, with integer parameters
  * (copied; the mapping of richer ops). */
-static const rg_op *inner_op(rg_ctx *C, rg_opcode code, rg_fgraph *fg, int nints, const int64_t *ints) {
+const rg_op *rgc_inner_op(rg_opcode code, rg_fgraph *fg, int nints, const int64_t *ints) {
   rg_fgraph *inner = freeze_copy(fg);
   if (!inner) return NULL;
   rg_op *op = rgc_op_new(code);
@@ -136,12 +138,12 @@ static const rg_op *inner_op(rg_ctx *C, rg_opcode code, rg_fgraph *fg, int nints
 
 const rg_op *rg_op_composite(rg_ctx *C, rg_fgraph *fg) {
   if (!fg || scalar_graph_error(C, fg) != RG_OK) return NULL;
-  return inner_op(C, RG_OP_COMPOSITE, fg, 0, NULL);
+  return rgc_inner_op(RG_OP_COMPOSITE, fg, 0, NULL);
 }
 
 const rg_op *rg_op_from_graph(rg_ctx *C, rg_fgraph *fg) {
   if (!fg) return NULL;
-  return inner_op(C, RG_OP_OP_FROM_GRAPH, fg, 0, NULL);
+  return rgc_inner_op(RG_OP_OP_FROM_GRAPH, fg, 0, NULL);
 }
 
 static int count_inputs(rg_ctx *C, const rg_op *op, int nin) {

@@ -48,7 +48,7 @@ static pkind param_kind(rg_opcode code) {
     return PK_AXES;
   case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX: return PK_AXIS;
   case RG_OP_SUBTENSOR: case RG_OP_INC_SUBTENSOR: case RG_OP_SET_SUBTENSOR: return PK_INDEX;
-  case RG_OP_COMPOSITE: case RG_OP_OP_FROM_GRAPH: return PK_INNER;
+  case RG_OP_COMPOSITE: case RG_OP_OP_FROM_GRAPH: case RG_OP_SCAN: return PK_INNER;
   case RG_OP_OPAQUE: return PK_OPAQUE;
   default: return PK_NONE;
   }
@@ -97,6 +97,9 @@ int rgc_control_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *con
 int rgc_control_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
 int rgc_inner_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in, rgc_outs *out);
 int rgc_inner_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
+int rgc_scan_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in, rgc_outs *out);
+int rgc_scan_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
+const rg_op *rgc_scan_op_make(rg_ctx *C, rg_fgraph *g, int nints, const int64_t *ints);
 int rgc_opaque_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in, rgc_outs *out);
 int rgc_opaque_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
 
@@ -121,6 +124,9 @@ int rgc_opaque_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, 
 #define FAM_INNER                                                                 \
   .make_node = rgc_inner_make_node, .infer_shape = rgc_inner_infer_shape,         \
   .view_of = no_view, .destroys = destroys_inplace, COMMON
+#define FAM_LOOP                                                                  \
+  .make_node = rgc_scan_make_node, .infer_shape = rgc_scan_infer_shape,           \
+  .view_of = no_view, .destroys = destroys_inplace, .inner_make = rgc_scan_op_make, COMMON
 #define FAM_OPAQUE                                                                \
   .make_node = rgc_opaque_make_node, .infer_shape = rgc_opaque_infer_shape,       \
   .view_of = no_view, .destroys = destroys_inplace, COMMON

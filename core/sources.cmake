@@ -17,7 +17,10 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/core/merge.c
   ${PROJECT_SOURCE_DIR}/core/check.c
   ${PROJECT_SOURCE_DIR}/core/inner.c
+  ${PROJECT_SOURCE_DIR}/core/scan.c
+  ${PROJECT_SOURCE_DIR}/core/scan-build.c
   ${PROJECT_SOURCE_DIR}/core/gfile.c
+  ${PROJECT_SOURCE_DIR}/core/gfile-scan.c
   ${PROJECT_SOURCE_DIR}/core/pprint.c
   ${PROJECT_SOURCE_DIR}/core/export.c
   ${PROJECT_SOURCE_DIR}/core/bridge.c

@@ -27,8 +27,10 @@ enum { CM_FLOPS, CM_BYTES, CM_TIME, CM_RELATION };
 
 typedef struct size_entry { const char *name; int64_t size; struct size_entry *next; } size_entry;
 
-/* A cached cost: key hash (0 empty) and value (collected, pointer-free). */
-typedef struct cost_slot { uint64_t key; double cost; } cost_slot;
+/* A cached cost: key hash (0 empty), the node it was measured on (its
+ * op, input types and the output costed are the key, compared in full
+ * on a hash hit) and the value.  In collected memory (it holds nodes). */
+typedef struct cost_slot { uint64_t key; const rg_node *node; int out; double cost; } cost_slot;
 
 struct rg_cost_model {
   int kind;
@@ -195,13 +197,22 @@ static double bytes(rg_opcode code, int nin, const rg_type *const *in, const rg_
 
 /* ------------------------------------------------------------------ cached costs */
 
-static uint64_t node_key(const rg_node *node) {
-  uint64_t h = rg_op_hash(node->op) * 0x9e3779b97f4a7c15ull + 1;
+static uint64_t node_key(const rg_node *node, int out) {
+  uint64_t h = rg_op_hash(node->op) * 0x9e3779b97f4a7c15ull + 1 + (uint64_t)out;
   for (int i = 0; i < node->nin; i++) h = (h ^ rg_type_hash(node->inputs[i]->type)) * 0xff51afd7ed558ccdull;
   return h ? h : 1;
 }
 
-static double *cache_slot(rg_cost_model *cm, uint64_t key, bool *found) {
+/* Whether two nodes have one key: op, input types and the output. */
+static bool same_key(const rg_node *a, int aout, const rg_node *b, int bout) {
+  if (aout != bout || a->nin != b->nin || !rg_op_equal(a->op, b->op)) return false;
+  for (int i = 0; i < a->nin; i++)
+    if (!rg_type_equal(a->inputs[i]->type, b->inputs[i]->type)) return false;
+  return true;
+}
+
+static double *cache_slot(rg_cost_model *cm, const rg_node *node, int out, bool *found) {
+  uint64_t key = node_key(node, out);
   if (2 * (cm->ncache + 1) > cm->capcache) {
     size_t cap = cm->capcache ? 2 * cm->capcache : 256;
     cost_slot *t = rg_gc_alloc(cap * sizeof *t);
@@ -216,8 +227,9 @@ static double *cache_slot(rg_cost_model *cm, uint64_t key, bool *found) {
   }
   size_t s = key & (cm->capcache - 1);
   for (; cm->cache[s].key; s = (s + 1) & (cm->capcache - 1))
-    if (cm->cache[s].key == key) return *found = true, &cm->cache[s].cost;
-  cm->cache[s].key = key;
+    if (cm->cache[s].key == key && same_key(cm->cache[s].node, cm->cache[s].out, node, out))
+      return *found = true, &cm->cache[s].cost;
+  cm->cache[s] = (cost_slot){key, node, out, 0};
   cm->ncache++;
   *found = false;
   return &cm->cache[s].cost;
@@ -246,7 +258,7 @@ static double dynamic_cost(rg_egraph *eg, const rg_cost_model *cm_, const eg_hea
     return INFINITY;
   }
   bool found;
-  double *slot = cache_slot(cm, node_key(node), &found);
+  double *slot = cache_slot(cm, node, h->out, &found);
   if (found) return *slot;
   double v = cm->kind == CM_TIME ? cm->measure(node, cm->ud) : relation_cost(eg, cm, node->outputs[h->out]);
   return *slot = v < 0 ? INFINITY : v;
@@ -278,4 +290,26 @@ double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm) {
   for (uint32_t id = 0; id < eg->nnodes; id++)
     cost[id] = eg->nodes[id].dead ? INFINITY : node_cost(eg, cm, sized, id);
   return cost;
+}
+
+/* ------------------------------------------------------------------ costs of graph nodes */
+
+double rgr_node_cost(rg_cost_model *cm, const rg_node *node) {
+  if (!node->nout) return 0;
+  int n = node->nin;
+  const rg_type *ts[n ? n : 1];
+  for (int i = 0; i < n; i++) ts[i] = node->inputs[i]->type;
+  const rg_type *out = node->outputs[0]->type;
+  switch (cm->kind) {
+  case CM_FLOPS: return flops(node->op->code, n, ts, out);
+  case CM_BYTES: return bytes(node->op->code, n, ts, out);
+  case CM_TIME: {
+    bool found;
+    double *slot = cache_slot(cm, node, 0, &found);
+    if (found) return *slot;
+    double v = cm->measure(node, cm->ud);
+    return *slot = v < 0 ? INFINITY : v;
+  }
+  default: return INFINITY;
+  }
 }

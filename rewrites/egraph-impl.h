@@ -189,5 +189,9 @@ const char *eg_head_str(const rg_egraph *eg, uint32_t head);
 
 /* egraph-cost.c: per-node costs of a model (INFINITY: cannot cost it). */
 double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm);
+/* The cost of one graph node by its own static types (unknown dimensions
+ * count as 0): FLOPs, bytes or measured time; INFINITY for a relation
+ * model (it needs an e-graph). */
+double rgr_node_cost(rg_cost_model *cm, const rg_node *node);
 
 #endif

@@ -443,7 +443,8 @@ static uint64_t hmix(uint64_t h, uint64_t x) {
   return h * 0xbf58476d1ce4e5b9ull;
 }
 
-static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out);
+static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out, eg_rule *fresh);
+static bool seen_add(eg_rule *r, uint64_t h);
 
 /* The terms of class c to `depth`: its representative at depth 0, else
  * the terms of each of its e-nodes. */
@@ -455,7 +456,7 @@ static void class_terms(rg_egraph *eg, uint32_t c, int depth, int cap, alts *out
   }
   const eg_ids *ns = &eg->cls[c].nodes;
   for (uint32_t i = 0; i < ns->n && out->n < cap; i++)
-    if (!eg->nodes[ns->v[i]].dead) node_terms(eg, ns->v[i], depth, cap, out);
+    if (!eg->nodes[ns->v[i]].dead) node_terms(eg, ns->v[i], depth, cap, out, NULL);
 }
 
 static rg_term node_term(const eg_head *h, int n, const rg_term *args) {
@@ -468,12 +469,14 @@ static rg_term node_term(const eg_head *h, int n, const rg_term *args) {
 }
 
 /* The terms of e-node id: its op applied to every combination of its
- * children's terms at depth - 1 (at most cap). */
-static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out) {
+ * children's terms at depth - 1 (at most cap combinations).  With
+ * `fresh`, only the combinations that rule has not run on are built (and
+ * marked run). */
+static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out, eg_rule *fresh) {
   const eg_node *x = &eg->nodes[id];
   const eg_head *h = &eg->heads[x->head];
   if (h->leaf) {
-    alts_push(out, rg_var_term(h->leaf), hmix(0x1eaf, id));
+    if (!fresh || seen_add(fresh, hmix(0x1eaf, id))) alts_push(out, rg_var_term(h->leaf), hmix(0x1eaf, id));
     return;
   }
   int n = (int)x->nch;
@@ -486,14 +489,14 @@ static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out
   int idx[n ? n : 1];
   memset(idx, 0, sizeof idx);
   rg_term args[n ? n : 1];
-  for (;;) {
+  for (int made = 0;;) {
     uint64_t hh = hmix(0x90de, id);
-    for (int i = 0; i < n; i++) {
-      args[i] = kids[i].v[idx[i]].t;
-      hh = hmix(hh, kids[i].v[idx[i]].h);
+    for (int i = 0; i < n; i++) hh = hmix(hh, kids[i].v[idx[i]].h);
+    if (!fresh || seen_add(fresh, hh)) {
+      for (int i = 0; i < n; i++) args[i] = kids[i].v[idx[i]].t;
+      alts_push(out, node_term(h, n, args), hh);
     }
-    alts_push(out, node_term(h, n, args), hh);
-    if (out->n >= cap) return;
+    if (++made >= cap || out->n >= cap) return;
     int i = n - 1;
     while (i >= 0 && ++idx[i] == kids[i].n) idx[i--] = 0;
     if (i < 0) return;
@@ -578,10 +581,9 @@ static bool track_heads(eg_rule *r, int arg) {
 
 static int search_node_rel(rg_egraph *eg, eg_rule *r, uint32_t id, const rg_search_opts *o) {
   alts ts = {0};
-  node_terms(eg, id, o->rel_depth, o->rel_terms, &ts);
+  node_terms(eg, id, o->rel_depth, o->rel_terms, &ts, r);
   uint32_t c = eg_find(eg, eg->nodes[id].cls);
   for (int i = 0; i < ts.n; i++) {
-    if (!seen_add(r, ts.v[i].h)) continue;
     for (int dir = 0; dir < 2; dir++) {
       int rc = run_relation(eg, r, dir, c, ts.v[i].t, o->rel_answers);
       if (rc) return rc;

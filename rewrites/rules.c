@@ -8,10 +8,13 @@
  * make_node (rg_graph_eval).  A pattern without guard is matched by one
  * unification (no search); a guard or a relation runs a kanren query with
  * a step limit, so a rule that diverges stops with a clear error instead of
- * hanging the engine.
+ * hanging the engine.  In search mode (rg_rewrite_opts.answers and .cost)
+ * a relational rule takes several answers and keeps the one whose new
+ * nodes cost least.
  */
-#include "rewrites/rewrite-impl.h"
+#include "rewrites/egraph-impl.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #define RULE_STEP_LIMIT 2000000
@@ -246,25 +249,68 @@ static rg_query *rule_query(relrule *r, rg_ctx *C, rg_term in) {
   return r->Q;
 }
 
+/* Search mode: the cost of what answer v adds to the graph (the nodes
+ * between v and variables the graph has, each once). */
+static double answer_cost(rg_rewrite_run *run, rg_variable *v) {
+  rg_fgraph *fg = rg_rewrite_graph(run);
+  rg_memo *seen = rg_memo_new();
+  rg_variable **stack = rg_gc_alloc(16 * sizeof *stack);
+  size_t n = 0, cap = 16;
+  double cost = 0;
+  stack[n++] = v;
+  while (n) {
+    rg_variable *u = stack[--n];
+    rg_node *node = u->owner;
+    if (!node || rg_fgraph_contains(fg, u) || rg_memo_get(seen, node)) continue;
+    rg_memo_put(seen, node, node);
+    cost += rgr_node_cost(run->opts.cost, node);
+    for (int i = 0; i < node->nin; i++) {
+      if (n == cap) {
+        rg_variable **s = rg_gc_alloc(2 * cap * sizeof *s);
+        memcpy(s, stack, n * sizeof *s);
+        stack = s;
+        cap *= 2;
+      }
+      stack[n++] = node->inputs[i];
+    }
+  }
+  return cost;
+}
+
 static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
   relrule *r = ud;
   if (!single_output(node)) return 0;
   rg_ctx *C = run->C;
   rg_query *Q = rule_query(r, C, rg_var_term(node->outputs[0]));
-  rg_term answer;
-  int rc = rg_query_next_walked(Q, &answer);
-  if (rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT) {
-    rg_error(C, RG_ERR_LIMIT, "the relation did not answer within %d steps on %s", RULE_STEP_LIMIT,
-             rg_pprint_str(node->outputs[0]));
-    return RG_ERR_LIMIT;
+  int k = run->opts.cost && run->opts.answers > 1 ? run->opts.answers : 1;
+  rg_variable *best = NULL;
+  rg_term best_answer = RG_NIL;
+  double best_cost = INFINITY;
+  for (int i = 0; i < k; i++) {
+    rg_term answer;
+    int rc = rg_query_next_walked(Q, &answer);
+    if ((rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT) && !best) {
+      rg_error(C, RG_ERR_LIMIT, "the relation did not answer within %d steps on %s", RULE_STEP_LIMIT,
+               rg_pprint_str(node->outputs[0]));
+      return RG_ERR_LIMIT;
+    }
+    if (rc < 0 && !best) return rc;
+    if (rc != 1) break;
+    int status;
+    rg_variable *v = eval_answer(C, answer, &status);
+    if (status < 0) return status;
+    if (!v || v == node->outputs[0]) continue;
+    double c = k > 1 ? answer_cost(run, v) : 0;
+    if (!best || c < best_cost) {
+      best = v;
+      best_answer = answer;
+      best_cost = c;
+    }
   }
-  if (rc < 0) return rc;
-  if (rc != 1) return 0;
-  int status;
-  rg_variable *v = eval_answer(C, answer, &status);
-  if (!v || v == node->outputs[0]) return status;
-  if (run->opts.trace) run->subst = rgr_sprintf("out = %s", rg_to_string(answer));
-  out[0] = v;
+  rg_clear_error(C);
+  if (!best) return 0;
+  if (run->opts.trace) run->subst = rgr_sprintf("out = %s", rg_to_string(best_answer));
+  out[0] = best;
   return 1;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/core-impl.h"
+#include "relgraph/scan.h"
 
 static rg_ctx *C;
 
@@ -41,7 +42,7 @@ static void expect_error(rg_variable *v, const char *msg) {
 
 static void test_class_table_matches_enum(void **st) {
   assert_int_equal(rgc_check_classes(), 0);
-  assert_int_equal(RG_OP_COUNT, 76);
+  assert_int_equal(RG_OP_COUNT, 77);
   assert_string_equal(rg_opcode_name(RG_OP_TRUE_DIV), "true_div");
   assert_int_equal(rg_opcode_from_name("log_softmax"), RG_OP_LOG_SOFTMAX);
   assert_int_equal(rg_opcode_from_name("nope"), -1);
@@ -413,6 +414,11 @@ static void test_every_op(void **st) {
   rg_variable *mm = in("mm", RG_FLOAT32, 2, SHAPE(-1, -1));
   rg_variable *ms = rg_sum(mm, 1, SHAPE(0));
   const rg_op *ofg = rg_op_from_graph(C, rg_fgraph_new(C, 1, &mm, 1, &ms, 0));
+  rg_variable *xt = in("xt", RG_FLOAT32, 1, SHAPE(4)), *ht = in("ht", RG_FLOAT32, 1, SHAPE(4));
+  rg_variable *hn = rg_add(ht, xt);
+  rg_scan_info si = {.n_seqs = 1, .n_sit_sot = 1, .truncate_gradient = -1, .seq_ntaps = (int[]){1},
+                     .seq_taps = (const int64_t *[]){SHAPE(0)}};
+  const rg_op *scan = rg_op_scan(C, &si, rg_fgraph_new(C, 2, (rg_variable *[]){xt, ht}, 1, &hn, 0));
   rg_index e[2] = {{RG_IDX_SLICE, 1, RG_IDX_NONE, RG_IDX_NONE}, {RG_IDX_INDEX, RG_IDX_INPUT, 0, 0}};
   bool seen[RG_OP_COUNT] = {0};
   for (int code = 0; code < RG_OP_COUNT; code++) {
@@ -448,6 +454,7 @@ static void test_every_op(void **st) {
     case RG_OP_IFELSE: a[0] = c, a[1] = m, a[2] = m, n = 3; break;
     case RG_OP_COMPOSITE: op = comp; a[0] = m, a[1] = v; break;
     case RG_OP_OP_FROM_GRAPH: op = ofg; a[0] = m, n = 1; break;
+    case RG_OP_SCAN: op = scan; a[0] = k3, a[1] = m, a[2] = v, n = 3; break;
     case RG_OP_OPAQUE: op = rg_op_opaque("f", 1, NULL); break;
     default:
       if (rg_opcode_family(code) == RG_FAM_REDUCE) op = rg_op_reduce(code, 1, SHAPE(1)), n = 1;

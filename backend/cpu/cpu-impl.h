@@ -210,5 +210,6 @@ int rgb_cpu_arange(rgb_exec *x);
 /* inner.c */
 int rgb_cpu_composite(rgb_exec *x);
 int rgb_cpu_op_from_graph(rgb_exec *x);
+int rgb_cpu_scan(rgb_exec *x);     /* scan.c */
 
 #endif

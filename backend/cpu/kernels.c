@@ -29,4 +29,5 @@ const rgb_kernel rgb_cpu_kernels[RG_OP_COUNT] = {
     [RG_OP_SUBTENSOR] = rgb_cpu_subtensor, [RG_OP_INC_SUBTENSOR] = rgb_cpu_set_subtensor,
     [RG_OP_SET_SUBTENSOR] = rgb_cpu_set_subtensor, [RG_OP_ARANGE] = rgb_cpu_arange,
     [RG_OP_COMPOSITE] = rgb_cpu_composite, [RG_OP_OP_FROM_GRAPH] = rgb_cpu_op_from_graph,
+    [RG_OP_SCAN] = rgb_cpu_scan,
 };

@@ -280,6 +280,7 @@ int rg_npy_write(rg_ctx *C, const rg_tensor *t, bool fortran, void **out, size_t
   X(IFELSE, "ifelse", CONTROL, 3, -1)                    \
   X(COMPOSITE, "composite", INNER, 0, -1)                \
   X(OP_FROM_GRAPH, "op_from_graph", INNER, 0, -1)        \
+  X(SCAN, "scan", LOOP, 1, -1)                           \
   X(OPAQUE, "opaque", OPAQUE, 0, -1)
 
 typedef enum rg_opcode {
@@ -291,7 +292,7 @@ typedef enum rg_opcode {
 
 typedef enum rg_op_family {
   RG_FAM_ELEMWISE, RG_FAM_SHAPE, RG_FAM_REDUCE, RG_FAM_BLAS, RG_FAM_CONTROL,
-  RG_FAM_INNER, RG_FAM_OPAQUE
+  RG_FAM_INNER, RG_FAM_OPAQUE, RG_FAM_LOOP
 } rg_op_family;
 
 typedef struct rg_op_class rg_op_class;       /* the vtable; see core/core-impl.h */
@@ -322,6 +323,7 @@ typedef struct rg_index { int64_t kind, a, b, c; } rg_index;
  *   reductions:          ints = sorted distinct axes; all_axes when none given
  *   softmax, log_softmax: ints[0] = axis
  *   composite, op_from_graph: inner (the inner FunctionGraph)
+ *   scan:                inner, and its layout in ints (relgraph/scan.h)
  *   opaque:              name, nout, out_type (NULL: elementwise rule)
  * Ops are created with rg_op_get() (no parameters) or the rg_op_* makers. */
 typedef struct rg_op {

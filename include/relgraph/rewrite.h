@@ -184,6 +184,13 @@ typedef struct rg_rewrite_opts {
    * compile pipeline hands in the CPU backend's evaluator.  NULL: no
    * constant folding. */
   int (*fold)(const rg_node *node, rg_tensor **outputs, char *err, size_t errlen);
+  /* Search mode: a relational rule takes up to `answers` answers of its
+   * relation and keeps the cheapest by `cost` (rg_cost_flops,
+   * rg_cost_bytes or rg_cost_measured below: the summed cost of the nodes
+   * the answer adds to the graph, by their static types; ties go to the
+   * earlier answer).  answers <= 1 or no cost: the first answer. */
+  int answers;
+  struct rg_cost_model *cost;
 } rg_rewrite_opts;
 
 /* Runs a rewriter on a graph.  Returns a run (with the stop reason, the

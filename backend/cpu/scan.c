@@ -1,0 +1,410 @@
+/*
+ * scan.c — running a Scan node on the CPU (semantics: relgraph/scan.h).
+ *
+ * The inner graph was linked once with the outer function (the node's
+ * inner program); each step binds the inner inputs and runs it with
+ * rgb_program_step, which neither links nor makes references: after the
+ * first step every inner kernel finds its output buffer in its cell.
+ *
+ * Buffers.  Each state (mit-sot, sit-sot) lives in one contiguous buffer
+ * of R rows, Aesara's layout: position p = t + ninit holds the state of
+ * step t (ninit = -min tap rows of initial values before it), in row
+ * p mod R.  With the whole trace kept, R = steps + ninit and nothing
+ * wraps: the output is a view of rows ninit.. of the buffer, no copy.
+ * With store_steps s, R = max(s, ninit + 1) (a step never overwrites a
+ * row it reads) and the last min(s, steps) positions are copied out in
+ * order at the end.  A nit-sot's buffer is allocated after the first
+ * step, from the shape of its first value.  A mit-mot works on a copy of
+ * its outer buffer, reading and writing rows t + tap - m.
+ *
+ * Views.  Every inner input that is a slice (a sequence tap, a state
+ * tap) is one tensor header made before the loop; a step only moves its
+ * data pointer.  Each step's inner outputs are copied into their rows
+ * (a memcpy for contiguous rows), then checked against the row's shape.
+ */
+#include "backend/cpu/cpu-impl.h"
+#include "base/base.h"
+#include "relgraph/scan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A state, nit-sot or mit-mot buffer. */
+typedef struct trace {
+  rg_scan_kind kind;
+  int k;
+  int out;                 /* outer output */
+  rg_tensor *buf;          /* owned; NULL until a nit-sot's first step */
+  int64_t rows;            /* R */
+  int64_t ninit;           /* positions before step 0 (mit-mot: -m) */
+  int64_t keep;            /* store_steps, 0: all */
+  bool wrap;               /* rows < positions: circular */
+  int ntaps;
+  const int64_t *taps;     /* input taps */
+  int nout;
+  const int64_t *out_taps; /* mit-mot output taps; else the one tap 0 */
+  int first_in, first_out; /* inner input / output of tap 0 */
+} trace;
+
+typedef struct run {
+  rgb_exec *x;
+  rg_scan_info s;
+  rgb_program *p;
+  int64_t n, steps;
+  rg_tensor **in;          /* inner inputs */
+  bool *own;               /* in[i] is a header of ours */
+  int nin;
+  trace *tr;
+  int ntr;
+  rg_tensor dst;           /* a row of a buffer, written by a step */
+} run;
+
+static const int64_t zero_tap = 0, minus_one = -1;
+
+static int64_t min_tap(int n, const int64_t *t) {
+  int64_t m = t[0];
+  for (int i = 1; i < n; i++) m = t[i] < m ? t[i] : m;
+  return m;
+}
+
+static int64_t max_tap(int n, const int64_t *t) {
+  int64_t m = t[0];
+  for (int i = 1; i < n; i++) m = t[i] > m ? t[i] : m;
+  return m;
+}
+
+static int64_t row_bytes(const rg_tensor *t) {
+  int64_t b = (int64_t)rg_dtype_size(t->dtype);
+  for (int d = 1; d < t->ndim; d++) b *= t->shape[d];
+  return b;
+}
+
+/* A header viewing row 0 of t (which has at least one row). */
+static rg_tensor *row_view(run *r, const rg_tensor *t) {
+  rg_tensor *v = rg_tensor_view(t, t->ndim - 1, t->shape + 1, t->strides + 1, 0);
+  if (!v) rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a view");
+  return v;
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static int check_steps(run *r) {
+  rgb_exec *x = r->x;
+  if (r->n < 0) return rgb_error(x, RG_ERR_EVAL, "n_steps is negative (%lld)", (long long)r->n);
+  for (int k = 0; k < r->s.n_seqs; k++) {
+    const rg_tensor *q = rgb_in(x, rg_scan_outer_in(&r->s, RG_SCAN_SEQ, k));
+    int nt = r->s.seq_ntaps[k];
+    int64_t lo = min_tap(nt, r->s.seq_taps[k]), hi = max_tap(nt, r->s.seq_taps[k]);
+    if (r->n > 0 && q->shape[0] < r->n + hi - lo)
+      return rgb_error(x, RG_ERR_EVAL, "sequence %d has %lld rows: %lld steps with taps %lld..%lld "
+                       "need %lld", k, (long long)q->shape[0], (long long)r->n, (long long)lo,
+                       (long long)hi, (long long)(r->n + hi - lo));
+  }
+  for (int k = 0; k < r->s.n_nit_sot; k++) {
+    int64_t len = rgbc_scalar_i64(rgb_in(x, rg_scan_outer_in(&r->s, RG_SCAN_NIT_SOT, k)));
+    if (len != r->n)
+      return rgb_error(x, RG_ERR_EVAL, "the length of nit-sot %d is %lld, the number of steps "
+                       "%lld", k, (long long)len, (long long)r->n);
+  }
+  return RG_OK;
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+static int alloc_rows(run *r, trace *tr, rg_dtype dt, int rowdim, const int64_t *rowshape) {
+  int64_t shape[RG_MAX_NDIM];
+  shape[0] = tr->rows;
+  memcpy(shape + 1, rowshape, (size_t)rowdim * sizeof *shape);
+  tr->buf = rg_tensor_empty(dt, rowdim + 1, shape);
+  if (!tr->buf) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a trace of %lld rows", (long long)tr->rows);
+  return RG_OK;
+}
+
+/* A state: rows for its trace, the initial values in positions 0..ninit. */
+static int init_state(run *r, trace *tr) {
+  const rg_tensor *init = rgb_in(r->x, rg_scan_outer_in(&r->s, tr->kind, tr->k));
+  tr->ninit = -min_tap(tr->ntaps, tr->taps);
+  bool sit = tr->kind == RG_SCAN_SIT_SOT;
+  if (!sit && init->shape[0] < tr->ninit)
+    return rgb_error(r->x, RG_ERR_EVAL, "mit-sot state %d needs %lld initial rows, got %lld", tr->k,
+                     (long long)tr->ninit, (long long)init->shape[0]);
+  int64_t all = r->n + tr->ninit;
+  tr->rows = all;
+  if (tr->keep > 0) {
+    int64_t want = tr->keep > tr->ninit + 1 ? tr->keep : tr->ninit + 1;
+    tr->rows = want < all ? want : all;
+  }
+  tr->wrap = tr->rows < all;
+  int rowdim = sit ? init->ndim : init->ndim - 1;
+  const int64_t *rowshape = sit ? init->shape : init->shape + 1;
+  if (alloc_rows(r, tr, init->dtype, rowdim, rowshape)) return r->x->rt->errcode;
+  if (sit) {
+    rg_tensor *h0 = row_view(r, tr->buf);
+    int rc = h0 ? rgbc_assign(r->x, h0, init, NULL) : r->x->rt->errcode;
+    rg_tensor_free(h0);
+    return rc;
+  }
+  int64_t shape[RG_MAX_NDIM];
+  memcpy(shape, init->shape, (size_t)init->ndim * sizeof *shape);
+  shape[0] = tr->ninit;
+  rg_tensor *head = rg_tensor_view(tr->buf, init->ndim, shape, tr->buf->strides, 0);
+  rg_tensor *src = rg_tensor_view(init, init->ndim, shape, init->strides, 0);
+  int rc = head && src ? rgbc_assign(r->x, head, src, NULL) : rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  rg_tensor_free(head);
+  rg_tensor_free(src);
+  return rc;
+}
+
+static int init_mit_mot(run *r, trace *tr) {
+  const rg_tensor *b = rgb_in(r->x, rg_scan_outer_in(&r->s, RG_SCAN_MIT_MOT, tr->k));
+  int64_t lo = min_tap(tr->ntaps, tr->taps), hi = max_tap(tr->ntaps, tr->taps);
+  int64_t olo = min_tap(tr->nout, tr->out_taps), ohi = max_tap(tr->nout, tr->out_taps);
+  lo = olo < lo ? olo : lo, hi = ohi > hi ? ohi : hi;
+  tr->ninit = -lo;
+  tr->rows = b->shape[0];
+  if (r->n > 0 && b->shape[0] < r->n + hi - lo)
+    return rgb_error(r->x, RG_ERR_EVAL, "mit-mot %d has %lld rows: %lld steps with taps %lld..%lld "
+                     "need %lld", tr->k, (long long)b->shape[0], (long long)r->n, (long long)lo,
+                     (long long)hi, (long long)(r->n + hi - lo));
+  tr->buf = rg_tensor_copy(b);
+  return tr->buf ? RG_OK : rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a mit-mot buffer");
+}
+
+/* The traces in outer output order, with their taps and positions. */
+static int make_traces(run *r) {
+  const rg_scan_info *s = &r->s;
+  r->ntr = rg_scan_n_outer_out(s);
+  r->tr = rg_calloc((size_t)r->ntr + 1, sizeof *r->tr);
+  if (!r->tr) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(s, kind); k++) {
+      int o = rg_scan_outer_out(s, kind, k);
+      trace *tr = &r->tr[o];
+      *tr = (trace){.kind = kind, .k = k, .out = o, .ntaps = 1, .taps = &minus_one, .nout = 1,
+                    .out_taps = &zero_tap, .first_in = rg_scan_inner_in(s, kind, k, 0),
+                    .first_out = rg_scan_inner_out(s, kind, k, 0)};
+      int store_at = kind == RG_SCAN_MIT_SOT ? k : kind == RG_SCAN_SIT_SOT ? s->n_mit_sot + k
+                                                                         : s->n_mit_sot + s->n_sit_sot + k;
+      if (kind != RG_SCAN_MIT_MOT) tr->keep = s->store_steps[store_at];
+      if (kind == RG_SCAN_MIT_SOT) tr->ntaps = s->mit_sot_ntaps[k], tr->taps = s->mit_sot_taps[k];
+      if (kind == RG_SCAN_MIT_MOT) {
+        tr->ntaps = s->mit_mot_nin[k], tr->taps = s->mit_mot_in_taps[k];
+        tr->nout = s->mit_mot_nout[k], tr->out_taps = s->mit_mot_out_taps[k];
+      }
+      int rc = kind == RG_SCAN_MIT_MOT ? init_mit_mot(r, tr)
+               : kind == RG_SCAN_NIT_SOT ? RG_OK : init_state(r, tr);
+      if (kind == RG_SCAN_NIT_SOT) {
+        tr->rows = tr->keep > 0 && tr->keep < r->n ? tr->keep : r->n;
+        tr->wrap = tr->rows < r->n;
+      }
+      if (rc) return rc;
+    }
+  return RG_OK;
+}
+
+/* ------------------------------------------------------------------ inner inputs */
+
+static int make_inputs(run *r) {
+  const rg_scan_info *s = &r->s;
+  r->nin = rg_scan_n_inner_in(s);
+  r->in = rg_calloc((size_t)r->nin + 1, sizeof *r->in);
+  r->own = rg_calloc((size_t)r->nin + 1, sizeof *r->own);
+  if (!r->in || !r->own) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < s->n_seqs; k++)
+    for (int j = 0; j < s->seq_ntaps[k]; j++) {
+      int i = rg_scan_inner_in(s, RG_SCAN_SEQ, k, j);
+      if (!(r->in[i] = row_view(r, rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_SEQ, k))))) return r->x->rt->errcode;
+      r->own[i] = true;
+    }
+  for (int o = 0; o < r->ntr; o++) {
+    trace *tr = &r->tr[o];
+    for (int j = 0; tr->kind != RG_SCAN_NIT_SOT && j < tr->ntaps; j++) {
+      int i = tr->first_in + j;
+      if (!(r->in[i] = row_view(r, tr->buf))) return r->x->rt->errcode;
+      r->own[i] = true;
+    }
+  }
+  for (int k = 0; k < s->n_non_seqs; k++)
+    r->in[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)] = rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k));
+  return RG_OK;
+}
+
+static int64_t wrap_row(const trace *tr, int64_t pos) { return tr->wrap ? pos % tr->rows : pos; }
+
+/* Points every slice at step t. */
+static void place_inputs(run *r, int64_t t) {
+  const rg_scan_info *s = &r->s;
+  for (int k = 0; k < s->n_seqs; k++) {
+    const rg_tensor *q = rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_SEQ, k));
+    int nt = s->seq_ntaps[k];
+    int64_t lo = min_tap(nt, s->seq_taps[k]);
+    for (int j = 0; j < nt; j++) {
+      int64_t row = t + s->seq_taps[k][j] - lo;
+      if (s->go_backwards) row = q->shape[0] - 1 - row;
+      r->in[rg_scan_inner_in(s, RG_SCAN_SEQ, k, j)]->data = q->data + row * q->strides[0];
+    }
+  }
+  for (int o = 0; o < r->ntr; o++) {
+    const trace *tr = &r->tr[o];
+    if (tr->kind == RG_SCAN_NIT_SOT) continue;
+    for (int j = 0; j < tr->ntaps; j++)
+      r->in[tr->first_in + j]->data = tr->buf->data + wrap_row(tr, t + tr->ninit + tr->taps[j]) * tr->buf->strides[0];
+  }
+}
+
+/* ------------------------------------------------------------------ a step's outputs */
+
+static bool same_row_shape(const rg_tensor *buf, const rg_tensor *v) {
+  if (v->ndim != buf->ndim - 1) return false;
+  for (int d = 0; d < v->ndim; d++)
+    if (v->shape[d] != buf->shape[d + 1]) return false;
+  return true;
+}
+
+static int store(run *r, trace *tr, const rg_tensor *v, int64_t row, int64_t t) {
+  if (!same_row_shape(tr->buf, v)) {
+    char a[256], b[256];
+    return rgb_error(r->x, RG_ERR_EVAL, "step %lld: output %d has shape %s, its trace's rows are %s",
+                     (long long)t, tr->out, rgbc_shape_str(a, sizeof a, v->ndim, v->shape),
+                     rgbc_shape_str(b, sizeof b, tr->buf->ndim - 1, tr->buf->shape + 1));
+  }
+  char *to = tr->buf->data + row * tr->buf->strides[0];
+  if (v->dtype == tr->buf->dtype && rg_tensor_is_c_contiguous(v)) {
+    memcpy(to, v->data, (size_t)row_bytes(tr->buf));
+    return RG_OK;
+  }
+  rg_tensor *d = &r->dst;
+  d->dtype = tr->buf->dtype;
+  d->ndim = tr->buf->ndim - 1;
+  memcpy(d->shape, tr->buf->shape + 1, (size_t)d->ndim * sizeof(int64_t));
+  memcpy(d->strides, tr->buf->strides + 1, (size_t)d->ndim * sizeof(int64_t));
+  d->data = to;
+  return rgbc_assign(r->x, d, v, NULL);
+}
+
+static int first_nit_sot(run *r, trace *tr, const rg_tensor *v) {
+  return alloc_rows(r, tr, v->dtype, v->ndim, v->shape);
+}
+
+static int store_outputs(run *r, int64_t t) {
+  rgb_program *p = r->p;
+  for (int o = 0; o < r->ntr; o++) {
+    trace *tr = &r->tr[o];
+    for (int j = 0; j < tr->nout; j++) {
+      const rg_tensor *v = p->cells[p->out_cells[tr->first_out + j]];
+      if (!v) return rgb_error(r->x, RG_ERR_EVAL, "step %lld: an inner output was not computed", (long long)t);
+      if (!tr->buf && first_nit_sot(r, tr, v)) return r->x->rt->errcode;
+      int64_t row = tr->kind == RG_SCAN_NIT_SOT ? wrap_row(tr, t)
+                    : wrap_row(tr, t + tr->ninit + tr->out_taps[j]);
+      int rc = store(r, tr, v, row, t);
+      if (rc) return rc;
+    }
+  }
+  return RG_OK;
+}
+
+static bool until_holds(run *r) {
+  if (!r->s.until) return false;
+  const rg_tensor *c = r->p->cells[r->p->out_cells[rg_scan_inner_out(&r->s, RG_SCAN_UNTIL, 0, 0)]];
+  return c && rgbc_scalar_f64(c) != 0;
+}
+
+static int loop(run *r) {
+  for (int64_t t = 0; t < r->n; t++) {
+    place_inputs(r, t);
+    int rc = rgb_program_step(r->p, r->in);
+    if (rc) {
+      rgb_program_unbind(r->p);
+      return rgb_error(r->x, rc, "step %lld: %s", (long long)t,
+                       r->p->rt->err[0] ? r->p->rt->err : "the inner graph failed");
+    }
+    rc = store_outputs(r, t);
+    bool stop = rc == RG_OK && until_holds(r);
+    rgb_program_unbind(r->p);
+    if (rc) return rc;
+    r->steps = t + 1;
+    if (stop) break;
+  }
+  return RG_OK;
+}
+
+/* ------------------------------------------------------------------ outer outputs */
+
+/* A nit-sot that never ran: zero rows, the static row shape (unknown
+ * sizes 0). */
+static int empty_nit_sot(run *r, trace *tr) {
+  const rgb_vtype *vt = &r->x->node->out[tr->out];
+  int64_t shape[RG_MAX_NDIM];
+  shape[0] = 0;
+  for (int d = 1; d < vt->ndim; d++) shape[d] = vt->shape[d] >= 0 ? vt->shape[d] : 0;
+  tr->rows = 0;
+  tr->buf = rg_tensor_empty(vt->dtype, vt->ndim, shape);
+  return tr->buf ? RG_OK : rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+}
+
+/* The last `count` positions ending before `end`, in order. */
+static rg_tensor *trace_out(run *r, trace *tr, int64_t end, int64_t count) {
+  rg_tensor *b = tr->buf;
+  int64_t shape[RG_MAX_NDIM];
+  memcpy(shape, b->shape, (size_t)b->ndim * sizeof *shape);
+  shape[0] = count;
+  int64_t first = end - count;
+  if (!tr->wrap || count == 0) return rg_tensor_view(b, b->ndim, shape, b->strides, count ? first * b->strides[0] : 0);
+  rg_tensor *out = rg_tensor_empty(b->dtype, b->ndim, shape);
+  int64_t rb = row_bytes(b);
+  for (int64_t i = 0; out && i < count; i++)
+    memcpy(out->data + i * rb, b->data + wrap_row(tr, first + i) * b->strides[0], (size_t)rb);
+  return out;
+}
+
+static int set_outputs(run *r) {
+  for (int o = 0; o < r->ntr; o++) {
+    trace *tr = &r->tr[o];
+    if (!tr->buf && empty_nit_sot(r, tr)) return r->x->rt->errcode;
+    rg_tensor *v;
+    if (tr->kind == RG_SCAN_MIT_MOT) {
+      v = rg_tensor_ref(tr->buf);
+    } else {
+      int64_t start = tr->kind == RG_SCAN_NIT_SOT ? 0 : tr->ninit;
+      int64_t count = tr->keep > 0 && tr->keep < r->steps ? tr->keep : r->steps;
+      v = trace_out(r, tr, start + r->steps, count);
+    }
+    if (!v) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory for output %d", o);
+    rgb_set_output(r->x, o, v);
+  }
+  return RG_OK;
+}
+
+static void run_free(run *r) {
+  for (int i = 0; r->in && i < r->nin; i++)
+    if (r->own[i]) rg_tensor_free(r->in[i]);
+  for (int o = 0; r->tr && o < r->ntr; o++) rg_tensor_free(r->tr[o].buf);
+  rg_free(r->in);
+  rg_free(r->own);
+  rg_free(r->tr);
+  rg_free(r);
+}
+
+int rgb_cpu_scan(rgb_exec *x) {
+  const rgb_node *n = x->node;
+  if (!n->inner) return rgb_error(x, RG_ERR_TYPE, "the inner graph is not linked");
+  char scratch[RG_SCAN_SCRATCH(n->nints)];
+  run *r = rg_calloc(1, sizeof *r);
+  if (!r) return rgb_error(x, RG_ERR_NOMEM, "out of memory");
+  r->x = x;
+  r->p = n->inner;
+  int rc = RG_OK;
+  if (!rg_scan_info_decode(n->nints, n->ints, &r->s, scratch))
+    rc = rgb_error(x, RG_ERR_TYPE, "malformed scan parameters");
+  if (rc == RG_OK) {
+    r->n = rgbc_scalar_i64(rgb_in(x, 0));
+    rc = check_steps(r);
+  }
+  if (rc == RG_OK) rc = make_traces(r);
+  if (rc == RG_OK && r->n > 0) rc = make_inputs(r);
+  if (rc == RG_OK) rc = loop(r);
+  if (rc == RG_OK) rc = set_outputs(r);
+  run_free(r);
+  return rc;
+}

@@ -1,0 +1,283 @@
+/*
+ * scan-build.c — rg_scan, the builder that writes a loop as aesara.scan
+ * does: sequences with taps, outputs_info (nit-sot, sit-sot or mit-sot per
+ * output), non-sequences, n_steps, go_backwards, and a step function.
+ *
+ * The user's order and the op's differ: the step function sees each
+ * sequence tap, then each state tap in outputs_info order, then the
+ * non-sequences, and returns one value per output in outputs_info order;
+ * the op groups states by kind (mit-sot, sit-sot, nit-sot).  The builder
+ * makes the inner inputs in the user's order, calls the step, then
+ * permutes inputs and outputs into the op's order (`slot` below maps each
+ * user output to its kind and index).  Free variables of the step (leaves
+ * that are neither inner inputs nor constants) become extra
+ * non-sequences, as aesara.scan finds shared variables.
+ */
+#include "core/core-impl.h"
+#include "relgraph/scan.h"
+
+typedef struct slot {
+  rg_scan_kind kind;
+  int k;            /* index among the outputs of that kind */
+} slot;
+
+typedef struct build {
+  rg_ctx *C;
+  const rg_scan_spec *sp;
+  slot *slots;                  /* per user output */
+  int nms, nss, nns;            /* mit-sot, sit-sot, nit-sot counts */
+  rg_variable **user_in;        /* inner inputs, the step's order */
+  int nuser_in;
+  rg_variable **step_out;       /* per user output */
+  rg_variable *until;
+  rgk_stack free_outer, free_inner; /* free variables and their inner inputs */
+} build;
+
+static rg_node *berr(rg_ctx *C, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static rg_node *berr(rg_ctx *C, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = rgk_vsprintf(fmt, ap);
+  va_end(ap);
+  rg_error(C, RG_ERR_TYPE, "scan: %s", msg);
+  return NULL;
+}
+
+static bool is_sit_sot(const rg_scan_output *o) {
+  return o->ntaps == 0 || (o->ntaps == 1 && o->taps[0] == -1);
+}
+
+static const rg_type *row_of(const rg_type *t) {
+  return rg_type_on_device(rg_type_new(t->dtype, t->ndim - 1, t->shape + 1), t->device);
+}
+
+static int seq_ntaps(const rg_scan_seq *q) { return q->ntaps ? q->ntaps : 1; }
+static int64_t seq_tap(const rg_scan_seq *q, int j) { return q->ntaps ? q->taps[j] : 0; }
+
+/* ------------------------------------------------------------------ checking the spec */
+
+static bool check_spec(build *b) {
+  const rg_scan_spec *sp = b->sp;
+  if (sp->nseqs < 0 || sp->noutputs < 0 || sp->nnon_seqs < 0)
+    return berr(b->C, "negative counts"), false;
+  if (!sp->fn && !sp->step_out && sp->noutputs)
+    return berr(b->C, "no step: give fn or step_in/step_out"), false;
+  for (int i = 0; i < sp->nseqs; i++) {
+    const rg_scan_seq *q = &sp->seqs[i];
+    if (!q->x) return false;
+    if (q->x->type->ndim < 1) return berr(b->C, "sequence %d is a scalar: it needs a dimension to walk", i), false;
+  }
+  for (int i = 0; i < sp->noutputs; i++) {
+    const rg_scan_output *o = &sp->outputs[i];
+    if (!o->init) continue;
+    for (int j = 0; j < o->ntaps; j++)
+      if (o->taps[j] >= 0)
+        return berr(b->C, "output %d: tap %lld must be negative (a state reads earlier steps)", i,
+                    (long long)o->taps[j]), false;
+    if (!is_sit_sot(o) && o->init->type->ndim < 1)
+      return berr(b->C, "output %d: the initial values of a state with taps are rows of a tensor "
+                  "(got a scalar)", i), false;
+  }
+  for (int i = 0; i < sp->nnon_seqs; i++)
+    if (!sp->non_seqs[i]) return false;
+  if (!sp->n_steps && sp->nseqs == 0)
+    return berr(b->C, "n_steps must be given when there are no sequences"), false;
+  return true;
+}
+
+/* ------------------------------------------------------------------ the step */
+
+static void classify(build *b) {
+  const rg_scan_spec *sp = b->sp;
+  b->slots = rgk_alloc((size_t)(sp->noutputs + 1) * sizeof *b->slots);
+  for (int i = 0; i < sp->noutputs; i++) {
+    const rg_scan_output *o = &sp->outputs[i];
+    if (!o->init) b->slots[i] = (slot){RG_SCAN_NIT_SOT, b->nns++};
+    else if (is_sit_sot(o)) b->slots[i] = (slot){RG_SCAN_SIT_SOT, b->nss++};
+    else b->slots[i] = (slot){RG_SCAN_MIT_SOT, b->nms++};
+  }
+}
+
+static rg_variable *fresh(build *b, const rg_type *t) { return rg_input(b->C, NULL, t); }
+
+/* Fresh inner inputs in the step's order. */
+static void make_user_inputs(build *b) {
+  const rg_scan_spec *sp = b->sp;
+  rgk_stack v = {0};
+  for (int i = 0; i < sp->nseqs; i++)
+    for (int j = 0; j < seq_ntaps(&sp->seqs[i]); j++)
+      rgk_push(&v, (rgk_word)fresh(b, row_of(sp->seqs[i].x->type)));
+  for (int i = 0; i < sp->noutputs; i++) {
+    const rg_scan_output *o = &sp->outputs[i];
+    if (!o->init) continue;
+    if (is_sit_sot(o)) rgk_push(&v, (rgk_word)fresh(b, o->init->type));
+    else
+      for (int j = 0; j < o->ntaps; j++) rgk_push(&v, (rgk_word)fresh(b, row_of(o->init->type)));
+  }
+  for (int i = 0; i < sp->nnon_seqs; i++) rgk_push(&v, (rgk_word)fresh(b, sp->non_seqs[i]->type));
+  b->user_in = (rg_variable **)v.v;
+  b->nuser_in = (int)v.n;
+}
+
+static bool run_step(build *b) {
+  const rg_scan_spec *sp = b->sp;
+  b->step_out = rgk_alloc((size_t)(sp->noutputs + 1) * sizeof *b->step_out);
+  if (sp->fn) {
+    make_user_inputs(b);
+    if (sp->fn(b->C, b->nuser_in, b->user_in, b->step_out, &b->until, sp->ud) != RG_OK) return false;
+  } else {
+    b->user_in = (rg_variable **)sp->step_in;
+    b->nuser_in = sp->nstep_in;
+    for (int i = 0; i < sp->noutputs; i++) b->step_out[i] = sp->step_out[i];
+    b->until = sp->step_until;
+  }
+  for (int i = 0; i < sp->noutputs; i++)
+    if (!b->step_out[i]) return berr(b->C, "the step returned no value for output %d", i), false;
+  return true;
+}
+
+/* Leaves of the step that are not inner inputs or constants: each gets
+ * an inner input of its own, and is passed as a non-sequence. */
+static bool find_free(build *b) {
+  const rg_scan_spec *sp = b->sp;
+  int n = sp->noutputs + (b->until != NULL);
+  rg_variable **outs = rgk_alloc((size_t)(n + 1) * sizeof *outs);
+  memcpy(outs, b->step_out, (size_t)sp->noutputs * sizeof *outs);
+  if (b->until) outs[sp->noutputs] = b->until;
+  rg_memo *mine = rg_memo_new();
+  for (int i = 0; i < b->nuser_in; i++) rg_memo_put(mine, b->user_in[i], b->user_in[i]);
+  size_t count;
+  rg_variable **leaves = rg_graph_inputs(n, outs, &count);
+  for (size_t i = 0; i < count; i++) {
+    if (rg_is_constant(leaves[i]) || rg_memo_get(mine, leaves[i])) continue;
+    rgk_push(&b->free_outer, (rgk_word)leaves[i]);
+    rgk_push(&b->free_inner, (rgk_word)leaves[i]); /* the leaf itself stands for its input */
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------ the op's order */
+
+/* Position in the user's inner inputs of the first tap of user output i. */
+static int user_state_at(build *b, int i) {
+  const rg_scan_spec *sp = b->sp;
+  int at = 0;
+  for (int q = 0; q < sp->nseqs; q++) at += seq_ntaps(&sp->seqs[q]);
+  for (int q = 0; q < i; q++) {
+    const rg_scan_output *o = &sp->outputs[q];
+    if (o->init) at += is_sit_sot(o) ? 1 : o->ntaps;
+  }
+  return at;
+}
+
+/* The user output of a kind's k-th state. */
+static int user_output(build *b, rg_scan_kind kind, int k) {
+  for (int i = 0; i < b->sp->noutputs; i++)
+    if (b->slots[i].kind == kind && b->slots[i].k == k) return i;
+  return -1;
+}
+
+static void fill_info(build *b, rg_scan_info *s) {
+  const rg_scan_spec *sp = b->sp;
+  memset(s, 0, sizeof *s);
+  s->n_seqs = sp->nseqs, s->n_mit_sot = b->nms, s->n_sit_sot = b->nss, s->n_nit_sot = b->nns;
+  s->n_non_seqs = sp->nnon_seqs + (int)b->free_outer.n;
+  s->until = b->until != NULL, s->go_backwards = sp->go_backwards;
+  s->truncate_gradient = sp->truncate_gradient;
+  int *sn = rgk_alloc((size_t)(sp->nseqs + 1) * sizeof *sn);
+  const int64_t **st = rgk_alloc((size_t)(sp->nseqs + 1) * sizeof *st);
+  for (int i = 0; i < sp->nseqs; i++) {
+    sn[i] = seq_ntaps(&sp->seqs[i]);
+    int64_t *t = rgk_alloc_atomic((size_t)sn[i] * sizeof *t);
+    for (int j = 0; j < sn[i]; j++) t[j] = seq_tap(&sp->seqs[i], j);
+    st[i] = t;
+  }
+  int *mn = rgk_alloc((size_t)(b->nms + 1) * sizeof *mn);
+  const int64_t **mt = rgk_alloc((size_t)(b->nms + 1) * sizeof *mt);
+  for (int k = 0; k < b->nms; k++) {
+    const rg_scan_output *o = &sp->outputs[user_output(b, RG_SCAN_MIT_SOT, k)];
+    mn[k] = o->ntaps, mt[k] = o->taps;
+  }
+  s->seq_ntaps = sn, s->seq_taps = st, s->mit_sot_ntaps = mn, s->mit_sot_taps = mt;
+}
+
+/* Inner inputs and outputs in the op's order. */
+static rg_fgraph *inner_graph(build *b, const rg_scan_info *s) {
+  const rg_scan_spec *sp = b->sp;
+  int nin = rg_scan_n_inner_in(s), nout = rg_scan_n_inner_out(s);
+  rg_variable **in = rgk_alloc((size_t)(nin + 1) * sizeof *in);
+  rg_variable **out = rgk_alloc((size_t)(nout + 1) * sizeof *out);
+  int nseq_in = 0;
+  for (int i = 0; i < sp->nseqs; i++) nseq_in += seq_ntaps(&sp->seqs[i]);
+  memcpy(in, b->user_in, (size_t)nseq_in * sizeof *in);
+  for (int i = 0; i < sp->noutputs; i++) {
+    slot sl = b->slots[i];
+    out[rg_scan_inner_out(s, sl.kind, sl.k, 0)] = b->step_out[i];
+    if (sl.kind == RG_SCAN_NIT_SOT) continue;
+    int ntaps = sl.kind == RG_SCAN_MIT_SOT ? s->mit_sot_ntaps[sl.k] : 1, at = user_state_at(b, i);
+    for (int j = 0; j < ntaps; j++) in[rg_scan_inner_in(s, sl.kind, sl.k, j)] = b->user_in[at + j];
+  }
+  int user_ns = b->nuser_in - sp->nnon_seqs;
+  for (int k = 0; k < sp->nnon_seqs; k++) in[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)] = b->user_in[user_ns + k];
+  for (size_t k = 0; k < b->free_inner.n; k++)
+    in[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, sp->nnon_seqs + (int)k, 0)] = (rg_variable *)b->free_inner.v[k];
+  if (b->until) out[rg_scan_inner_out(s, RG_SCAN_UNTIL, 0, 0)] = b->until;
+  return rg_fgraph_new(b->C, nin, in, nout, out, RG_FG_CLONE);
+}
+
+/* ------------------------------------------------------------------ outer inputs */
+
+/* The number of steps: given, or the shortest sequence after its taps. */
+static rg_variable *steps(build *b) {
+  const rg_scan_spec *sp = b->sp;
+  if (sp->n_steps) return sp->n_steps;
+  rg_variable *n = NULL;
+  for (int i = 0; i < sp->nseqs; i++) {
+    const rg_scan_seq *q = &sp->seqs[i];
+    int64_t lo = seq_tap(q, 0), hi = lo;
+    for (int j = 0; j < seq_ntaps(q); j++) {
+      int64_t t = seq_tap(q, j);
+      lo = t < lo ? t : lo, hi = t > hi ? t : hi;
+    }
+    int64_t len = q->x->type->shape[0];
+    if (len >= 0 && len < hi - lo + 1)
+      return berr(b->C, "sequence %d has %lld rows, too short for its taps %lld..%lld", i,
+                  (long long)len, (long long)lo, (long long)hi), NULL;
+    rg_variable *li = rgc_iarith(b->C, 1, rg_shape_of(b->C, q->x)[0], rgc_dim_const(b->C, hi - lo));
+    n = n ? rgc_iarith(b->C, 5, n, li) : li;
+  }
+  return n;
+}
+
+static rg_variable **outer_inputs(build *b, const rg_scan_info *s, rg_variable *n) {
+  const rg_scan_spec *sp = b->sp;
+  rg_variable **in = rgk_alloc((size_t)rg_scan_n_outer_in(s) * sizeof *in);
+  in[rg_scan_outer_in(s, RG_SCAN_N_STEPS, 0)] = n;
+  for (int i = 0; i < sp->nseqs; i++) in[rg_scan_outer_in(s, RG_SCAN_SEQ, i)] = sp->seqs[i].x;
+  for (int i = 0; i < sp->noutputs; i++) {
+    slot sl = b->slots[i];
+    in[rg_scan_outer_in(s, sl.kind, sl.k)] = sl.kind == RG_SCAN_NIT_SOT ? n : sp->outputs[i].init;
+  }
+  for (int k = 0; k < sp->nnon_seqs; k++) in[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)] = sp->non_seqs[k];
+  for (size_t k = 0; k < b->free_outer.n; k++)
+    in[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, sp->nnon_seqs + (int)k)] = (rg_variable *)b->free_outer.v[k];
+  return in;
+}
+
+rg_node *rg_scan(rg_ctx *C, const rg_scan_spec *sp, rg_variable **outs) {
+  if (!sp) return NULL;
+  build b = {.C = C, .sp = sp};
+  if (!check_spec(&b)) return NULL;
+  classify(&b);
+  rg_variable *n = steps(&b);
+  if (!n || !run_step(&b) || !find_free(&b)) return NULL;
+  rg_scan_info s;
+  fill_info(&b, &s);
+  rg_fgraph *g = inner_graph(&b, &s);
+  const rg_op *op = g ? rg_op_scan(C, &s, g) : NULL;
+  rg_node *node = op ? rg_make_node(C, op, rg_scan_n_outer_in(&s), outer_inputs(&b, &s, n)) : NULL;
+  if (!node) return NULL;
+  for (int i = 0; i < sp->noutputs; i++)
+    outs[i] = node->outputs[rg_scan_outer_out(&s, b.slots[i].kind, b.slots[i].k)];
+  return node;
+}

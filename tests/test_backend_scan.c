@@ -1,0 +1,420 @@
+/*
+ * test_backend_scan.c — Scan run on the CPU through rg_compile, each case
+ * against a plain loop written here: cumulative sum, Fibonacci (mit-sot
+ * taps -2 -1), sequence taps -1 0 1, a nit-sot of unknown shape,
+ * non-sequences and free variables, go_backwards, until, zero steps, a
+ * scan inside a scan, an ifelse in the step, an RNN with a matrix state,
+ * store_steps smaller than the trace, a hand-built mit-mot scan, and the
+ * run-time errors (negative and inconsistent lengths).
+ */
+#include "tests/test_backend_cpu.h"
+
+#include "relgraph/backend.h"
+#include "relgraph/scan.h"
+
+static rg_tensor *run1(int nin, rg_variable **ins, rg_variable *out, rg_tensor **vals) {
+  rg_function *f = rg_compile(C, nin, ins, 1, &out, NULL);
+  if (!f) fail_msg("compile: %s", rg_errmsg(C));
+  rg_tensor *res = NULL;
+  int rc = rg_function_call(f, vals, &res);
+  if (rc) fail_msg("call: %s", rg_function_errmsg(f));
+  rg_function_free(f);
+  return res;
+}
+
+/* The error message of a failing call. */
+static char *run_err(int nin, rg_variable **ins, rg_variable *out, rg_tensor **vals) {
+  rg_function *f = rg_compile(C, nin, ins, 1, &out, NULL);
+  if (!f) fail_msg("compile: %s", rg_errmsg(C));
+  rg_tensor *res = NULL;
+  int rc = rg_function_call(f, vals, &res);
+  assert_int_not_equal(rc, RG_OK);
+  char *msg = strdup(rg_function_errmsg(f));
+  rg_function_free(f);
+  return msg;
+}
+
+static rg_node *scan_or_fail(const rg_scan_spec *sp, rg_variable **outs) {
+  rg_node *n = rg_scan(C, sp, outs);
+  if (!n) fail_msg("scan: %s", rg_errmsg(C));
+  return n;
+}
+
+/* ------------------------------------------------------------------ steps */
+
+static int step_add(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  outs[0] = rg_add(in[1], in[0]);
+  return RG_OK;
+}
+
+static void test_cumsum(void **st) {
+  rg_variable *x = var_u(RG_FLOAT64, 1);
+  rg_scan_seq seq = {.x = x};
+  rg_scan_output o = {.init = rg_constant_scalar(C, RG_FLOAT64, 0)};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_add,
+                     .truncate_gradient = -1};
+  rg_variable *ys;
+  scan_or_fail(&sp, &ys);
+  rg_tensor *xv = tens_rand(RG_FLOAT64, 1, SHAPE(50), -1, 1);
+  rg_tensor *r = run1(1, &x, ys, &xv);
+  assert_int_equal(r->shape[0], 50);
+  double acc = 0;
+  for (int i = 0; i < 50; i++) {
+    acc += rg_tensor_get_f64(xv, i);
+    assert_true(fabs(rg_tensor_get_f64(r, i) - acc) < 1e-12);
+  }
+  rg_tensor_free(r);
+  /* zero steps: an empty trace */
+  rg_tensor *e = tens(RG_FLOAT64, 1, SHAPE(0), NULL);
+  r = run1(1, &x, ys, &e);
+  assert_int_equal(r->ndim, 1);
+  assert_int_equal(r->shape[0], 0);
+  rg_tensor_free(r);
+  rg_tensor_free(e);
+  rg_tensor_free(xv);
+}
+
+static void test_fibonacci(void **st) {
+  rg_variable *n = rg_input(C, "n", rg_type_scalar(RG_INT64));
+  rg_variable *init = rg_constant_data(C, RG_INT64, 1, SHAPE(2), SHAPE(0, 1));
+  rg_scan_output o = {init, 2, SHAPE(-2, -1)};
+  rg_scan_spec sp = {.noutputs = 1, .outputs = &o, .n_steps = n, .fn = step_add, .truncate_gradient = -1};
+  rg_variable *fib;
+  scan_or_fail(&sp, &fib);
+  rg_tensor *nv = tens_i(RG_INT64, 0, NULL, SHAPE(10));
+  rg_tensor *r = run1(1, &n, fib, &nv);
+  int64_t a = 0, b = 1;
+  assert_int_equal(r->shape[0], 10);
+  for (int i = 0; i < 10; i++) {
+    int64_t c = a + b;
+    assert_int_equal(rg_tensor_get_i64(r, i), c);
+    a = b, b = c;
+  }
+  rg_tensor_free(r);
+  /* a negative number of steps is an error */
+  rg_tensor_set_i64(nv, 0, -3);
+  char *msg = run_err(1, &n, fib, &nv);
+  assert_non_null(strstr(msg, "n_steps is negative"));
+  free(msg);
+  rg_tensor_free(nv);
+}
+
+/* y_t = x[t-1] - 2 x[t] + x[t+1] */
+static int step_taps(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  outs[0] = rg_add(rg_sub(in[0], rg_mul(rg_scalar_float(c, 2), in[1])), in[2]);
+  return RG_OK;
+}
+
+static void test_sequence_taps_backwards(void **st) {
+  for (int back = 0; back < 2; back++) {
+    rg_variable *x = var_u(RG_FLOAT32, 2);
+    rg_scan_seq seq = {x, 3, SHAPE(-1, 0, 1)};
+    rg_scan_output o = {.init = NULL};
+    rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_taps,
+                       .go_backwards = back, .truncate_gradient = -1};
+    rg_variable *y;
+    scan_or_fail(&sp, &y);
+    rg_tensor *xv = tens_rand(RG_FLOAT32, 2, SHAPE(7, 3), -1, 1);
+    rg_tensor *r = run1(1, &x, y, &xv);
+    assert_int_equal(r->shape[0], 5);
+    assert_int_equal(r->shape[1], 3);
+    for (int t = 0; t < 5; t++)
+      for (int j = 0; j < 3; j++) {
+        int i0 = back ? 6 - t : t, i1 = back ? 5 - t : t + 1, i2 = back ? 4 - t : t + 2;
+        double want = rg_tensor_get_f64(xv, i0 * 3 + j) - 2 * rg_tensor_get_f64(xv, i1 * 3 + j) +
+                      rg_tensor_get_f64(xv, i2 * 3 + j);
+        assert_true(fabs(rg_tensor_get_f64(r, t * 3 + j) - want) < 1e-5);
+      }
+    rg_tensor_free(r);
+    /* a sequence too short for its taps, at run time */
+    rg_tensor *shortv = tens(RG_FLOAT32, 2, SHAPE(1, 3), NULL);
+    rg_function *f = rg_compile(C, 1, &x, 1, &y, NULL);
+    assert_non_null(f);
+    rg_tensor *res;
+    int rc = rg_function_call(f, &shortv, &res);
+    assert_int_not_equal(rc, RG_OK);
+    rg_function_free(f);
+    rg_tensor_free(shortv);
+    rg_tensor_free(xv);
+  }
+}
+
+/* A nit-sot whose row shape is unknown statically: the non-sequence's
+ * first rows, one more each step (here: x_t * v). */
+static int step_scale(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  outs[0] = rg_mul(in[0], in[1]);
+  return RG_OK;
+}
+
+static void test_nit_sot_unknown_shape_non_seqs(void **st) {
+  rg_variable *x = var_u(RG_FLOAT64, 1), *v = var_u(RG_FLOAT64, 1);
+  rg_scan_seq seq = {.x = x};
+  rg_scan_output o = {.init = NULL};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .nnon_seqs = 1,
+                     .non_seqs = &v, .fn = step_scale, .truncate_gradient = -1};
+  rg_variable *y;
+  scan_or_fail(&sp, &y);
+  assert_int_equal(y->type->ndim, 2);
+  assert_int_equal(y->type->shape[1], U);
+  rg_tensor *vals[2] = {tens(RG_FLOAT64, 1, SHAPE(4), VALS(1, 2, 3, 4)), tens(RG_FLOAT64, 1, SHAPE(3), VALS(1, 10, 100))};
+  rg_tensor *r = run1(2, (rg_variable *[]){x, v}, y, vals);
+  assert_int_equal(r->shape[0], 4);
+  assert_int_equal(r->shape[1], 3);
+  for (int t = 0; t < 4; t++)
+    for (int j = 0; j < 3; j++) assert_true(rg_tensor_get_f64(r, t * 3 + j) == (t + 1) * pow(10, j));
+  rg_tensor_free(r);
+  for (int i = 0; i < 2; i++) rg_tensor_free(vals[i]);
+}
+
+/* Free variable: the step uses w without listing it. */
+static rg_variable *free_w;
+static int step_free(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  outs[0] = rg_add(rg_mul(in[1], free_w), in[0]);
+  return RG_OK;
+}
+
+static void test_free_variable(void **st) {
+  rg_variable *x = var_u(RG_FLOAT64, 1);
+  free_w = rg_input(C, "w", rg_type_scalar(RG_FLOAT64));
+  rg_scan_seq seq = {.x = x};
+  rg_scan_output o = {.init = rg_constant_scalar(C, RG_FLOAT64, 1)};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_free,
+                     .truncate_gradient = -1};
+  rg_variable *y;
+  rg_node *node = scan_or_fail(&sp, &y);
+  rg_scan_info info;
+  assert_true(rg_scan_info_of(node->op, &info));
+  assert_int_equal(info.n_non_seqs, 1);
+  assert_ptr_equal(node->inputs[rg_scan_outer_in(&info, RG_SCAN_NON_SEQ, 0)], free_w);
+  rg_tensor *vals[2] = {tens(RG_FLOAT64, 1, SHAPE(3), VALS(1, 2, 3)), scalar(RG_FLOAT64, 0.5)};
+  rg_tensor *r = run1(2, (rg_variable *[]){x, free_w}, y, vals);
+  double h = 1;
+  for (int t = 0; t < 3; t++) {
+    h = h * 0.5 + (t + 1);
+    assert_true(fabs(rg_tensor_get_f64(r, t) - h) < 1e-12);
+  }
+  rg_tensor_free(r);
+  for (int i = 0; i < 2; i++) rg_tensor_free(vals[i]);
+}
+
+/* while-loop: double until > limit */
+static int step_until(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  outs[0] = rg_mul(in[0], rg_scalar_float(c, 2));
+  *u = rg_gt(outs[0], in[1]);
+  return RG_OK;
+}
+
+static void test_until(void **st) {
+  rg_variable *lim = rg_input(C, "lim", rg_type_scalar(RG_FLOAT64));
+  rg_scan_output o = {.init = rg_constant_scalar(C, RG_FLOAT64, 1)};
+  rg_scan_spec sp = {.noutputs = 1, .outputs = &o, .n_steps = rg_scalar_int(C, 100), .nnon_seqs = 1,
+                     .non_seqs = &lim, .fn = step_until, .truncate_gradient = -1};
+  rg_variable *y;
+  scan_or_fail(&sp, &y);
+  rg_tensor *lv = scalar(RG_FLOAT64, 40);
+  rg_tensor *r = run1(1, &lim, y, &lv);
+  assert_int_equal(r->shape[0], 6); /* 2 4 8 16 32 64 */
+  assert_true(rg_tensor_get_f64(r, 5) == 64);
+  rg_tensor_free(r);
+  rg_tensor_free(lv);
+}
+
+/* An ifelse in the step: h = h > 10 ? h - 10 : h + x */
+static int step_ifelse(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  rg_variable *a = rg_sub(in[1], rg_scalar_float(c, 10)), *b = rg_add(in[1], in[0]);
+  outs[0] = rg_ifelse(rg_gt(in[1], rg_scalar_float(c, 10)), 1, &a, &b)->outputs[0];
+  return RG_OK;
+}
+
+static void test_ifelse_inside(void **st) {
+  rg_variable *x = var_u(RG_FLOAT64, 1);
+  rg_scan_seq seq = {.x = x};
+  rg_scan_output o = {.init = rg_constant_scalar(C, RG_FLOAT64, 0)};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_ifelse,
+                     .truncate_gradient = -1};
+  rg_variable *y;
+  scan_or_fail(&sp, &y);
+  rg_tensor *xv = tens_rand(RG_FLOAT64, 1, SHAPE(40), 0, 5);
+  rg_tensor *r = run1(1, &x, y, &xv);
+  double h = 0;
+  for (int t = 0; t < 40; t++) {
+    h = h > 10 ? h - 10 : h + rg_tensor_get_f64(xv, t);
+    assert_true(fabs(rg_tensor_get_f64(r, t) - h) < 1e-12);
+  }
+  rg_tensor_free(r);
+  rg_tensor_free(xv);
+}
+
+/* A scan in a scan: each row's cumulative sum, as the outer step's nit-sot. */
+static int step_row_cumsum(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  rg_scan_seq seq = {.x = in[0]};
+  rg_scan_output o = {.init = rg_constant_scalar(c, RG_FLOAT64, 0)};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_add,
+                     .truncate_gradient = -1};
+  return rg_scan(c, &sp, outs) ? RG_OK : RG_ERR_TYPE;
+}
+
+static void test_scan_in_scan(void **st) {
+  rg_variable *x = var_u(RG_FLOAT64, 2);
+  rg_scan_seq seq = {.x = x};
+  rg_scan_output o = {.init = NULL};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_row_cumsum,
+                     .truncate_gradient = -1};
+  rg_variable *y;
+  scan_or_fail(&sp, &y);
+  rg_tensor *xv = tens_rand(RG_FLOAT64, 2, SHAPE(4, 6), -1, 1);
+  rg_tensor *r = run1(1, &x, y, &xv);
+  assert_int_equal(r->shape[0], 4);
+  assert_int_equal(r->shape[1], 6);
+  for (int i = 0; i < 4; i++) {
+    double acc = 0;
+    for (int j = 0; j < 6; j++) {
+      acc += rg_tensor_get_f64(xv, i * 6 + j);
+      assert_true(fabs(rg_tensor_get_f64(r, i * 6 + j) - acc) < 1e-12);
+    }
+  }
+  rg_tensor_free(r);
+  rg_tensor_free(xv);
+}
+
+/* RNN: h_t = tanh(h_{t-1} W + x_t), matrix state (batch 2, width 3),
+ * plus a nit-sot sum(h_t). */
+static int step_rnn(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  rg_variable *h = rg_tanh(rg_add(rg_dot(in[1], in[2]), in[0]));
+  outs[0] = h;
+  outs[1] = rg_sum(h, -1, NULL);
+  return RG_OK;
+}
+
+static void test_rnn_matrix_state(void **st) {
+  rg_variable *x = var(RG_FLOAT64, 3, SHAPE(U, 2, 3)), *h0 = var(RG_FLOAT64, 2, SHAPE(2, 3));
+  rg_variable *W = var(RG_FLOAT64, 2, SHAPE(3, 3));
+  rg_scan_seq seq = {.x = x};
+  rg_scan_output o[2] = {{.init = h0}, {.init = NULL}};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 2, .outputs = o, .nnon_seqs = 1,
+                     .non_seqs = &W, .fn = step_rnn, .truncate_gradient = -1};
+  rg_variable *ys[2];
+  scan_or_fail(&sp, ys);
+  rg_function *f = rg_compile(C, 3, (rg_variable *[]){x, h0, W}, 2, ys, NULL);
+  if (!f) fail_msg("%s", rg_errmsg(C));
+  rg_tensor *vals[3] = {tens_rand(RG_FLOAT64, 3, SHAPE(5, 2, 3), -1, 1), tens_rand(RG_FLOAT64, 2, SHAPE(2, 3), -1, 1),
+                        tens_rand(RG_FLOAT64, 2, SHAPE(3, 3), -1, 1)};
+  rg_tensor *res[2];
+  for (int rep = 0; rep < 2; rep++) {
+    assert_int_equal(rg_function_call(f, vals, res), RG_OK);
+    double h[6], hn[6];
+    for (int i = 0; i < 6; i++) h[i] = rg_tensor_get_f64(vals[1], i);
+    for (int t = 0; t < 5; t++) {
+      double s = 0;
+      for (int b = 0; b < 2; b++)
+        for (int j = 0; j < 3; j++) {
+          double a = rg_tensor_get_f64(vals[0], t * 6 + b * 3 + j);
+          for (int k = 0; k < 3; k++) a += h[b * 3 + k] * rg_tensor_get_f64(vals[2], k * 3 + j);
+          hn[b * 3 + j] = tanh(a);
+          s += hn[b * 3 + j];
+        }
+      memcpy(h, hn, sizeof h);
+      for (int i = 0; i < 6; i++) assert_true(fabs(rg_tensor_get_f64(res[0], t * 6 + i) - h[i]) < 1e-12);
+      assert_true(fabs(rg_tensor_get_f64(res[1], t) - s) < 1e-12);
+    }
+    rg_tensor_free(res[0]);
+    rg_tensor_free(res[1]);
+  }
+  for (int i = 0; i < 3; i++) rg_tensor_free(vals[i]);
+  rg_function_free(f);
+}
+
+/* store_steps: the same Fibonacci keeping 1, 2, 3 and 20 steps. */
+static void test_store_steps(void **st) {
+  for (int keep = 1; keep <= 4; keep++) {
+    int64_t s = keep == 4 ? 20 : keep;
+    rg_variable *a = rg_input(C, NULL, rg_type_scalar(RG_INT64)), *b = rg_input(C, NULL, rg_type_scalar(RG_INT64));
+    rg_variable *out = rg_add(a, b);
+    rg_fgraph *g = rg_fgraph_new(C, 2, (rg_variable *[]){a, b}, 1, &out, 0);
+    rg_scan_info info = {.n_mit_sot = 1, .truncate_gradient = -1, .mit_sot_ntaps = (int[]){2},
+                         .mit_sot_taps = (const int64_t *[]){SHAPE(-2, -1)}, .store_steps = &s};
+    const rg_op *op = rg_op_scan(C, &info, g);
+    if (!op) fail_msg("%s", rg_errmsg(C));
+    rg_variable *n = rg_input(C, "n", rg_type_scalar(RG_INT64));
+    rg_variable *init = rg_constant_data(C, RG_INT64, 1, SHAPE(2), SHAPE(0, 1));
+    rg_variable *y = rg_apply(C, op, 2, (rg_variable *[]){n, init});
+    assert_non_null(y);
+    rg_tensor *nv = tens_i(RG_INT64, 0, NULL, SHAPE(10));
+    rg_tensor *r = run1(1, &n, y, &nv);
+    int64_t want[10], p = 0, q = 1;
+    for (int i = 0; i < 10; i++) want[i] = p + q, p = q, q = want[i];
+    int64_t rows = s < 10 ? s : 10;
+    assert_int_equal(r->shape[0], rows);
+    for (int i = 0; i < rows; i++) assert_int_equal(rg_tensor_get_i64(r, i), want[10 - rows + i]);
+    rg_tensor_free(r);
+    rg_tensor_free(nv);
+  }
+}
+
+/* A hand-built mit-mot: buffer b, input taps 0 1, output tap 1:
+ * b[t+1] = b[t] + b[t+1] * 2 for t = 0..n-1 (the buffer is the output). */
+static void test_mit_mot(void **st) {
+  rg_variable *a = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64)), *b = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64));
+  rg_variable *out = rg_add(a, rg_mul(b, rg_scalar_float(C, 2)));
+  rg_fgraph *g = rg_fgraph_new(C, 2, (rg_variable *[]){a, b}, 1, &out, 0);
+  rg_scan_info info = {.n_mit_mot = 1, .truncate_gradient = -1, .mit_mot_nin = (int[]){2},
+                       .mit_mot_in_taps = (const int64_t *[]){SHAPE(0, 1)}, .mit_mot_nout = (int[]){1},
+                       .mit_mot_out_taps = (const int64_t *[]){SHAPE(1)}};
+  const rg_op *op = rg_op_scan(C, &info, g);
+  if (!op) fail_msg("%s", rg_errmsg(C));
+  rg_variable *buf = var_u(RG_FLOAT64, 1);
+  rg_variable *y = rg_apply(C, op, 2, (rg_variable *[]){rg_scalar_int(C, 4), buf});
+  assert_non_null(y);
+  rg_tensor *bv = tens(RG_FLOAT64, 1, SHAPE(5), VALS(1, 2, 3, 4, 5));
+  rg_tensor *r = run1(1, &buf, y, &bv);
+  double w[5] = {1, 2, 3, 4, 5};
+  for (int t = 0; t < 4; t++) w[t + 1] = w[t] + w[t + 1] * 2;
+  for (int i = 0; i < 5; i++) assert_true(rg_tensor_get_f64(r, i) == w[i]);
+  assert_true(rg_tensor_get_f64(bv, 1) == 2); /* the input is not changed */
+  rg_tensor_free(r);
+  /* too short a buffer */
+  rg_tensor *shortv = tens(RG_FLOAT64, 1, SHAPE(3), NULL);
+  char *msg = run_err(1, &buf, y, &shortv);
+  assert_non_null(strstr(msg, "mit-mot 0 has 3 rows"));
+  free(msg);
+  rg_tensor_free(shortv);
+  rg_tensor_free(bv);
+}
+
+/* A state whose shape changes at run time is an error, not a crash. */
+static int step_grow(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  outs[0] = rg_add(in[0], in[1]); /* (?) + (?) broadcasts a size-1 state against v */
+  return RG_OK;
+}
+
+static void test_runtime_errors(void **st) {
+  rg_variable *v = var_u(RG_FLOAT64, 1), *h0 = var_u(RG_FLOAT64, 1);
+  rg_scan_output o = {.init = h0};
+  rg_scan_spec sp = {.noutputs = 1, .outputs = &o, .n_steps = rg_scalar_int(C, 3), .nnon_seqs = 1,
+                     .non_seqs = &v, .fn = step_grow, .truncate_gradient = -1};
+  rg_variable *y;
+  scan_or_fail(&sp, &y);
+  rg_tensor *vals[2] = {tens(RG_FLOAT64, 1, SHAPE(3), NULL), tens(RG_FLOAT64, 1, SHAPE(2), NULL)};
+  char *msg = run_err(2, (rg_variable *[]){h0, v}, y, vals);
+  assert_non_null(strstr(msg, "scan"));
+  free(msg);
+  for (int i = 0; i < 2; i++) rg_tensor_free(vals[i]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cumsum),
+      cmocka_unit_test(test_fibonacci),
+      cmocka_unit_test(test_sequence_taps_backwards),
+      cmocka_unit_test(test_nit_sot_unknown_shape_non_seqs),
+      cmocka_unit_test(test_free_variable),
+      cmocka_unit_test(test_until),
+      cmocka_unit_test(test_ifelse_inside),
+      cmocka_unit_test(test_scan_in_scan),
+      cmocka_unit_test(test_rnn_matrix_state),
+      cmocka_unit_test(test_store_steps),
+      cmocka_unit_test(test_mit_mot),
+      cmocka_unit_test(test_runtime_errors),
+  };
+  return cmocka_run_group_tests(tests, cpu_setup, NULL);
+}
