@@ -105,5 +105,5 @@ void *rg_xrealloc(void *p, size_t n) { return must(realloc(p, n ? n : 1)); }
 static void *heap_alloc(size_t n) { return rg_calloc(1, n); }
 static void *heap_alloc_abort(size_t n) { return must(calloc(1, n ? n : 1)); }
 
-const rg_allocator rg_heap = {heap_alloc, rg_free};
-const rg_allocator rg_heap_abort = {heap_alloc_abort, rg_free};
+const rg_allocator rg_heap = {heap_alloc, rg_free, rg_realloc};
+const rg_allocator rg_heap_abort = {heap_alloc_abort, rg_free, rg_xrealloc};

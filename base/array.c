@@ -1,10 +1,11 @@
 /*
  * array.c — growth of the growable arrays (RG_VEC in base.h).
  *
- * One function grows every typed array: a new block from the array's
- * allocator (which may be collected memory, so there is no realloc), the
- * elements copied, the old block returned.  Capacity at least doubles, so
- * n pushes cost O(n) copies in all.
+ * One function grows every typed array.  With an allocator that can grow
+ * a block (the heap ones: realloc, which moves a large block by remapping
+ * its pages) the block is grown; otherwise (collected memory) a new block
+ * is allocated, the elements copied and the old block returned.  Capacity
+ * at least doubles, so n pushes cost O(n) copies in all.
  */
 #include "base/base.h"
 
@@ -18,10 +19,16 @@ int rg_array_grow(const rg_allocator *a, void **v, size_t *cap, size_t n, size_t
   }
   if (c > SIZE_MAX / esize) return -1;
   a = rg_alloc_of(a);
-  void *w = a->alloc(c * esize);
-  if (!w) return -1;
-  if (n) memcpy(w, *v, n * esize);
-  if (*v) a->free(*v);
+  void *w;
+  if (a->grow) {
+    w = a->grow(*v, c * esize);
+    if (!w) return -1;
+  } else {
+    w = a->alloc(c * esize);
+    if (!w) return -1;
+    if (n) memcpy(w, *v, n * esize);
+    if (*v) a->free(*v);
+  }
   *v = w;
   *cap = c;
   return 0;

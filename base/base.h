@@ -66,10 +66,14 @@ bool rg_fault_fired(void);      /* an allocation failed on purpose since then */
 /* ------------------------------------------------------------------ allocators */
 
 /* alloc returns a zeroed block or NULL; free may do nothing (collected
- * memory).  Both are required. */
+ * memory).  Both are required.  grow (optional) resizes a block like
+ * realloc (contents kept up to the smaller size, the rest undefined; NULL
+ * on failure with the block untouched): arrays grow with it when present,
+ * so a large one can be moved by remapping pages instead of copying. */
 typedef struct rg_allocator {
   void *(*alloc)(size_t n);
   void (*free)(void *p);
+  void *(*grow)(void *p, size_t n);
 } rg_allocator;
 
 extern const rg_allocator rg_heap;       /* rg_calloc / rg_free */
@@ -104,8 +108,8 @@ static inline uint64_t rg_random_next(uint64_t *s) { return rg_hash64(*s += 0x9e
 /* ------------------------------------------------------------------ growable arrays */
 
 /* Makes room for `need` elements of `esize` bytes in *v (holding n,
- * room for *cap): a new block from `a`, the n elements copied, the old
- * block given back.  Capacity at least doubles.  Returns 0, or -1 when
+ * room for *cap): the block grown by `a`, or a new block with the n
+ * elements copied and the old one given back.  Capacity at least doubles.  Returns 0, or -1 when
  * the allocator fails or the size overflows (then nothing changed). */
 int rg_array_grow(const rg_allocator *a, void **v, size_t *cap, size_t n, size_t esize,
                   size_t need);

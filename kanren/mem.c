@@ -210,7 +210,7 @@ void *rgk_realloc(void *p, size_t n) {
 void *rg_gc_alloc(size_t n) { return rgk_alloc(n); }
 
 static void gc_keep(void *p) { (void)p; }
-const rg_allocator rgk_gc = {rg_gc_alloc, gc_keep};
+const rg_allocator rgk_gc = {.alloc = rg_gc_alloc, .free = gc_keep};
 
 char *rg_read_stream(FILE *f, size_t *len) {
   size_t n = 0, cap = 65536;

@@ -26,7 +26,7 @@ static void limited_free(void *p) {
   outstanding--;
   free(p);
 }
-static const rg_allocator limited = {limited_alloc, limited_free};
+static const rg_allocator limited = {.alloc = limited_alloc, .free = limited_free};
 
 /* ------------------------------------------------------------------ allocation */
 
@@ -97,6 +97,16 @@ static void test_fault_injection(void **state) {
   assert_non_null(a);
   assert_false(rg_fault_fired());
   rg_free(a);
+  /* a heap array whose growth fails keeps its elements */
+  rg_words w = {0};
+  for (uintptr_t i = 0; i < 100; i++) assert_int_equal(rg_words_push(&w, i), 0);
+  while (w.n < w.cap) assert_int_equal(rg_words_push(&w, w.n), 0);
+  rg_fault_arm(1, false);
+  assert_int_equal(rg_words_push(&w, 7), -1);
+  rg_fault_arm(0, false);
+  for (uintptr_t i = 0; i < w.n; i++) assert_int_equal(w.v[i], i);
+  assert_int_equal(rg_words_push(&w, w.n), 0);
+  rg_words_free(&w);
 }
 
 /* ------------------------------------------------------------------ arrays */
@@ -105,6 +115,7 @@ RG_VEC(ivec, int64_t)
 typedef struct pt { double x, y, z; } pt;
 RG_VEC(ptvec, pt)
 
+/* Heap arrays grow in place (realloc); collected ones by copying. */
 static void test_vec_growth(void **state) {
   ivec v = {0};
   assert_int_equal(v.cap, 0);
