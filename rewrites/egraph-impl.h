@@ -143,6 +143,8 @@ struct rg_egraph {
   int niters;
   rg_search_stop stop;
   const char *stop_msg;
+  double deadline;          /* rgr_now() past which the run stops */
+  bool late;                /* a rule stopped half-way at the deadline */
   const char *cur_rule;     /* the rule applying now, for rejections */
   int64_t nrejected;        /* refused merges, each distinct one once */
   const char **rejections;  /* the first 64 */

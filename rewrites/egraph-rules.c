@@ -325,6 +325,15 @@ static bool has_params(const pat *p) {
   return false;
 }
 
+/* Whether the run's deadline passed (looked at every 256th step i); a
+ * rule cut short this way is not marked searched. */
+static bool out_of_time(rg_egraph *eg, eg_rule *r, size_t i) {
+  if ((i & 255) || rgr_now() <= eg->deadline) return false;
+  eg->late = true;
+  r->to_apply = false;
+  return true;
+}
+
 static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
   uint32_t binds[r->nvars ? r->nvars : 1];
   rg_term *tb = has_params(r->lhs) ? rg_gc_alloc((size_t)(r->nvars + 1) * sizeof *tb) : NULL;
@@ -332,7 +341,7 @@ static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
   for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
   const eg_ids *ns = &eg->byop[r->lhs->code];
   todo root = {r->lhs, 0, NULL};
-  for (uint32_t i = 0, n = ns->n; i < n && m.count <= limit; i++) {
+  for (uint32_t i = 0, n = ns->n; i < n && m.count <= limit && !out_of_time(eg, r, i); i++) {
     uint32_t id = ns->v[i];
     m.root = root.c = eg_find(eg, eg->nodes[id].cls);
     match_node(&m, &root, id);
@@ -381,7 +390,7 @@ static int apply_pattern(rg_egraph *eg, eg_rule *r) {
   size_t stride = (size_t)r->nvars + 1;
   rg_term tl = RG_NIL;  /* term bindings were pushed in reverse */
   for (rg_term l = r->mterms; rg_is_pair(l); l = rg_cdr(l)) tl = rg_cons(rg_car(l), tl);
-  for (size_t i = 0; i + stride <= r->m.n; i += stride) {
+  for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
     rg_term tb = rg_is_pair(tl) ? rg_car(tl) : RG_NIL;
     if (rg_is_pair(tl)) tl = rg_cdr(tl);
     uint32_t c = instantiate(eg, r, r->rhs, r->m.v + i + 1, tb);
@@ -609,6 +618,7 @@ static int search_relation(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, i
   for (uint32_t id = 0; id < n && r->nmatches <= limit; id++) {
     const eg_node *x = &eg->nodes[id];
     if (x->dead || !tracks_head(r, &eg->heads[x->head])) continue;
+    if (out_of_time(eg, r, 0)) break;
     if (r->since && !rel_dirty(eg, id, o->rel_depth, r->since)) continue;
     int rc = search_node_rel(eg, r, id, o);
     if (rc) return rc;
@@ -857,7 +867,7 @@ static bool over_limits(rg_egraph *eg, run_state *st) {
     st->msg = rgr_sprintf("node limit %lld reached in iteration %u", (long long)st->o->node_limit, eg->iter);
     return true;
   }
-  if (rgr_now() - st->start > st->o->time_limit) {
+  if (eg->late || rgr_now() - st->start > st->o->time_limit) {
     st->s = RG_SEARCH_TIME_LIMIT;
     st->msg = rgr_sprintf("time limit %g s reached in iteration %u", st->o->time_limit, eg->iter);
     return true;
@@ -918,6 +928,8 @@ static bool lift_bans(rg_egraph *eg) {
 rg_search_stop rg_egraph_run(rg_egraph *eg, const rg_search_opts *opts) {
   rg_search_opts o = defaults(opts);
   run_state st = {&o, rgr_now(), RG_SEARCH_SATURATED, NULL};
+  eg->deadline = st.start + o.time_limit;
+  eg->late = false;
   for (int it = 0;; it++) {
     if (it >= o.iter_limit)
       return stop(eg, RG_SEARCH_ITER_LIMIT, rgr_sprintf("iteration limit %d reached", o.iter_limit));

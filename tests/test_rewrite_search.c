@@ -244,9 +244,15 @@ static void test_limits(void **st) {
   rg_egraph_free(eg);
 
   eg = sum12();
-  o = (rg_search_opts){.node_limit = 100000000, .iter_limit = 1000, .time_limit = 0.05};
+  o = (rg_search_opts){.node_limit = 100000000, .iter_limit = 1000, .time_limit = 0.05, .no_backoff = true};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_TIME_LIMIT);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   assert_non_null(strstr(rg_egraph_stop_message(eg), "time limit 0.05 s"));
+  /* the limit is looked at inside a rule's search and application too
+   * (without backoff, one iteration of this rule set outlasts the limit) */
+  assert_true((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec) < 3.0);
   rg_egraph_free(eg);
 }
 
