@@ -137,6 +137,7 @@ static rg_term p_mul(rg_ctx *C, int n, const rg_term *a, const rgk_tx *t) { retu
 
 static rg_term p_div(rg_ctx *C, int n, const rg_term *a, const rgk_tx *t) {
   if (!all_numbers(C, "/", n, a, t)) return NULL;
+  if (n == 0) return perr(C, t, "/", "needs at least one argument", RG_NIL);
   double acc = rg_float_value(a[0]);
   if (n == 1) return rg_float(1.0 / acc);
   for (int i = 1; i < n; i++) acc /= rg_float_value(a[i]);

@@ -682,9 +682,25 @@ static rg_term answer_of(rg_query *Q, rgk_state *st, bool reify) {
   return reify ? rgk_reify(Q->C, Q->q, st) : rgk_walk_star(Q->C, Q->q, st->S);
 }
 
+/* The query whose machine runs on this thread, if any.  Relations that
+ * start sub-searches from inside a step (rgk_query_from_state) give them
+ * its limits and count their steps in it, so that a search's step limit
+ * and deadline bound all the work done on its behalf. */
+static __thread rg_query *running;
+
+static int force_state(rg_query *Q, rgk_state **out);
+
 /* Forces the query to its next answer state: 1 and *out, 0 when there
  * are no more, or the stop status. */
 static int next_state(rg_query *Q, rgk_state **out) {
+  rg_query *outer = running;
+  running = Q;
+  int rc = force_state(Q, out);
+  running = outer;
+  return rc;
+}
+
+static int force_state(rg_query *Q, rgk_state **out) {
   machine *M = &Q->M;
   while (Q->pending) {
     if (M->status) return M->status;
@@ -725,13 +741,31 @@ static int next_answer(rg_query *Q, rg_term *answer, bool reify) {
 
 rg_query *rgk_query_from_state(rg_ctx *C, rg_goal *g, rgk_state *st) {
   rg_query *Q = rgk_query_new(C, RG_NIL, g, NULL, NULL, 0);
+  if (running) Q->M.occurs = running->M.occurs;
   query_start(Q, with_new_scope(C, st)); /* st's own variables are never written in place */
   return Q;
 }
 
+/* A sub-search may take the steps its enclosing search has left (at
+ * least one, so it can stop with a status) and ends at its deadline. */
+static void inherit_limits(machine *M, const machine *outer) {
+  M->deadline = outer->deadline;
+  int64_t left = outer->max_steps - outer->steps;
+  M->max_steps = outer->max_steps ? M->steps + (left > 1 ? left : 1) : 0;
+  M->next_check = M->steps; /* examine the new limits at the next step */
+}
+
 rgk_state *rgk_query_next_state(rg_query *Q) {
+  rg_query *outer = running;
+  if (outer) inherit_limits(&Q->M, &outer->M);
+  int64_t before = Q->M.steps;
   rgk_state *st;
-  return next_state(Q, &st) == 1 ? st : NULL;
+  int rc = next_state(Q, &st);
+  if (outer) { /* the steps count in the enclosing search, which checks its limits next */
+    outer->M.steps += Q->M.steps - before;
+    outer->M.next_check = outer->M.steps;
+  }
+  return rc == 1 ? st : NULL;
 }
 
 int rg_query_status(const rg_query *Q) { return Q->M.status; }
