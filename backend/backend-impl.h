@@ -51,6 +51,11 @@ typedef struct rgb_node {
   const rgb_vtype *out;    /* nout static output types */
   struct rgb_program *inner; /* composite / op_from_graph: the linked inner graph */
   const char *label;       /* "add", or an opaque op's name (for messages) */
+  /* Kernel memo: zeroed by rgb_node_init; the node's kernel may store here
+   * what it derives from the node alone (its typed loop, ...) on its first
+   * run, read and written with memcpy.  A thunk's kernel runs one call at a
+   * time, so the memo needs no lock. */
+  _Alignas(8) unsigned char memo[48];
 } rgb_node;
 
 /* The running state a function's kernels share: the error of the current
@@ -74,6 +79,10 @@ void rgb_runtime_free(rgb_runtime *rt);
 /* Releases a cell's value: to the pool when enabled and unshared, else
  * rg_tensor_free.  Sets the cell to NULL. */
 void rgb_release(rgb_runtime *rt, rg_tensor **cell);
+/* Values whose storage is at most this many bytes are not released after
+ * their last use in a call when nobody else holds them: they stay in their
+ * cell for the next call to overwrite (see vm.c). */
+#define RGB_KEEP_BYTES 256
 
 /* One kernel invocation. */
 typedef struct rgb_exec {

@@ -98,9 +98,24 @@ void rgb_release(rgb_runtime *rt, rg_tensor **cell) {
   else rg_tensor_free(t);
 }
 
+/* Whether t, left in its cell, already is the output asked for: unshared,
+ * at the start of its storage, C-contiguous of that dtype and shape (the
+ * common case of a call after the first, checked before any size
+ * arithmetic). */
+static bool same_header(const rg_tensor *t, rg_dtype dt, int ndim, const int64_t *shape) {
+  if (t->dtype != dt || t->ndim != ndim) return false;
+  int64_t stride = (int64_t)rg_dtype_size(dt);
+  for (int i = ndim - 1; i >= 0; i--) {
+    if (t->shape[i] != shape[i] || t->strides[i] != stride) return false;
+    stride *= shape[i] ? shape[i] : 1;
+  }
+  return t->data == rg_storage_base(t) && rg_storage_refcount(t) == 1;
+}
+
 rg_tensor *rgb_output(rgb_exec *x, int j, rg_dtype dt, int ndim, const int64_t *shape) {
   rg_tensor **cell = x->outp[j];
   rg_tensor *t = *cell;
+  if (t && same_header(t, dt, ndim, shape)) return t;
   size_t nbytes;
   if (!shape_bytes(dt, ndim, shape, &nbytes)) {
     rgb_error(x, RG_ERR_LIMIT, "output size overflows");

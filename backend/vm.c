@@ -3,7 +3,11 @@
  *
  * The loop VM runs the thunks in schedule order and, after each one,
  * releases the cells whose last reader it was.  It is what runs when no
- * node is lazy and every output is wanted.
+ * node is lazy and every output is wanted.  A small value (storage of at
+ * most RGB_KEEP_BYTES, held by no one else) stays in its cell instead:
+ * the next call's kernel rewrites it in place, so graphs of scalars and
+ * tiny tensors pay neither the pool nor the allocator per node, at a cost
+ * bounded by RGB_KEEP_BYTES per cell.
  *
  * The stack VM evaluates on demand: it starts from the requested outputs
  * and runs a thunk once the thunks producing its inputs have run.  An
@@ -36,6 +40,13 @@ static int run_thunk(rgb_program *p, rgb_thunk *t) {
   return rc;
 }
 
+/* Retires a cell after its last reader: small unshared buffers stay. */
+static inline void retire(rgb_runtime *rt, rg_tensor **cell) {
+  rg_tensor *t = *cell;
+  if (t && rg_storage_nbytes(t) <= RGB_KEEP_BYTES && rg_storage_refcount(t) == 1) return;
+  rgb_release(rt, cell);
+}
+
 static int run_loop(rgb_program *p) {
   rgb_runtime *rt = p->rt;
   rgb_thunk *t = p->thunks, *end = p->thunks + p->nthunks;
@@ -49,7 +60,7 @@ static int run_loop(rgb_program *p) {
   for (; t < end; t++) {
     int rc = run_thunk(p, t);
     if (rc) return rc;
-    for (int32_t i = 0; i < t->nrelease; i++) rgb_release(rt, &p->cells[t->release[i]]);
+    for (int32_t i = 0; i < t->nrelease; i++) retire(rt, &p->cells[t->release[i]]);
   }
   return 0;
 }

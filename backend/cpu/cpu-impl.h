@@ -66,7 +66,12 @@ typedef union rgbc_scalar {
   char bytes[8];
 } rgbc_scalar;
 
-static inline int64_t rgbc_size(rg_dtype dt) { return (int64_t)rg_dtype_size(dt); }
+/* Element size of a valid dtype (a table lookup: kernels ask per call). */
+#define RGBC_SIZE_ENTRY(S, T, D) [D] = sizeof(T),
+static inline int64_t rgbc_size(rg_dtype dt) {
+  static const uint8_t size[RG_NDTYPES] = {RGBC_TYPES(RGBC_SIZE_ENTRY)};
+  return size[dt];
+}
 
 /* Loops are compiled for the baseline instruction set and, on x86-64 with
  * GCC, also for AVX2 and AVX-512 (x86-64-v4), chosen once at load time by

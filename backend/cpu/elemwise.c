@@ -495,7 +495,7 @@ static void run_nary(rgb_exec *x, rg_tensor *out, rgbc_loop loop, int nin,
   }
 }
 
-/* ------------------------------------------------------------------ the kernel */
+/* ------------------------------------------------------------------ outputs and loops */
 
 static bool same_shape(const rg_tensor *t, int ndim, const int64_t *shape) {
   if (t->ndim != ndim) return false;
@@ -556,63 +556,237 @@ int rgbc_status_error(rgb_exec *x, const rgbc_status *st) {
   return RG_OK;
 }
 
-/* All inputs scalars (0-d), at most three: one loop call on one element,
- * without broadcasting or plans (graphs of scalars are dispatch-bound). */
-static int run_scalars(rgb_exec *x, const rg_tensor *const *in, const rgbc_ew_info *info) {
-  const rgb_node *n = x->node;
-  int first;
-  rg_tensor *out = ew_output(x, in, 0, NULL, &first);
-  if (!out) return x->rt->errcode;
-  char *p[RGBC_MAXOPS] = {out->data};
-  int64_t s[RGBC_MAXOPS] = {0, 0, 0, 0};
-  rgbc_scalar sc[RGBC_MAXOPS];
-  int k0 = info->copy ? n->nin - 1 : 0;
-  for (int k = k0; k < n->nin; k++) {
-    rg_dtype want = info->copy ? in[k]->dtype : info->in[k];
-    p[k - k0 + 1] = in[k]->data;
-    if (in[k]->dtype != want) {
-      rgbc_cast_one(in[k]->dtype, in[k]->data, want, &sc[k]);
-      p[k - k0 + 1] = sc[k].bytes;
-    }
-  }
-  rgbc_status st = {0};
-  info->loop(p, s, 1, &st);
-  return rgbc_status_error(x, &st);
-}
+/* ------------------------------------------------------------------ the direct path */
 
-static bool all_scalars(const rgb_node *n, const rg_tensor *const *in) {
-  if (n->nin > 3) return false;
-  for (int k = 0; k < n->nin; k++)
-    if (in[k]->ndim != 0 || n->in[k].ndim != 0) return false;
+/* Small operands (scalars, tiny vectors) are dispatch-bound: the kernel's
+ * fixed cost is what a chain of them pays per node.  So the node's loop
+ * and dtypes are derived once and kept in the node's memo, and operands
+ * that need neither broadcasting nor a plan run as one loop call, read
+ * straight from their cells: every input has its static rank and is
+ * either rank 0 (read with stride 0) or C-contiguous with the shape of the
+ * first input of non-zero rank, stretching no dimension its type declares
+ * of size 1.  Anything else (and large operands a function's threads
+ * share) takes the general path. */
+
+typedef struct ew_memo {
+  rgbc_ew_info info;
+  bool ready;      /* info is filled */
+  bool direct;     /* at most three inputs, not folded pairwise */
+  bool fixed;      /* direct, and the static shapes settle the layout (below) */
+  uint8_t convert; /* fixed: bit k set when input k (rank 0) is read in another dtype */
+  uint8_t dt[RGBC_MAXOPS - 1];  /* fixed: the static dtype of each input */
+  uint8_t esz[RGBC_MAXOPS - 1]; /* fixed: element size of input k if it has the
+                                 * output's shape, 0 if it has rank 0 */
+  int32_t numel;   /* fixed: elements of the output */
+} ew_memo;
+_Static_assert(sizeof(ew_memo) <= sizeof(((rgb_node *)0)->memo), "the memo does not fit");
+
+/* The fixed case: the output's static shape is fully known and too small
+ * to be shared among threads, and each input is of rank 0 or of the
+ * output's static shape, read in its own dtype unless of rank 0.  Scalar
+ * code is the rank-0 instance.  Fills m's fields for it; false if n is
+ * not such a node. */
+static bool memo_fixed(const rgb_node *n, ew_memo *m) {
+  const rgb_vtype *o = &n->out[0];
+  int64_t numel = 1;
+  for (int d = 0; d < o->ndim; d++) {
+    if (o->shape[d] == RG_DIM_UNKNOWN) return false;
+    numel *= o->shape[d];
+  }
+  if (numel >= 2 * RGBC_GRAIN_COSTLY || n->nin > RGBC_MAXOPS - 1) return false;
+  int k0 = m->info.copy ? n->nin - 1 : 0;
+  for (int k = 0; k < n->nin; k++) {
+    const rgb_vtype *v = &n->in[k];
+    bool other = k >= k0 && v->dtype != m->info.in[k - k0];
+    m->dt[k] = (uint8_t)v->dtype;
+    if (v->ndim == 0) {
+      if (other) m->convert |= (uint8_t)(1u << k);
+      continue;
+    }
+    if (other || v->ndim != o->ndim) return false;
+    for (int d = 0; d < o->ndim; d++)
+      if (v->shape[d] != o->shape[d]) return false;
+    m->esz[k] = (uint8_t)rgbc_size(v->dtype);
+  }
+  m->numel = (int32_t)numel;
   return true;
 }
 
-static int run_elemwise(rgb_exec *x, const rg_tensor *const *in) {
+/* Fills the memo of node n; returns NULL, or why the node has no loop
+ * (then the memo stays unfilled). */
+static const char *memo_fill(const rgb_node *n, ew_memo *m) {
+  memset(m, 0, sizeof *m);
+  const char *why = rgbc_ew_info_of(n, &m->info);
+  if (why) return why;
+  m->ready = true;
+  m->direct = !m->info.nary && n->nin <= 3;
+  m->fixed = m->direct && memo_fixed(n, m);
+  memcpy((void *)(uintptr_t)n->memo, m, sizeof *m);
+  return NULL;
+}
+
+/* Whether t is C-contiguous of the given rank and shape. */
+static inline bool layout_is(const rg_tensor *t, int ndim, const int64_t *shape) {
+  if (t->ndim != ndim) return false;
+  int64_t stride = rgbc_size(t->dtype);
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (t->shape[d] != shape[d] || (shape[d] != 1 && t->strides[d] != stride)) return false;
+    stride *= shape[d];
+  }
+  return true;
+}
+
+/* The fixed case at run time: the values must have their static layout
+ * (else false: the other paths take the node).  The output cell's
+ * previous value is rewritten when nobody else holds it.  rank (the
+ * output's rank, or -1 for any) is a constant in each copy that run_fixed
+ * calls: scalar code gets a copy without loops over dimensions. */
+static inline __attribute__((always_inline)) bool
+fixed_n(rgb_exec *x, const ew_memo *m, int *rc, const int nin, const int rank) {
+  const rgb_node *n = x->node;
+  const int k0 = m->info.copy ? nin - 1 : 0, ndim = rank >= 0 ? rank : n->out[0].ndim;
+  const int64_t *shape = n->out[0].shape;
+  const rg_tensor *in[RGBC_MAXOPS];
+  char *p[RGBC_MAXOPS + 1]; /* operands from p[k0]: the output, then inputs k0.. */
+  int64_t s[RGBC_MAXOPS + 1];
+  for (int k = 0; k < nin; k++) {
+    const rg_tensor *t = in[k] = rgb_in(x, k);
+    if (t->dtype != (rg_dtype)m->dt[k] || !layout_is(t, m->esz[k] ? ndim : 0, shape)) return false;
+    p[k + 1] = t->data;
+    s[k + 1] = m->esz[k];
+  }
+  rgbc_scalar sc[RGBC_MAXOPS];
+  for (unsigned c = m->convert; c; c &= c - 1) {
+    int k = __builtin_ctz(c);
+    rgbc_cast_one((rg_dtype)m->dt[k], p[k + 1], m->info.in[k - k0], &sc[k]);
+    p[k + 1] = sc[k].bytes;
+  }
+  rg_tensor *out = *x->outp[0];
+  if (n->inplace >= 0 || !out || out->dtype != n->out[0].dtype || !layout_is(out, ndim, shape) ||
+      rg_storage_refcount(out) != 1) {
+    int first;
+    out = ew_output(x, in, ndim, shape, &first);
+    if (!out) return *rc = x->rt->errcode, true;
+    if (m->info.copy && in[k0] == out) return *rc = RG_OK, true;
+  }
+  *rc = RG_OK;
+  if (m->numel == 0) return true;
+  p[k0] = out->data;
+  s[k0] = ndim ? rgbc_size(out->dtype) : 0;
+  rgbc_status st = {0};
+  m->info.loop(p + k0, s + k0, m->numel, &st);
+  if (st.bad) *rc = rgbc_status_error(x, &st);
+  return true;
+}
+
+static bool run_fixed(rgb_exec *x, const ew_memo *m, int *rc) {
+  if (x->node->out[0].ndim == 0) return fixed_n(x, m, rc, x->node->nin, 0);
+  return fixed_n(x, m, rc, x->node->nin, -1);
+}
+
+/* Whether t (of static type vt) is C-contiguous with the given shape
+ * (NULL: its own) and stretches no dimension vt declares of size 1. */
+static bool direct_layout(const rg_tensor *t, const rgb_vtype *vt, const int64_t *shape) {
+  int64_t stride = rgbc_size(t->dtype);
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    int64_t size = t->shape[d];
+    if ((shape && size != shape[d]) || (vt->shape[d] == 1 && size != 1)) return false;
+    if (size != 1 && t->strides[d] != stride) return false;
+    stride *= size;
+  }
+  return true;
+}
+
+/* The output when the cell's previous value fits as it is (unshared,
+ * C-contiguous of the dtype and shape), else ew_output's. */
+static rg_tensor *direct_output(rgb_exec *x, const rg_tensor *const *in, int ndim,
+                                const int64_t *shape) {
+  const rgb_node *n = x->node;
+  rg_tensor *t = *x->outp[0];
+  if (n->inplace < 0 && t && t->ndim == ndim && t->dtype == n->out[0].dtype &&
+      direct_layout(t, &n->out[0], shape) && rg_storage_refcount(t) == 1)
+    return t;
+  int first;
+  return ew_output(x, in, ndim, shape, &first);
+}
+
+/* Runs the node as one loop call when its operands allow it: true when it
+ * did, with the status in *rc; false leaves the node to the general path.
+ * nin is a constant in each copy the kernel calls (see run_direct), so the
+ * loop over inputs unrolls. */
+static inline __attribute__((always_inline)) bool
+direct_n(rgb_exec *x, const rgbc_ew_info *info, int *rc, const int nin) {
+  const rgb_node *n = x->node;
+  const int k0 = info->copy ? nin - 1 : 0;
+  const rg_tensor *in[RGBC_MAXOPS], *ref = NULL;
+  char *p[RGBC_MAXOPS + 1]; /* operands from p[k0]: the output, then inputs k0.. */
+  int64_t s[RGBC_MAXOPS + 1];
+  rgbc_scalar sc[RGBC_MAXOPS];
+  for (int k = 0; k < nin; k++) {
+    const rg_tensor *t = in[k] = rgb_in(x, k);
+    if (t->ndim != n->in[k].ndim) return false;
+    if (t->ndim && !direct_layout(t, &n->in[k], ref ? ref->shape : NULL)) return false;
+    if (t->ndim && !ref) ref = t;
+    if (k < k0) continue;
+    rg_dtype want = info->in[k - k0];
+    p[k + 1] = t->data;
+    s[k + 1] = t->ndim ? rgbc_size(want) : 0;
+    if (t->dtype == want) continue;
+    if (t->ndim) return false; /* converted in blocks by the general path */
+    rgbc_cast_one(t->dtype, t->data, want, &sc[k]);
+    p[k + 1] = sc[k].bytes;
+  }
+  int ndim = ref ? ref->ndim : 0;
+  int64_t numel = 1;
+  for (int d = 0; d < ndim; d++) numel *= ref->shape[d];
+  if (x->rt->nthreads > 1 && numel >= 2 * (info->costly ? RGBC_GRAIN_COSTLY : RGBC_GRAIN_CHEAP))
+    return false;
+  rg_tensor *out = direct_output(x, in, ndim, ref ? ref->shape : NULL);
+  *rc = out ? RG_OK : x->rt->errcode;
+  if (!out || numel == 0 || (info->copy && in[k0] == out)) return true;
+  p[k0] = out->data;
+  s[k0] = ndim ? rgbc_size(out->dtype) : 0;
+  rgbc_status st = {0};
+  info->loop(p + k0, s + k0, numel, &st);
+  *rc = st.bad ? rgbc_status_error(x, &st) : RG_OK;
+  return true;
+}
+
+static bool run_direct(rgb_exec *x, const rgbc_ew_info *info, int *rc) {
+  switch (x->node->nin) {
+  case 1: return direct_n(x, info, rc, 1);
+  case 2: return direct_n(x, info, rc, 2);
+  case 3: return direct_n(x, info, rc, 3);
+  default: return false;
+  }
+}
+
+/* ------------------------------------------------------------------ the kernel */
+
+/* Broadcasting, conversions in blocks, pairwise folding, threads (kept out
+ * of line: the direct paths stay small). */
+__attribute__((noinline)) static int run_general(rgb_exec *x, const rg_tensor *const *in, const rgbc_ew_info *info) {
   const rgb_node *n = x->node;
   int nin = n->nin, ndim, first;
   int64_t shape[RG_MAX_NDIM];
-  rgbc_ew_info info;
-  const char *why = rgbc_ew_info_of(n, &info);
-  if (why) return rgb_error(x, RG_ERR_TYPE, "%s (%s output)", why, rg_dtype_name(n->out[0].dtype));
-  if (!info.nary && all_scalars(n, in)) return run_scalars(x, in, &info);
   if (rgbc_broadcast_shape(x, nin, in, n->in, &ndim, shape) != RG_OK) return x->rt->errcode;
   rg_tensor *out = ew_output(x, in, ndim, shape, &first);
   if (!out) return x->rt->errcode;
   if (rg_tensor_numel(out) == 0) return RG_OK;
-  int64_t grain = info.costly ? RGBC_GRAIN_COSTLY : RGBC_GRAIN_CHEAP;
-  if (info.copy) {
+  int64_t grain = info->costly ? RGBC_GRAIN_COSTLY : RGBC_GRAIN_CHEAP;
+  if (info->copy) {
     const rg_tensor *src = in[nin - 1];
     if (src == out) return RG_OK;
     rg_dtype sdt = src->dtype;
     run_pass(x, out, rgbc_cast_loop(sdt, out->dtype), NULL, 1, &src, &sdt, grain);
     return RG_OK;
   }
-  if (info.nary) {
-    run_nary(x, out, info.loop, nin, in, info.in[0], first, grain);
+  if (info->nary) {
+    run_nary(x, out, info->loop, nin, in, info->in[0], first, grain);
     return RG_OK;
   }
   rgbc_status st = {0};
-  run_pass(x, out, info.loop, &st, nin, in, info.in, grain);
+  run_pass(x, out, info->loop, &st, nin, in, info->in, grain);
   return rgbc_status_error(x, &st);
 }
 
@@ -626,11 +800,19 @@ void rgbc_binary(rgb_exec *x, rg_opcode op, rg_tensor *out, const rg_tensor *a,
 }
 
 int rgb_cpu_elemwise(rgb_exec *x) {
-  int nin = x->node->nin;
+  const rgb_node *n = x->node;
+  ew_memo m;
+  memcpy(&m, n->memo, sizeof m);
+  const char *why = m.ready ? NULL : memo_fill(n, &m);
+  if (why) return rgb_error(x, RG_ERR_TYPE, "%s (%s output)", why, rg_dtype_name(n->out[0].dtype));
+  int rc;
+  if (m.fixed && run_fixed(x, &m, &rc)) return rc;
+  if (m.direct && run_direct(x, &m.info, &rc)) return rc;
+  int nin = n->nin;
   const rg_tensor *small[8], **in = nin <= 8 ? small : malloc((size_t)nin * sizeof *in);
   if (!in) return rgb_error(x, RG_ERR_NOMEM, "out of memory");
   for (int k = 0; k < nin; k++) in[k] = rgb_in(x, k);
-  int rc = run_elemwise(x, in);
+  rc = run_general(x, in, &m.info);
   if (in != small) free(in);
   return rc;
 }
