@@ -29,6 +29,7 @@
  * changes nothing with no rule banned.
  */
 #include "rewrites/egraph-impl.h"
+#include "kanren/kanren-impl.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -478,28 +479,30 @@ static rg_term node_term(const eg_head *h, int n, const rg_term *args) {
 }
 
 /* The terms of e-node id: its op applied to every combination of its
- * children's terms at depth - 1 (at most cap combinations).  With
- * `fresh`, only the combinations that rule has not run on are built (and
- * marked run). */
-static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out, eg_rule *fresh) {
+ * children's terms, child i's to depth kd[i] (at most cap combinations).
+ * With `fresh`, only the combinations that rule has not run on are built
+ * (and marked run); `seed` starts their hashes. */
+static void node_terms_d(rg_egraph *eg, uint32_t id, const int *kd, int cap, alts *out, eg_rule *fresh,
+                         uint64_t seed) {
   const eg_node *x = &eg->nodes[id];
   const eg_head *h = &eg->heads[x->head];
   if (h->leaf) {
-    if (!fresh || seen_add(fresh, hmix(0x1eaf, id))) alts_push(out, rg_var_term(h->leaf), hmix(0x1eaf, id));
+    uint64_t hh = hmix(seed ^ 0x1eaf, id);
+    if (!fresh || seen_add(fresh, hh)) alts_push(out, rg_var_term(h->leaf), hh);
     return;
   }
   int n = (int)x->nch;
   alts kids[n ? n : 1];
   for (int i = 0; i < n; i++) {
     kids[i] = (alts){0};
-    class_terms(eg, eg_kids(eg, id)[i], depth - 1, cap, &kids[i]);
+    class_terms(eg, eg_kids(eg, id)[i], kd[i], cap, &kids[i]);
     if (!kids[i].n) return;
   }
   int idx[n ? n : 1];
   memset(idx, 0, sizeof idx);
   rg_term args[n ? n : 1];
   for (int made = 0;;) {
-    uint64_t hh = hmix(0x90de, id);
+    uint64_t hh = hmix(seed ^ 0x90de, id);
     for (int i = 0; i < n; i++) hh = hmix(hh, kids[i].v[idx[i]].h);
     if (!fresh || seen_add(fresh, hh)) {
       for (int i = 0; i < n; i++) args[i] = kids[i].v[idx[i]].t;
@@ -510,6 +513,12 @@ static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out
     while (i >= 0 && ++idx[i] == kids[i].n) idx[i--] = 0;
     if (i < 0) return;
   }
+}
+
+static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out, eg_rule *fresh) {
+  int n = (int)eg->nodes[id].nch, kd[n ? n : 1];
+  for (int i = 0; i < n; i++) kd[i] = depth - 1;
+  node_terms_d(eg, id, kd, cap, out, fresh, 0);
 }
 
 static bool seen_add(eg_rule *r, uint64_t h) {
@@ -588,12 +597,151 @@ static bool track_heads(eg_rule *r, int arg) {
   return true;
 }
 
-static int search_node_rel(rg_egraph *eg, eg_rule *r, uint32_t id, const rg_search_opts *o) {
-  alts ts = {0};
-  node_terms(eg, id, o->rel_depth, o->rel_terms, &ts, r);
+/* ------------------------------------------------------------------ the structure a relation reads */
+
+/* How deep a relation looks into the term it is given, per position of
+ * the term's arguments, read from its code: a unification (== ARG (HEAD
+ * A1 A2 ...)) in its body's conjunctions (inside fresh scopes; over conde
+ * clauses, the deepest) gives position i the nesting depth of Ai's
+ * template.  A position whose template is a variable used by no goal
+ * other than one building the other argument needs no structure (the
+ * class's representative is enough).  Anything else (calls, a template
+ * that is not a list, a variable used elsewhere) is unknown: the full
+ * depth, as without the analysis.  Sound in the sense that it gives up
+ * rather than guess. */
+#define REL_MAXPOS 8
+typedef struct rshape { int n; int8_t d[REL_MAXPOS]; } rshape; /* n < 0: unknown */
+
+static bool tx_mentions(const rgk_tx *t, int level, int var_level, uint32_t idx) {
+  if (!t) return false;
+  switch (t->op) {
+  case TX_CONST: case TX_GLOBAL: return false;
+  case TX_LOCAL: return level - (int)t->depth == var_level && t->idx == idx;
+  case TX_CONS: return tx_mentions(t->a, level, var_level, idx) || tx_mentions(t->b, level, var_level, idx);
+  default: return true;
+  }
+}
+
+static bool is_param(const rgk_tx *t, int level, int param) {
+  return t->op == TX_LOCAL && (int)t->depth == level && (int)t->idx == param;
+}
+
+/* Whether goal g (at frame level `level`) uses variable (var_level, idx)
+ * other than in `skip` or in a unification building parameter `other`. */
+static bool goal_mentions(const rg_goal *g, int level, int var_level, uint32_t idx, const rg_goal *skip,
+                          int other) {
+  if (g == skip) return false;
+  switch (g->op) {
+  case G_SUCCEED: case G_FAIL: return false;
+  case G_EQ:
+    if (is_param(g->a, level, other) || is_param(g->b, level, other)) return false;
+    return tx_mentions(g->a, level, var_level, idx) || tx_mentions(g->b, level, var_level, idx);
+  case G_CONJ: case G_CONDE:
+    for (uint32_t i = 0; i < g->n; i++)
+      if (goal_mentions(g->kids[i], level, var_level, idx, skip, other)) return true;
+    return false;
+  case G_FRESH: return goal_mentions(g->body, g->n ? level + 1 : level, var_level, idx, skip, other);
+  default: return true;
+  }
+}
+
+static int tx_depth(const rgk_tx *t, int full) {
+  if (t->op == TX_LOCAL) return 0;
+  if (t->op == TX_CONST) return rg_is_pair(t->k) ? full : 0;
+  if (t->op != TX_CONS || full <= 0) return full;
+  int d = 0;
+  const rgk_tx *l = t->b;
+  for (; l && l->op == TX_CONS; l = l->b) {
+    int e = tx_depth(l->a, full - 1);
+    if (e > d) d = e;
+  }
+  return l && l->op == TX_CONST && l->k == RG_NIL ? 1 + d : full;
+}
+
+/* The shape the template t of parameter `param` asks for (found in goal
+ * eq at frame `level`, inside `body`). */
+static rshape template_shape(const rgk_tx *t, int level, const rg_goal *body, const rg_goal *eq, int param,
+                             int full) {
+  rshape sh = {.n = -1};
+  if (t->op != TX_CONS) return sh;
+  sh.n = 0;
+  const rgk_tx *l = t->b;
+  for (; l && l->op == TX_CONS && sh.n < REL_MAXPOS; l = l->b) {
+    const rgk_tx *x = l->a;
+    int d = tx_depth(x, full);
+    if (x->op == TX_LOCAL && goal_mentions(body, 0, level - (int)x->depth, x->idx, eq, 1 - param)) d = full;
+    sh.d[sh.n++] = (int8_t)(d < full ? d : full);
+  }
+  if (!l || l->op != TX_CONST || l->k != RG_NIL) sh.n = -1;
+  return sh;
+}
+
+static rshape shape_goal(const rg_goal *g, int level, const rg_goal *body, int param, int full) {
+  rshape none = {.n = -1};
+  switch (g->op) {
+  case G_EQ:
+    if (is_param(g->a, level, param)) return template_shape(g->b, level, body, g, param, full);
+    if (is_param(g->b, level, param)) return template_shape(g->a, level, body, g, param, full);
+    return none;
+  case G_CONJ:
+    for (uint32_t i = 0; i < g->n; i++) {
+      rshape sh = shape_goal(g->kids[i], level, body, param, full);
+      if (sh.n >= 0) return sh;
+    }
+    return none;
+  case G_FRESH: return shape_goal(g->body, g->n ? level + 1 : level, body, param, full);
+  case G_CONDE: {
+    rshape all = {.n = -2};
+    for (uint32_t i = 0; i < g->n; i++) {
+      rshape sh = shape_goal(g->kids[i], level, body, param, full);
+      if (sh.n < 0 || (all.n >= 0 && sh.n != all.n)) return none;
+      if (all.n < 0) all = sh;
+      for (int k = 0; k < sh.n; k++)
+        if (sh.d[k] > all.d[k]) all.d[k] = sh.d[k];
+    }
+    return all.n >= 0 ? all : none;
+  }
+  default: return none;
+  }
+}
+
+static const rgk_lambda *lambda_of(rg_term p) {
+  if (!p || rgk_type(p) != RGK_T_PROC || ((rgk_proc *)p)->h.aux != PROC_LAMBDA) return NULL;
+  const rgk_lambda *lam = ((rgk_proc *)p)->lam;
+  return lam->nparams == 2 && !lam->rest ? lam : NULL;
+}
+
+/* The shape relation rel asks of parameter `param` (0: in, 1: out),
+ * through bodies that are one call passing both parameters on (a rule's
+ * (rel in out)). */
+static rshape relation_shape(rg_term rel, int param, int full) {
+  rshape none = {.n = -1};
+  const rgk_lambda *lam = lambda_of(rel);
+  for (int hops = 0; lam && hops < 8; hops++) {
+    const rg_goal *g = lam->body;
+    if (g->op != G_CALL) return shape_goal(g, 0, g, param, full);
+    if (g->n != 2 || g->a->op == TX_LOCAL) return none;
+    rg_term callee = g->a->op == TX_GLOBAL ? g->a->g->value : g->a->op == TX_CONST ? g->a->k : 0;
+    if (is_param(g->args[0], 0, param) && is_param(g->args[1], 0, 1 - param)) param = 0;
+    else if (is_param(g->args[1], 0, param) && is_param(g->args[0], 0, 1 - param)) param = 1;
+    else return none;
+    lam = lambda_of(callee);
+  }
+  return none;
+}
+
+/* Runs the relation both ways on the terms of e-node id not run before,
+ * each direction's terms built as deep as that direction reads (sh). */
+static int search_node_rel(rg_egraph *eg, eg_rule *r, uint32_t id, const rg_search_opts *o,
+                           const rshape *sh) {
   uint32_t c = eg_find(eg, eg->nodes[id].cls);
-  for (int i = 0; i < ts.n; i++) {
-    for (int dir = 0; dir < 2; dir++) {
+  int n = (int)eg->nodes[id].nch, kd[n ? n : 1];
+  for (int dir = 0; dir < 2; dir++) {
+    for (int i = 0; i < n; i++)
+      kd[i] = sh[dir].n < 0 ? o->rel_depth - 1 : sh[dir].n != n ? 0 : sh[dir].d[i];
+    alts ts = {0};
+    node_terms_d(eg, id, kd, o->rel_terms, &ts, r, dir ? 0x2b : 0x1f);
+    for (int i = 0; i < ts.n; i++) {
       int rc = run_relation(eg, r, dir, c, ts.v[i].t, o->rel_answers);
       if (rc) return rc;
     }
@@ -615,12 +763,13 @@ static bool rel_dirty(const rg_egraph *eg, uint32_t id, int depth, uint32_t sinc
 
 static int search_relation(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int64_t limit) {
   uint32_t n = eg->nnodes;
+  rshape sh[2] = {relation_shape(r->rel, 0, o->rel_depth - 1), relation_shape(r->rel, 1, o->rel_depth - 1)};
   for (uint32_t id = 0; id < n && r->nmatches <= limit; id++) {
     const eg_node *x = &eg->nodes[id];
     if (x->dead || !tracks_head(r, &eg->heads[x->head])) continue;
     if (out_of_time(eg, r, 0)) break;
     if (r->since && !rel_dirty(eg, id, o->rel_depth, r->since)) continue;
-    int rc = search_node_rel(eg, r, id, o);
+    int rc = search_node_rel(eg, r, id, o, sh);
     if (rc) return rc;
   }
   return RG_OK;
