@@ -78,6 +78,9 @@ struct rg_op_class {
    * copy of g with integer parameters ints, checked (NULL with an error);
    * how parsing makes the op back (inner.c). */
   const rg_op *(*inner_make)(rg_ctx *C, rg_fgraph *g, int nints, const int64_t *ints);
+  /* (optional) The op's label in printed graphs, "name{...}"; with it,
+   * dprint also prints the op's inner graph after the outer one. */
+  const char *(*label)(const rg_op *op);
 };
 
 extern const rg_op_class rgc_classes[RG_OP_COUNT];

@@ -100,6 +100,7 @@ int rgc_inner_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, r
 int rgc_scan_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in, rgc_outs *out);
 int rgc_scan_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
 const rg_op *rgc_scan_op_make(rg_ctx *C, rg_fgraph *g, int nints, const int64_t *ints);
+const char *rgc_scan_label(const rg_op *op);
 int rgc_opaque_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in, rgc_outs *out);
 int rgc_opaque_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
 
@@ -126,7 +127,7 @@ int rgc_opaque_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, 
   .view_of = no_view, .destroys = destroys_inplace, COMMON
 #define FAM_LOOP                                                                  \
   .make_node = rgc_scan_make_node, .infer_shape = rgc_scan_infer_shape,           \
-  .view_of = no_view, .destroys = destroys_inplace, .inner_make = rgc_scan_op_make, COMMON
+  .view_of = no_view, .destroys = destroys_inplace, .inner_make = rgc_scan_op_make, .label = rgc_scan_label, COMMON
 #define FAM_OPAQUE                                                                \
   .make_node = rgc_opaque_make_node, .infer_shape = rgc_opaque_infer_shape,       \
   .view_of = no_view, .destroys = destroys_inplace, COMMON

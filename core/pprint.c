@@ -59,6 +59,7 @@ char *rgc_pprint_inner(const rg_fgraph *g);
 
 /* "name" or "name{p,q}" from the op's parameter terms. */
 const char *rgc_op_label(const rg_op *op) {
+  if (op->cls->label) return op->cls->label(op);
   if (op->inner) return rgk_sprintf("%s{%s}", op->cls->name, rgc_pprint_inner(op->inner));
   rg_term ps = op->code == RG_OP_OPAQUE ? RG_NIL : op->cls->params_term(op);
   if (ps == RG_NIL) return op->code == RG_OP_OPAQUE ? op->name : op->cls->name;
@@ -312,6 +313,8 @@ typedef struct dp {
   rg_memo *ids;   /* node or leaf -> id number + 1 */
   rg_memo *labels; /* op -> label */
   int next;
+  rgk_stack inner; /* nodes whose inner graph is printed after the outer one */
+  const char *prefix; /* before every line (inner graphs: " >") */
 } dp;
 
 static const char *id_text(int k) {
@@ -346,6 +349,7 @@ static void indent(FILE *f, int depth) {
 
 /* Prints v's line; returns whether its node's inputs should follow. */
 static bool dprint_line(dp *d, const rg_variable *v, int depth) {
+  if (d->prefix) fputs(d->prefix, d->f);
   indent(d->f, depth);
   bool fresh;
   if (!v->owner) {
@@ -360,6 +364,7 @@ static bool dprint_line(dp *d, const rg_variable *v, int depth) {
     return false;
   }
   const char *id = id_of(d, v->owner, &fresh);
+  if (fresh && v->owner->op->cls->label && v->owner->op->inner) rgk_push(&d->inner, (rgk_word)v->owner);
   fputs(rgc_op_label_cached(d->labels, v->owner->op), d->f);
   if (v->owner->nout > 1) fprintf(d->f, ".%d", v->index);
   fprintf(d->f, " [id %s] %s", id, rg_type_str(v->type));
@@ -369,10 +374,10 @@ static bool dprint_line(dp *d, const rg_variable *v, int depth) {
   return fresh;
 }
 
-static void dprint_var(dp *d, const rg_variable *root) {
+static void dprint_var(dp *d, const rg_variable *root, int depth0) {
   rgk_stack work = {0}; /* (variable, depth) */
   rgk_push(&work, (rgk_word)root);
-  rgk_push(&work, 0);
+  rgk_push(&work, (rgk_word)depth0);
   while (work.n) {
     int depth = (int)work.v[--work.n];
     const rg_variable *v = (const rg_variable *)work.v[--work.n];
@@ -385,9 +390,26 @@ static void dprint_var(dp *d, const rg_variable *root) {
   }
 }
 
+/* Aesara's "Inner graphs:" section: each inner graph's outputs, indented
+ * under the node's label and id (nested ones join the list as met). */
+static void dprint_inner(dp *d) {
+  if (!d->inner.n) return;
+  fputs("\nInner graphs:\n", d->f);
+  for (size_t k = 0; k < d->inner.n; k++) {
+    const rg_node *n = (const rg_node *)d->inner.v[k];
+    bool fresh;
+    fprintf(d->f, "\n%s [id %s]\n", rgc_op_label_cached(d->labels, n->op), id_of(d, n, &fresh));
+    rg_fgraph *g = n->op->inner;
+    d->prefix = " >";
+    for (int j = 0; j < g->nout; j++) dprint_var(d, g->outputs[j], 0);
+    d->prefix = NULL;
+  }
+}
+
 int rg_dprint(FILE *f, int n, rg_variable *const *vars) {
   dp d = {.f = f, .ids = rg_memo_new(), .labels = rg_memo_new()};
-  for (int k = 0; k < n; k++) dprint_var(&d, vars[k]);
+  for (int k = 0; k < n; k++) dprint_var(&d, vars[k], 0);
+  dprint_inner(&d);
   return ferror(f) ? RG_ERR_IO : RG_OK;
 }
 

@@ -530,6 +530,55 @@ int rgc_scan_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rg
   return RG_OK;
 }
 
+/* ------------------------------------------------------------------ printing */
+
+char *rgc_pprint_inner(const rg_fgraph *g);
+
+static char *taps_text(char *acc, const char *what, int k, int n, const int64_t *taps) {
+  acc = rgk_sprintf("%s, %s %d taps (", acc, what, k);
+  for (int i = 0; i < n; i++) acc = rgk_sprintf("%s%s%lld", acc, i ? " " : "", (long long)taps[i]);
+  return rgk_sprintf("%s)", acc);
+}
+
+/* The layout where it is not the default: taps, direction, store_steps. */
+static char *layout_text(const rg_scan_info *s) {
+  char *acc = rgk_strdup("");
+  for (int k = 0; k < s->n_seqs; k++)
+    if (s->seq_ntaps[k] != 1 || s->seq_taps[k][0] != 0) acc = taps_text(acc, "seq", k, s->seq_ntaps[k], s->seq_taps[k]);
+  for (int k = 0; k < s->n_mit_mot; k++) {
+    acc = taps_text(acc, "mit_mot in", k, s->mit_mot_nin[k], s->mit_mot_in_taps[k]);
+    acc = taps_text(acc, "mit_mot out", k, s->mit_mot_nout[k], s->mit_mot_out_taps[k]);
+  }
+  for (int k = 0; k < s->n_mit_sot; k++) acc = taps_text(acc, "mit_sot", k, s->mit_sot_ntaps[k], s->mit_sot_taps[k]);
+  if (s->go_backwards) acc = rgk_sprintf("%s, go_backwards", acc);
+  if (s->truncate_gradient >= 0) acc = rgk_sprintf("%s, truncate_gradient %lld", acc, (long long)s->truncate_gradient);
+  int nstore = s->n_mit_sot + s->n_sit_sot + s->n_nit_sot;
+  for (int i = 0; i < nstore; i++)
+    if (s->store_steps[i]) acc = rgk_sprintf("%s, output %d keeps %lld steps", acc, s->n_mit_mot + i, (long long)s->store_steps[i]);
+  return acc;
+}
+
+/* scan{lambda x_t, acc: (acc + x_t)}: the step as a lambda over the inner
+ * inputs' names, its outputs (an until condition marked), then the
+ * layout where it differs from one tap per variable. */
+const char *rgc_scan_label(const rg_op *op) {
+  rg_scan_info s;
+  const rg_fgraph *g = op->inner;
+  if (!rg_scan_info_of(op, &s) || !g) return "scan{?}";
+  char *params = rgk_strdup("");
+  for (int i = 0; i < g->nin; i++)
+    params = g->inputs[i]->name ? rgk_sprintf("%s%s%s", params, i ? ", " : "", g->inputs[i]->name)
+                                : rgk_sprintf("%s%s<%d>", params, i ? ", " : "", i);
+  char *body = rgk_strdup("");
+  for (const char *c = rgc_pprint_inner(g); *c; c++)
+    body = *c == ';' ? rgk_sprintf("%s, ", body) : rgk_sprintf("%s%c", body, *c);
+  if (s.until) {
+    char *last = strrchr(body, ',');
+    body = last ? rgk_sprintf("%.*s, until %s", (int)(last - body), body, last + 2) : rgk_sprintf("until %s", body);
+  }
+  return rgk_sprintf("scan{lambda %s: %s%s}", params, body, layout_text(&s));
+}
+
 /* ------------------------------------------------------------------ gradient */
 
 int rgc_grad_SCAN(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig) {
