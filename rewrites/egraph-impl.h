@@ -166,6 +166,10 @@ uint32_t eg_intern_op(rg_egraph *eg, const rg_op *op, int out);
  * when the e-graph has it); EG_NONE when it does not type-check (no
  * error), or on an error (rg_errcode set). */
 uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch);
+/* Adds head(children) and merges it with class `into` (a new e-node of
+ * into's type goes straight into it, with no class of its own); its class
+ * or EG_NONE (ill-typed, or a merge refused). */
+uint32_t eg_add_into(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch, uint32_t into);
 /* Adds everything variable v computes; its class or EG_NONE. */
 uint32_t eg_add_var(rg_egraph *eg, rg_variable *v);
 /* The class of v if the e-graph has it (without adding), else EG_NONE. */

@@ -352,7 +352,8 @@ static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
 
 /* ------------------------------------------------------------------ instantiating results */
 
-static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb);
+static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb,
+                            uint32_t into);
 
 static rg_term subst_params(rg_term t, eg_rule *r, rg_term tb) {
   if (is_pvar(t)) {
@@ -365,7 +366,8 @@ static rg_term subst_params(rg_term t, eg_rule *r, rg_term tb) {
   return rg_cons(subst_params(rg_car(t), r, tb), subst_params(rg_cdr(t), r, tb));
 }
 
-static uint32_t instantiate_op(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb) {
+static uint32_t instantiate_op(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb,
+                               uint32_t into) {
   uint32_t head = p->head;
   if (p->hpat) {
     const rg_op *op = rg_op_from_term(eg->C, subst_params(p->hpat, r, tb));
@@ -374,17 +376,19 @@ static uint32_t instantiate_op(rg_egraph *eg, eg_rule *r, const pat *p, const ui
   }
   uint32_t ch[p->nch ? p->nch : 1];
   for (int i = 0; i < p->nch; i++)
-    if ((ch[i] = instantiate(eg, r, p->ch[i], binds, tb)) == EG_NONE) return EG_NONE;
-  return eg_add(eg, head, p->nch, ch);
+    if ((ch[i] = instantiate(eg, r, p->ch[i], binds, tb, EG_NONE)) == EG_NONE) return EG_NONE;
+  return into == EG_NONE ? eg_add(eg, head, p->nch, ch) : eg_add_into(eg, head, p->nch, ch, into);
 }
 
-static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb) {
+/* The class of p's instance; with `into`, merged with that class. */
+static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb,
+                            uint32_t into) {
   if (p->kind == P_VAR) return binds[p->var];
   if (p->kind == P_LIT) {
     rg_variable *v = rg_term_to_variable(eg->C, p->lit);
     return v ? eg_add_var(eg, v) : EG_NONE;
   }
-  return instantiate_op(eg, r, p, binds, tb);
+  return instantiate_op(eg, r, p, binds, tb, into);
 }
 
 static int apply_pattern(rg_egraph *eg, eg_rule *r) {
@@ -394,9 +398,10 @@ static int apply_pattern(rg_egraph *eg, eg_rule *r) {
   for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
     rg_term tb = rg_is_pair(tl) ? rg_car(tl) : RG_NIL;
     if (rg_is_pair(tl)) tl = rg_cdr(tl);
-    uint32_t c = instantiate(eg, r, r->rhs, r->m.v + i + 1, tb);
+    uint32_t into = r->rhs->kind == P_OP ? r->m.v[i] : EG_NONE;
+    uint32_t c = instantiate(eg, r, r->rhs, r->m.v + i + 1, tb, into);
     if (c == EG_NONE && rg_errcode(eg->C)) return rg_errcode(eg->C);
-    if (c != EG_NONE) eg_union(eg, r->m.v[i], c);
+    if (c != EG_NONE && into == EG_NONE) eg_union(eg, r->m.v[i], c);
   }
   return RG_OK;
 }
@@ -777,8 +782,9 @@ static int search_relation(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, i
 
 /* An answer term as a class: graph variables are classes (added when
  * new), numbers literal constants, (op arg ...) e-nodes; EG_NONE when it
- * does not evaluate (unbound variables, a type error). */
-static uint32_t term_class(rg_egraph *eg, rg_term t) {
+ * does not evaluate (unbound variables, a type error).  With `into`, an
+ * (op arg ...) answer goes straight into (or is merged with) that class. */
+static uint32_t term_class(rg_egraph *eg, rg_term t, uint32_t into) {
   rg_variable *v = rg_term_var(t);
   if (v) return eg_add_var(eg, v);
   rg_kind k = rg_kind_of(t);
@@ -802,14 +808,15 @@ static uint32_t term_class(rg_egraph *eg, rg_term t) {
   uint32_t ch[n > 0 ? n : 1];
   rg_term a = rg_cdr(t);
   for (int i = 0; i < n; i++, a = rg_cdr(a))
-    if ((ch[i] = term_class(eg, rg_car(a))) == EG_NONE) return EG_NONE;
-  return eg_add(eg, eg_intern_op(eg, op, out), n, ch);
+    if ((ch[i] = term_class(eg, rg_car(a), EG_NONE)) == EG_NONE) return EG_NONE;
+  uint32_t head = eg_intern_op(eg, op, out);
+  return into == EG_NONE ? eg_add(eg, head, n, ch) : eg_add_into(eg, head, n, ch, into);
 }
 
 static int apply_relation(rg_egraph *eg, eg_rule *r) {
   for (rg_term l = r->mterms; rg_is_pair(l); l = rg_cdr(l)) {
     uint32_t c = (uint32_t)rg_int_value(rg_car(rg_car(l)));
-    uint32_t a = term_class(eg, rg_cdr(rg_car(l)));
+    uint32_t a = term_class(eg, rg_cdr(rg_car(l)), c);
     if (a == EG_NONE && rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;
     if (a == EG_NONE) {
       rg_clear_error(eg->C);

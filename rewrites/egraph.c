@@ -424,7 +424,7 @@ rg_variable *eg_rep(rg_egraph *eg, uint32_t c) {
  * when it does not type-check.  One probe of the hash-cons table finds
  * the node or the slot a new one goes in. */
 static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch,
-                         rg_variable *known) {
+                         rg_variable *known, uint32_t into) {
   uint32_t small[16], *cc = n <= 16 ? small : malloc(n * sizeof *cc);
   for (uint32_t i = 0; i < n; i++) cc[i] = eg_find_compress(eg, ch[i]);
   memo_reserve(eg);
@@ -443,6 +443,11 @@ static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_
       eg->reps[c] = known;
       eg->cls[c].plain = plain_var(known);
     }
+  } else if (t && into != EG_NONE && (into = eg_find_compress(eg, into), eg->types[into] == t ||
+                                                                          rg_type_equal(eg->types[into], t))) {
+    c = into; /* straight into the class it is to be merged with */
+    eg->cls[c].mod = eg->iter;
+    new_node(eg, s, h, head, n, cc, c);
   } else if (t) {
     c = new_class(eg, t, v);
     new_node(eg, s, h, head, n, cc, c);
@@ -453,7 +458,12 @@ static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_
 }
 
 uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch) {
-  return add_node(eg, head, (uint32_t)nch, ch, NULL);
+  return add_node(eg, head, (uint32_t)nch, ch, NULL, EG_NONE);
+}
+
+uint32_t eg_add_into(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch, uint32_t into) {
+  uint32_t c = add_node(eg, head, (uint32_t)nch, ch, NULL, into);
+  return c == EG_NONE || eg_union(eg, into, c) ? c : EG_NONE;
 }
 
 static uint32_t var_class(rg_egraph *eg, rg_variable *v) {
@@ -467,7 +477,7 @@ static uint32_t add_output(rg_egraph *eg, rg_node *node, int k) {
   uint32_t c = EG_NONE;
   for (int i = 0; i < node->nin; i++)
     if ((ch[i] = var_class(eg, node->inputs[i])) == EG_NONE) goto out;
-  c = add_node(eg, intern_head(eg, node->op, NULL, k), (uint32_t)node->nin, ch, node->outputs[k]);
+  c = add_node(eg, intern_head(eg, node->op, NULL, k), (uint32_t)node->nin, ch, node->outputs[k], EG_NONE);
   if (c != EG_NONE) rg_memo_put(eg->varcls, node->outputs[k], (void *)(uintptr_t)(c + 1));
 out:
   if (ch != small) free(ch);
@@ -475,7 +485,7 @@ out:
 }
 
 static uint32_t add_leaf(rg_egraph *eg, rg_variable *v) {
-  uint32_t c = add_node(eg, intern_head(eg, NULL, v, 0), 0, NULL, v);
+  uint32_t c = add_node(eg, intern_head(eg, NULL, v, 0), 0, NULL, v, EG_NONE);
   rg_memo_put(eg->varcls, v, (void *)(uintptr_t)(c + 1));
   return c;
 }
