@@ -27,7 +27,11 @@ static int rewrite_one(rg_ctx *C, rg_fgraph *fg, rg_node *node, rg_rewriter *rw,
   const rg_op *op = rg_op_scan_with_inner(C, node->op, g);
   rg_node *n = op ? rg_make_node(C, op, node->nin, node->inputs) : NULL;
   if (!n) return RG_ERR_TYPE;
-  return rg_fgraph_replace_all(fg, node->nout, node->outputs, n->outputs, "scan inner rewrite");
+  rg_variable **olds = rgk_alloc((size_t)node->nout * sizeof *olds), **news = rgk_alloc((size_t)node->nout * sizeof *news);
+  int k = 0;
+  for (int j = 0; j < node->nout; j++) /* outputs nobody uses are not in the graph */
+    if (node->outputs[j]->nclients > 0) olds[k] = node->outputs[j], news[k++] = n->outputs[j];
+  return rg_fgraph_replace_all(fg, k, olds, news, "scan inner rewrite");
 }
 
 int rgb_rewrite_scans(rg_ctx *C, rg_fgraph *fg, rg_rewriter *rw, const rg_rewrite_opts *ro) {

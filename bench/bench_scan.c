@@ -1,0 +1,187 @@
+/*
+ * bench_scan.c — Scan: time per step of small loops, compile time of
+ * functions holding a scan, and the LSTM forward pass (docs/benchmarks.md).
+ *
+ *   cumsum     cumulative sum of 10^6 float32 scalars (a sequence and a
+ *              sit-sot), per step, next to a plain C loop in the same run
+ *   affine     x_t = 0.5 x_{t-1} + s_t, d = 10, 10^4 steps, full trace
+ *   compile    rg_compile (rewrites and linking, inner graph included) of
+ *              examples/graphs/rnn.graph and lstm.graph, from the parsed graph
+ *   lstm       the LSTM forward pass written as a scan (the example's form,
+ *              PyTorch's gate layout), T = 100, B = 32, I = H = 256, float32
+ *
+ * Usage: bench_scan [reps]   (median of reps runs, default 7; one thread)
+ */
+#include "bench/benchutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "relgraph/backend.h"
+#include "relgraph/scan.h"
+
+static rg_ctx *C;
+
+static void die(const char *what) {
+  fprintf(stderr, "bench_scan: %s: %s\n", what, rg_errmsg(C));
+  exit(1);
+}
+
+static rg_function *compile_text(const char *text, int *nin) {
+  rg_fgraph *g = rg_graph_read(C, "bench", text, strlen(text));
+  if (!g) die("read");
+  int n = rg_fgraph_ninputs(g), m = rg_fgraph_noutputs(g);
+  rg_variable *in[16], *out[16];
+  for (int i = 0; i < n; i++) in[i] = rg_fgraph_input(g, i);
+  for (int j = 0; j < m; j++) out[j] = rg_fgraph_output(g, j);
+  rg_function *f = rg_compile(C, n, in, m, out, NULL);
+  if (!f) die("compile");
+  *nin = n;
+  return f;
+}
+
+static rg_tensor *rand_tensor(rg_dtype dt, int nd, const int64_t *shape, double scale) {
+  rg_tensor *t = rg_tensor_new(dt, nd, shape);
+  uint64_t s = 12345;
+  for (int64_t i = 0; i < rg_tensor_numel(t); i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    rg_tensor_set_f64(t, i, scale * ((double)(s >> 11) / 0x1p53 - 0.5));
+  }
+  return t;
+}
+
+typedef struct call {
+  rg_function *f;
+  rg_tensor **in;
+  int nout;
+} call;
+
+static void run_call(void *ud) {
+  call *c = ud;
+  rg_tensor *out[4];
+  if (rg_function_call(c->f, c->in, out)) {
+    fprintf(stderr, "bench_scan: call: %s\n", rg_function_errmsg(c->f));
+    exit(1);
+  }
+  for (int j = 0; j < c->nout; j++) rg_tensor_free(out[j]);
+}
+
+/* ------------------------------------------------------------------ small loops */
+
+static float *c_cumsum_out;
+static void c_cumsum(void *ud) {
+  const rg_tensor *x = ud;
+  int64_t n = x->shape[0];
+  float acc = 0;
+  const float *v = (const float *)x->data;
+  for (int64_t i = 0; i < n; i++) c_cumsum_out[i] = acc = acc + v[i];
+  __asm__ volatile("" : : "r"(c_cumsum_out) : "memory");
+}
+
+static void bench_cumsum(int reps) {
+  const char *src = "(graph (input x float32 (?))\n"
+                    "  (output (scan (lambda (x_t acc) (add acc x_t)) (sequences x)\n"
+                    "                (outputs-info (constant float32 () (0.0))))))";
+  int nin;
+  rg_function *f = compile_text(src, &nin);
+  int64_t n = 1000000;
+  rg_tensor *x = rand_tensor(RG_FLOAT32, 1, &n, 1);
+  call c = {f, &x, 1};
+  c_cumsum_out = malloc((size_t)n * sizeof *c_cumsum_out);
+  double t = bu_time(run_call, &c, reps), tc = bu_time(c_cumsum, x, reps);
+  free(c_cumsum_out);
+  printf("{\"bench\": \"scan_cumsum\", \"steps\": %lld, \"ns_per_step\": %.2f, \"c_loop_ns_per_step\": %.3f}\n",
+         (long long)n, t / (double)n * 1e9, tc / (double)n * 1e9);
+  rg_tensor_free(x);
+  rg_function_free(f);
+}
+
+static void bench_affine(int reps) {
+  const char *src = "(graph (input s float64 (? 10)) (input x0 float64 (10))\n"
+                    "  (output (scan (lambda (s_t x) (add (mul 0.5 x) s_t)) (sequences s)\n"
+                    "                (outputs-info x0))))";
+  int nin;
+  rg_function *f = compile_text(src, &nin);
+  int64_t shape[2] = {10000, 10}, d = 10;
+  rg_tensor *in[2] = {rand_tensor(RG_FLOAT64, 2, shape, 1), rand_tensor(RG_FLOAT64, 1, &d, 1)};
+  call c = {f, in, 1};
+  double t = bu_time(run_call, &c, reps);
+  printf("{\"bench\": \"scan_affine_d10\", \"steps\": 10000, \"ns_per_step\": %.2f}\n", t / 1e4 * 1e9);
+  rg_tensor_free(in[0]);
+  rg_tensor_free(in[1]);
+  rg_function_free(f);
+}
+
+/* ------------------------------------------------------------------ compile time */
+
+typedef struct ctime_ud {
+  rg_fgraph *g;
+} ctime_ud;
+
+static void compile_once(void *ud) {
+  rg_fgraph *g = ((ctime_ud *)ud)->g;
+  int n = rg_fgraph_ninputs(g), m = rg_fgraph_noutputs(g);
+  rg_variable *in[16], *out[16];
+  for (int i = 0; i < n; i++) in[i] = rg_fgraph_input(g, i);
+  for (int j = 0; j < m; j++) out[j] = rg_fgraph_output(g, j);
+  rg_function *f = rg_compile(C, n, in, m, out, NULL);
+  if (!f) die("compile");
+  rg_function_free(f);
+}
+
+static void bench_compile(const char *name, int reps) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/examples/graphs/%s.graph", RG_SOURCE_DIR, name);
+  ctime_ud u = {rg_graph_load(C, path)};
+  if (!u.g) die(path);
+  double t = bu_time(compile_once, &u, reps);
+  printf("{\"bench\": \"scan_compile_%s\", \"ms\": %.3f}\n", name, t * 1e3);
+}
+
+/* ------------------------------------------------------------------ LSTM */
+
+static void bench_lstm(int reps) {
+  enum { T = 100, B = 32, I = 256, H = 256 };
+  char src[4096];
+  snprintf(src, sizeof src,
+           "(graph (input x float32 (%d %d %d)) (input h0 float32 (%d %d)) (input c0 float32 (%d %d))\n"
+           "  (input W_ih float32 (%d %d)) (input W_hh float32 (%d %d)) (input b_ih float32 (%d))\n"
+           "  (input b_hh float32 (%d))\n"
+           "  (define (hs cs)\n"
+           "    (scan (lambda (x_t h c)\n"
+           "            (define gates (add (add (dot x_t ((dimshuffle 1 0) W_ih)) b_ih)\n"
+           "                               (add (dot h ((dimshuffle 1 0) W_hh)) b_hh)))\n"
+           "            (define (gi gf gg go) ((split 1 4) gates (constant int64 (4) (%d %d %d %d))))\n"
+           "            (define c2 (add (mul (sigmoid gf) c) (mul (sigmoid gi) (tanh gg))))\n"
+           "            (define h2 (mul (sigmoid go) (tanh c2)))\n"
+           "            (values h2 c2))\n"
+           "          (sequences x) (outputs-info h0 c0)))\n"
+           "  (output hs))",
+           T, B, I, B, H, B, H, 4 * H, I, 4 * H, H, 4 * H, 4 * H, H, H, H, H);
+  int nin;
+  rg_function *f = compile_text(src, &nin);
+  int64_t sx[3] = {T, B, I}, sh[2] = {B, H}, sw[2] = {4 * H, I}, su[2] = {4 * H, H}, sb = 4 * H;
+  rg_tensor *in[7] = {rand_tensor(RG_FLOAT32, 3, sx, 2), rand_tensor(RG_FLOAT32, 2, sh, 0),
+                      rand_tensor(RG_FLOAT32, 2, sh, 0), rand_tensor(RG_FLOAT32, 2, sw, 0.125),
+                      rand_tensor(RG_FLOAT32, 2, su, 0.125), rand_tensor(RG_FLOAT32, 1, &sb, 0.125),
+                      rand_tensor(RG_FLOAT32, 1, &sb, 0.125)};
+  call c = {f, in, 1};
+  double t = bu_time(run_call, &c, reps);
+  printf("{\"bench\": \"scan_lstm_forward\", \"T\": %d, \"B\": %d, \"I\": %d, \"H\": %d, \"ms\": %.2f}\n",
+         T, B, I, H, t * 1e3);
+  for (int i = 0; i < 7; i++) rg_tensor_free(in[i]);
+  rg_function_free(f);
+}
+
+int main(int argc, char **argv) {
+  int reps = argc > 1 ? atoi(argv[1]) : 7;
+  rg_init();
+  C = rg_ctx_new();
+  bench_cumsum(reps);
+  bench_affine(reps);
+  bench_compile("rnn", reps * 3);
+  bench_compile("lstm", reps * 3);
+  bench_lstm(reps);
+  return 0;
+}
