@@ -4,8 +4,9 @@
  * Pattern rules are compiled into trees of three kinds of pattern nodes:
  * a variable (bound to a class; the same variable twice must meet one
  * class, which makes non-linear patterns exact), an op applied to
- * sub-patterns (an op with ?x among its parameters binds them to terms),
- * and a number literal (a class holding a constant of that value).
+ * sub-patterns (an op with ?x among its parameters binds them to terms;
+ * (nth K (op ...)) is output K of a multi-output op), and a number
+ * literal (a class holding a constant of that value).
  * E-matching starts from every live e-node of the root's op and walks the
  * children with a stack of pending (pattern, class) pairs on the C stack,
  * trying every e-node of each class: every match is found.  A guard runs
@@ -43,6 +44,7 @@ enum { P_VAR, P_OP, P_LIT };
  * its opcode; P_VAR: var indexes the match's bindings. */
 typedef struct pat {
   int kind, var, nch;
+  int out;                      /* P_OP: the op's output, (nth OUT (op ...)) */
   int depth;                    /* ops on the longest path down (P_OP: >= 1) */
   uint32_t head;
   rg_opcode code;
@@ -115,7 +117,7 @@ static void note_param_vars(eg_rule *r, rg_term t) {
 
 static pat *compile(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs);
 
-static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs) {
+static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs, int out) {
   rg_ctx *C = eg->C;
   int64_t n = rg_list_length(t) - 1;
   if (n < 0) {
@@ -138,9 +140,14 @@ static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs) {
   } else {
     const rg_op *op = rg_op_from_term(C, h);
     if (!op) return NULL;
-    p->head = eg_intern_op(eg, op, 0);
+    if (out >= op->nout) {
+      rg_error(C, RG_ERR_SYNTAX, "rule %s: %s has no output %d", r->name, rg_to_string(h), out);
+      return NULL;
+    }
+    p->head = eg_intern_op(eg, op, out);
     p->code = op->code;
   }
+  p->out = out;
   p->ch = rg_gc_alloc((size_t)(n ? n : 1) * sizeof *p->ch);
   rg_term a = rg_cdr(t);
   p->depth = 1;
@@ -151,8 +158,17 @@ static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs) {
   return p;
 }
 
+/* Whether t is (nth K (op ...)): one output of a multi-output op. */
+static bool is_nth(rg_term t) {
+  return rg_is_pair(t) && rg_kind_of(rg_car(t)) == RG_K_SYMBOL && !strcmp(rg_symbol_name(rg_car(t)), "nth") &&
+         rg_list_length(t) == 3 && rg_kind_of(rg_car(rg_cdr(t))) == RG_K_INT &&
+         rg_int_value(rg_car(rg_cdr(t))) >= 0 && rg_int_value(rg_car(rg_cdr(t))) < 1024 &&
+         rg_is_pair(rg_car(rg_cdr(rg_cdr(t))));
+}
+
 static pat *compile(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs) {
-  if (rg_is_pair(t)) return compile_op(eg, r, t, rhs);
+  if (is_nth(t)) return compile_op(eg, r, rg_car(rg_cdr(rg_cdr(t))), rhs, (int)rg_int_value(rg_car(rg_cdr(t))));
+  if (rg_is_pair(t)) return compile_op(eg, r, t, rhs, 0);
   pat *p = rg_gc_alloc(sizeof *p);
   if (is_pvar(t)) {
     p->kind = P_VAR;
@@ -243,7 +259,7 @@ static void match_node(matcher *m, const todo *t, uint32_t id) {
   }
   const eg_head *h = &eg->heads[x->head];
   int undo[8], nundo = 0;
-  if (!h->leaf && h->code == p->code && !h->out &&
+  if (!h->leaf && h->code == p->code && h->out == p->out &&
       match_params(m, p->hpat, rg_op_term(h->op), undo, &nundo))
     match_kids(m, t, id);
   for (int i = 0; i < nundo; i++) m->tbinds[undo[i]] = NULL;
@@ -372,7 +388,8 @@ static uint32_t instantiate_op(rg_egraph *eg, eg_rule *r, const pat *p, const ui
   if (p->hpat) {
     const rg_op *op = rg_op_from_term(eg->C, subst_params(p->hpat, r, tb));
     if (!op) return EG_NONE;
-    head = eg_intern_op(eg, op, 0);
+    if (p->out >= op->nout) return EG_NONE;
+    head = eg_intern_op(eg, op, p->out);
   }
   uint32_t ch[p->nch ? p->nch : 1];
   for (int i = 0; i < p->nch; i++)

@@ -3,7 +3,8 @@
  * chains against the dynamic-programming optimum, the dot distribution as
  * one equality with a shape-dependent choice, ill-typed merges, growth
  * limits with their stop reasons, top-k answers, the measured-time and
- * relational cost models, the JSON output, bad input, and the rewrite
+ * relational cost models, the JSON output, bad input, a pattern over one
+ * output of a multi-output op, and the rewrite
  * driver's search mode (the cheapest of several answers).
  */
 #include "tests/testutil.h"
@@ -416,6 +417,25 @@ static void test_bad_input(void **st) {
   rg_egraph_free(eg);
 }
 
+/* ------------------------------------------------------------------ multi-output ops in patterns */
+
+static void test_multi_output_pattern(void **st) {
+  rg_fgraph *fg = graph("(graph (input x float64 (3 4)) (input s int64 (2)) (output (neg (nth 1 ((split 1 2) x s)))))");
+  rg_egraph *eg = rg_egraph_new(fg);
+  assert_non_null(eg);
+  rg_rewriter *rw = rules("(defrule neg-in (pattern (neg (nth 1 ((split 1 2) ?x ?s))) (nth 1 ((split 1 2) (neg ?x) ?s))))", NULL);
+  assert_int_equal(rg_egraph_add_rules(eg, rw), 1);
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  rg_node *sp = rg_split(rg_neg(rg_fgraph_input(fg, 0)), rg_fgraph_input(fg, 1), 1, 2);
+  assert_non_null(sp);
+  int64_t c = rg_egraph_class_of(eg, sp->outputs[1]);
+  assert_true(c >= 0);
+  assert_int_equal(c, rg_egraph_class_of(eg, rg_fgraph_output(fg, 0)));
+  /* output 0 of the pushed split is not output 1 */
+  assert_true(rg_egraph_class_of(eg, sp->outputs[0]) != c);
+  rg_egraph_free(eg);
+}
+
 /* ------------------------------------------------------------------ search mode of the rewrite driver */
 
 #define TWO_ANSWERS                                                                   \
@@ -452,6 +472,7 @@ int main(void) {
       cmocka_unit_test_setup(test_relation_cost, fresh),
       cmocka_unit_test_setup(test_json, fresh),
       cmocka_unit_test_setup(test_bad_input, fresh),
+      cmocka_unit_test_setup(test_multi_output_pattern, fresh),
       cmocka_unit_test_setup(test_driver_search_mode, fresh),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
