@@ -237,8 +237,10 @@ static int body(rg_ctx *C, int nin, rg_variable *const *in, rg_variable **outs, 
   *outer = r->sc;
   r->sc = (scope){.vars = rg_memo_new(), .opaque = outer->opaque, .parent = outer};
   int rc = RG_OK, i = 0;
-  for (rg_term p = f->params; rc == RG_OK && rg_is_pair(p); p = rg_cdr(p), i++)
+  for (rg_term p = f->params; rc == RG_OK && rg_is_pair(p); p = rg_cdr(p), i++) {
+    in[i]->name = rg_symbol_name(rg_car(p)); /* the parameter's name, not the builder's */
     rc = rgc_gf_bind(r, f->lambda, rg_car(p), in[i]);
+  }
   rg_term b = f->body;
   for (; rc == RG_OK && rg_cdr(b) != RG_NIL; b = rg_cdr(b)) {
     rg_term d = rg_car(b);

@@ -98,7 +98,19 @@ static void classify(build *b) {
   }
 }
 
-static rg_variable *fresh(build *b, const rg_type *t) { return rg_input(b->C, NULL, t); }
+/* Inner inputs are named after their outer values, as Theano did:
+ * x_t, x_tm1, x_tp1 for sequence taps, h0_tm1 for state taps (s0_tm1 when
+ * the initial value has no name), the outer name for non-sequences. */
+static const char *tap_name(const char *base, int64_t tap) {
+  if (tap == 0) return rgk_sprintf("%s_t", base);
+  return rgk_sprintf("%s_t%s%lld", base, tap < 0 ? "m" : "p", (long long)(tap < 0 ? -tap : tap));
+}
+
+static const char *base_name(const rg_variable *v, const char *kind, int k) {
+  return v->name ? v->name : rgk_sprintf("%s%d", kind, k);
+}
+
+static rg_variable *fresh(build *b, const rg_type *t, const char *name) { return rg_input(b->C, name, t); }
 
 /* Fresh inner inputs in the step's order. */
 static void make_user_inputs(build *b) {
@@ -106,15 +118,19 @@ static void make_user_inputs(build *b) {
   rgk_stack v = {0};
   for (int i = 0; i < sp->nseqs; i++)
     for (int j = 0; j < seq_ntaps(&sp->seqs[i]); j++)
-      rgk_push(&v, (rgk_word)fresh(b, row_of(sp->seqs[i].x->type)));
+      rgk_push(&v, (rgk_word)fresh(b, row_of(sp->seqs[i].x->type),
+                                   tap_name(base_name(sp->seqs[i].x, "x", i), seq_tap(&sp->seqs[i], j))));
   for (int i = 0; i < sp->noutputs; i++) {
     const rg_scan_output *o = &sp->outputs[i];
     if (!o->init) continue;
-    if (is_sit_sot(o)) rgk_push(&v, (rgk_word)fresh(b, o->init->type));
+    const char *base = base_name(o->init, "s", i);
+    if (is_sit_sot(o)) rgk_push(&v, (rgk_word)fresh(b, o->init->type, tap_name(base, -1)));
     else
-      for (int j = 0; j < o->ntaps; j++) rgk_push(&v, (rgk_word)fresh(b, row_of(o->init->type)));
+      for (int j = 0; j < o->ntaps; j++)
+        rgk_push(&v, (rgk_word)fresh(b, row_of(o->init->type), tap_name(base, o->taps[j])));
   }
-  for (int i = 0; i < sp->nnon_seqs; i++) rgk_push(&v, (rgk_word)fresh(b, sp->non_seqs[i]->type));
+  for (int i = 0; i < sp->nnon_seqs; i++)
+    rgk_push(&v, (rgk_word)fresh(b, sp->non_seqs[i]->type, base_name(sp->non_seqs[i], "w", i)));
   b->user_in = (rg_variable **)v.v;
   b->nuser_in = (int)v.n;
 }
