@@ -502,8 +502,15 @@ static void test_broadcasting_and_strides(void **st) {
   rg_tensor *e = tens(RG_FLOAT32, 2, SHAPE(0, 3), NULL), *row = tens(RG_FLOAT32, 2, SHAPE(1, 3), VALS(1, 2, 3));
   rg_tensor *r7 = bin(rg_add, e, row);
   check(r7, RG_FLOAT32, 2, SHAPE(0, 3), NULL);
-  rg_tensor *all[] = {a, b, r, base, rev, tr, r2, r3, zs, r4, step, r5, s1, s2, r6, e, row, r7};
-  free_all(18, all);
+  /* operands of lower rank whose sizes happen to match the first ones of
+   * the others: (1 2 1) + (1) broadcasts, it is no elementwise pass */
+  rg_tensor *c = tens(RG_FLOAT64, 3, SHAPE(1, 2, 1), VALS(1, 2)), *one = tens(RG_FLOAT64, 1, SHAPE(1), VALS(5));
+  rg_tensor *r8 = bin(rg_add, c, one);
+  check(r8, RG_FLOAT64, 3, SHAPE(1, 2, 1), VALS(6, 7));
+  rg_tensor *r9 = bin(rg_maximum, one, c);
+  check(r9, RG_FLOAT64, 3, SHAPE(1, 2, 1), VALS(5, 5));
+  rg_tensor *all[] = {a, b, r, base, rev, tr, r2, r3, zs, r4, step, r5, s1, s2, r6, e, row, r7, c, one, r8, r9};
+  free_all(22, all);
 }
 
 /* Five dimensions: a permuted view with a reversed axis plus a broadcast

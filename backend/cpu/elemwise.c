@@ -710,8 +710,9 @@ static rg_tensor *direct_output(rgb_exec *x, const rg_tensor *const *in, int ndi
   return ew_output(x, in, ndim, shape, &first);
 }
 
-/* Runs the node as one loop call when its operands allow it: true when it
- * did, with the status in *rc; false leaves the node to the general path.
+/* Runs the node as one loop call when its operands allow it (each of rank
+ * 0, or of one common rank and shape): true when it did, with the status
+ * in *rc; false leaves the node to the general path (broadcasting).
  * nin is a constant in each copy the kernel calls (see run_direct), so the
  * loop over inputs unrolls. */
 static inline __attribute__((always_inline)) bool
@@ -724,7 +725,7 @@ direct_n(rgb_exec *x, const rgbc_ew_info *info, int *rc, const int nin) {
   rgbc_scalar sc[RGBC_MAXOPS];
   for (int k = 0; k < nin; k++) {
     const rg_tensor *t = in[k] = rgb_in(x, k);
-    if (t->ndim != n->in[k].ndim) return false;
+    if (t->ndim != n->in[k].ndim || (t->ndim && ref && t->ndim != ref->ndim)) return false;
     if (t->ndim && !direct_layout(t, &n->in[k], ref ? ref->shape : NULL)) return false;
     if (t->ndim && !ref) ref = t;
     if (k < k0) continue;
