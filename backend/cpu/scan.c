@@ -17,48 +17,22 @@
  * step, from the shape of its first value.  A mit-mot works on a copy of
  * its outer buffer, reading and writing rows t + tap - m.
  *
+ * Scalars.  A step whose values are all scalars and whose ops are all
+ * elementwise runs without the VM (scan-scalar.c): each op's typed loop on
+ * one element, reading the sequences and states in place and writing the
+ * outputs straight into their trace rows.
+ *
  * Views.  Every inner input that is a slice (a sequence tap, a state
  * tap) is one tensor header made before the loop; a step only moves its
  * data pointer.  Each step's inner outputs are copied into their rows
  * (a memcpy for contiguous rows), then checked against the row's shape.
  */
-#include "backend/cpu/cpu-impl.h"
+#include "backend/cpu/scan-impl.h"
 #include "base/base.h"
-#include "relgraph/scan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A state, nit-sot or mit-mot buffer. */
-typedef struct trace {
-  rg_scan_kind kind;
-  int k;
-  int out;                 /* outer output */
-  rg_tensor *buf;          /* owned; NULL until a nit-sot's first step */
-  int64_t rows;            /* R */
-  int64_t ninit;           /* positions before step 0 (mit-mot: -m) */
-  int64_t keep;            /* store_steps, 0: all */
-  bool wrap;               /* rows < positions: circular */
-  int ntaps;
-  const int64_t *taps;     /* input taps */
-  int nout;
-  const int64_t *out_taps; /* mit-mot output taps; else the one tap 0 */
-  int first_in, first_out; /* inner input / output of tap 0 */
-} trace;
-
-typedef struct run {
-  rgb_exec *x;
-  rg_scan_info s;
-  rgb_program *p;
-  int64_t n, steps;
-  rg_tensor **in;          /* inner inputs */
-  bool *own;               /* in[i] is a header of ours */
-  int nin;
-  trace *tr;
-  int ntr;
-  rg_tensor dst;           /* a row of a buffer, written by a step */
-} run;
 
 static const int64_t zero_tap = 0, minus_one = -1;
 
@@ -230,7 +204,6 @@ static int make_inputs(run *r) {
   return RG_OK;
 }
 
-static int64_t wrap_row(const trace *tr, int64_t pos) { return tr->wrap ? pos % tr->rows : pos; }
 
 /* Points every slice at step t. */
 static void place_inputs(run *r, int64_t t) {
@@ -249,7 +222,7 @@ static void place_inputs(run *r, int64_t t) {
     const trace *tr = &r->tr[o];
     if (tr->kind == RG_SCAN_NIT_SOT) continue;
     for (int j = 0; j < tr->ntaps; j++)
-      r->in[tr->first_in + j]->data = tr->buf->data + wrap_row(tr, t + tr->ninit + tr->taps[j]) * tr->buf->strides[0];
+      r->in[tr->first_in + j]->data = tr->buf->data + rgbc_wrap_row(tr, t + tr->ninit + tr->taps[j]) * tr->buf->strides[0];
   }
 }
 
@@ -295,8 +268,8 @@ static int store_outputs(run *r, int64_t t) {
       const rg_tensor *v = p->cells[p->out_cells[tr->first_out + j]];
       if (!v) return rgb_error(r->x, RG_ERR_EVAL, "step %lld: an inner output was not computed", (long long)t);
       if (!tr->buf && first_nit_sot(r, tr, v)) return r->x->rt->errcode;
-      int64_t row = tr->kind == RG_SCAN_NIT_SOT ? wrap_row(tr, t)
-                    : wrap_row(tr, t + tr->ninit + tr->out_taps[j]);
+      int64_t row = tr->kind == RG_SCAN_NIT_SOT ? rgbc_wrap_row(tr, t)
+                    : rgbc_wrap_row(tr, t + tr->ninit + tr->out_taps[j]);
       int rc = store(r, tr, v, row, t);
       if (rc) return rc;
     }
@@ -354,7 +327,7 @@ static rg_tensor *trace_out(run *r, trace *tr, int64_t end, int64_t count) {
   rg_tensor *out = rg_tensor_empty(b->dtype, b->ndim, shape);
   int64_t rb = row_bytes(b);
   for (int64_t i = 0; out && i < count; i++)
-    memcpy(out->data + i * rb, b->data + wrap_row(tr, first + i) * b->strides[0], (size_t)rb);
+    memcpy(out->data + i * rb, b->data + rgbc_wrap_row(tr, first + i) * b->strides[0], (size_t)rb);
   return out;
 }
 
@@ -403,7 +376,10 @@ int rgb_cpu_scan(rgb_exec *x) {
   }
   if (rc == RG_OK) rc = make_traces(r);
   if (rc == RG_OK && r->n > 0) rc = make_inputs(r);
-  if (rc == RG_OK) rc = loop(r);
+  if (rc == RG_OK) {
+    int fast = r->n > 0 ? rgbc_scan_scalar(r) : 1;
+    rc = fast == 1 ? loop(r) : fast;
+  }
   if (rc == RG_OK) rc = set_outputs(r);
   run_free(r);
   return rc;
