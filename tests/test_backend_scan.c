@@ -385,6 +385,43 @@ static void test_mit_mot(void **st) {
   rg_tensor_free(bv);
 }
 
+/* x_t = 0.5 x_{t-1} + s_t on vectors of 3 (the small elementwise path),
+ * from a contiguous sequence and from a strided one (the general path). */
+static int step_affine(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  outs[0] = rg_add(rg_mul(rg_scalar_float(c, 0.5), in[1]), in[0]);
+  return RG_OK;
+}
+
+static void test_small_vectors(void **st) {
+  rg_variable *s = var(RG_FLOAT64, 2, SHAPE(U, 3)), *x0 = var(RG_FLOAT64, 1, SHAPE(3));
+  rg_scan_seq seq = {.x = s};
+  rg_scan_output o = {.init = x0};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_affine,
+                     .truncate_gradient = -1};
+  rg_variable *y;
+  scan_or_fail(&sp, &y);
+  rg_tensor *big = tens_rand(RG_FLOAT64, 2, SHAPE(3, 12), -1, 1);
+  rg_tensor *strided = rg_tensor_view(big, 2, SHAPE(6, 3), SHAPE(16, 96), 0); /* big[:, 0:12:2].T */
+  rg_tensor *cont = rg_tensor_copy(strided);
+  rg_tensor *xv = tens(RG_FLOAT64, 1, SHAPE(3), VALS(1, -2, 3));
+  for (int which = 0; which < 2; which++) {
+    rg_tensor *vals[2] = {which ? strided : cont, xv};
+    rg_tensor *r = run1(2, (rg_variable *[]){s, x0}, y, vals);
+    assert_int_equal(r->shape[0], 6);
+    double h[3] = {1, -2, 3};
+    for (int t = 0; t < 6; t++)
+      for (int j = 0; j < 3; j++) {
+        h[j] = 0.5 * h[j] + rg_tensor_get_f64(cont, t * 3 + j);
+        assert_true(fabs(rg_tensor_get_f64(r, t * 3 + j) - h[j]) < 1e-12);
+      }
+    rg_tensor_free(r);
+  }
+  rg_tensor_free(xv);
+  rg_tensor_free(cont);
+  rg_tensor_free(strided);
+  rg_tensor_free(big);
+}
+
 /* A state whose shape changes at run time is an error, not a crash. */
 static int step_grow(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
   outs[0] = rg_add(in[0], in[1]); /* (?) + (?) broadcasts a size-1 state against v */
@@ -418,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_rnn_matrix_state),
       cmocka_unit_test(test_store_steps),
       cmocka_unit_test(test_mit_mot),
+      cmocka_unit_test(test_small_vectors),
       cmocka_unit_test(test_runtime_errors),
   };
   return cmocka_run_group_tests(tests, cpu_setup, NULL);

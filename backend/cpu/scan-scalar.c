@@ -1,9 +1,11 @@
 /*
- * scan-scalar.c — Scan steps made only of scalars: a cumulative sum, a
- * scalar recurrence, Fibonacci.  The general loop (scan.c) pays per step
- * for the VM, a kernel's dispatch per node and a copy per output, which
- * dominates when each value is one element; here a step is a flat list of
- * typed elementwise loops run on one element each, as the composite
+ * scan-scalar.c — Scan steps of small elementwise work: a cumulative sum,
+ * a scalar recurrence, Fibonacci, x_t = 0.5 x_{t-1} + s_t on a short
+ * vector.  The general loop (scan.c) pays per step for the VM, a kernel's
+ * dispatch per node and a copy per output, which dominates when each value
+ * is a few elements; here a step is a flat list of typed elementwise loops
+ * over m elements each (m the one static shape every non-scalar value of
+ * the step has; scalars are read with stride 0), as the composite
  * interpreter runs its blocks.
  *
  * A plan gives every cell of the inner program a slot (a pointer to its
@@ -11,11 +13,13 @@
  * sequence elements and state rows of that step (no view, no copy), and
  * the slots of inner outputs at their trace rows, so each output is
  * written straight where the trace keeps it; other intermediates live in
- * a scratch word of their own.  The plan applies when every thunk is
- * elementwise over 0-d values whose loop reads its operands in their own
- * dtypes, every trace has 0-d rows, and every inner output is computed by
- * a thunk (not an input or constant passed through) and used once as an
- * output; else the general loop runs.
+ * scratch of their own.  The plan applies when every thunk is elementwise
+ * over values that are 0-d or of the one static shape (so nothing
+ * broadcasts but scalars), its loop reading the operands in their own
+ * dtypes; sequence rows, non-sequences and constants of that shape are
+ * C-contiguous; every inner output is computed by a thunk (not an input or
+ * constant passed through) and used once as an output.  Else the general
+ * loop runs.
  */
 #include "backend/cpu/scan-impl.h"
 #include "base/base.h"
@@ -28,6 +32,7 @@ typedef struct sop {
   int32_t nin;
   const int32_t *in;    /* cells */
   bool copy, nary;
+  int64_t st[RGBC_MAXOPS + 1]; /* byte strides: output, then each input (0: a scalar) */
 } sop;
 
 /* A slot moved every step: to base + row * stride, row = t + off (from
@@ -45,20 +50,55 @@ typedef struct plan {
   feed *feeds;
   int nfeeds;
   char **slot;          /* per cell */
-  int64_t *scratch;     /* per cell: one element */
+  int64_t *scratch;     /* per cell: m elements */
+  int nd;               /* the shape of non-scalar values (nd -1: none yet) */
+  int64_t shape[RG_MAX_NDIM], m;
   int32_t *out_trace;   /* per cell: the trace it is the output of, or -1 */
 } plan;
 
-static bool op_fits(const rgb_thunk *t, sop *o) {
+/* A value's byte stride: 0 for a scalar, its element size when it has the
+ * plan's shape (the first such value fixes it); -1 when neither. */
+static int64_t stride_of(plan *pl, int nd, const int64_t *shape, rg_dtype dt) {
+  if (nd == 0) return 0;
+  if (nd < 0 || nd > RG_MAX_NDIM) return -1;
+  if (pl->nd < 0) {
+    for (int d = 0; d < nd; d++)
+      if (shape[d] < 0) return -1;
+    pl->nd = nd;
+    memcpy(pl->shape, shape, (size_t)nd * sizeof *shape);
+    pl->m = 1;
+    for (int d = 0; d < nd; d++) pl->m *= shape[d];
+  }
+  if (nd != pl->nd || memcmp(shape, pl->shape, (size_t)nd * sizeof *shape)) return -1;
+  return rgbc_size(dt);
+}
+
+static bool op_fits(const rgb_thunk *t, sop *o, plan *pl) {
   const rgb_node *n = &t->node;
   rgbc_ew_info info;
-  if (n->inner || rgbc_ew_info_of(n, &info) || n->nout != 1 || n->out[0].ndim != 0) return false;
-  for (int k = 0; k < n->nin; k++) {
-    if (n->in[k].ndim != 0) return false;
+  if (n->inner || rgbc_ew_info_of(n, &info) || n->nout != 1) return false;
+  *o = (sop){info.loop, t->out_cells[0], n->nin, t->in_cells, info.copy, info.nary, {0}};
+  if ((o->st[0] = stride_of(pl, n->out[0].ndim, n->out[0].shape, n->out[0].dtype)) < 0) return false;
+  for (int k = 0; k < n->nin && k < RGBC_MAXOPS; k++) {
     rg_dtype want = info.nary || info.copy ? info.in[0] : info.in[k];
     if (!info.copy && n->in[k].dtype != want) return false;
+    if ((o->st[k + 1] = stride_of(pl, n->in[k].ndim, n->in[k].shape, n->in[k].dtype)) < 0) return false;
+    if (o->st[k + 1] && !o->st[0]) return false; /* a scalar output of a non-scalar input */
   }
-  *o = (sop){info.loop, t->out_cells[0], n->nin, t->in_cells, info.copy, info.nary};
+  return n->nin < RGBC_MAXOPS;
+}
+
+/* Whether a tensor (or its rows, from dimension `from`) is a scalar or
+ * the plan's shape, C-contiguous. */
+static bool value_fits(const plan *pl, const rg_tensor *t, int from) {
+  int nd = t->ndim - from;
+  if (nd == 0) return true;
+  if (nd != pl->nd) return false;
+  int64_t st = (int64_t)rg_dtype_size(t->dtype);
+  for (int d = nd - 1; d >= 0; d--) {
+    if (t->shape[from + d] != pl->shape[d] || (t->shape[from + d] > 1 && t->strides[from + d] != st)) return false;
+    st *= t->shape[from + d];
+  }
   return true;
 }
 
@@ -77,30 +117,33 @@ static bool map_outputs(run *r, plan *pl) {
 }
 
 /* Traces of 0-d rows; a nit-sot's buffer made now, from its static dtype. */
-static int check_traces(run *r) {
+static int check_traces(run *r, const plan *pl) {
   rgb_program *p = r->p;
   for (int o = 0; o < r->ntr; o++) { /* every check before any allocation */
     trace *tr = &r->tr[o];
     const rgb_vtype *vt = &p->thunks[p->producer[p->out_cells[tr->first_out]]].node.out[0];
-    if (tr->kind != RG_SCAN_NIT_SOT && (tr->buf->ndim != 1 || tr->buf->dtype != vt->dtype)) return 1;
+    if (tr->kind != RG_SCAN_NIT_SOT &&
+        (tr->buf->ndim != vt->ndim + 1 || tr->buf->dtype != vt->dtype || !value_fits(pl, tr->buf, 1)))
+      return 1;
   }
   for (int o = 0; o < r->ntr; o++) {
     trace *tr = &r->tr[o];
     const rgb_vtype *vt = &p->thunks[p->producer[p->out_cells[tr->first_out]]].node.out[0];
     if (tr->kind != RG_SCAN_NIT_SOT) continue;
-    int64_t rows = tr->rows;
-    tr->buf = rg_tensor_empty(vt->dtype, 1, &rows);
-    if (!tr->buf) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a trace of %lld rows", (long long)rows);
+    int64_t shape[RG_MAX_NDIM + 1] = {tr->rows};
+    memcpy(shape + 1, vt->shape, (size_t)vt->ndim * sizeof *shape);
+    tr->buf = rg_tensor_empty(vt->dtype, vt->ndim + 1, shape);
+    if (!tr->buf) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a trace of %lld rows", (long long)tr->rows);
   }
   return 0;
 }
 
-static bool inputs_fit(run *r) {
+static bool inputs_fit(run *r, const plan *pl) {
   const rg_scan_info *s = &r->s;
   for (int k = 0; k < s->n_seqs; k++)
-    if (rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_SEQ, k))->ndim != 1) return false;
+    if (!value_fits(pl, rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_SEQ, k)), 1)) return false;
   for (int k = 0; k < s->n_non_seqs; k++)
-    if (rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k))->ndim != 0) return false;
+    if (!value_fits(pl, rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)), 0)) return false;
   if (s->until) {
     int32_t c = r->p->out_cells[rg_scan_inner_out(s, RG_SCAN_UNTIL, 0, 0)];
     if (r->p->producer[c] < 0 || r->p->thunks[r->p->producer[c]].node.out[0].dtype != RG_BOOL) return false;
@@ -119,24 +162,26 @@ static void plan_free(plan *pl) {
 /* 1: not applicable; 0: planned; < 0: an error. */
 static int make_plan(run *r, plan *pl) {
   rgb_program *p = r->p;
-  if (p->lazy || !inputs_fit(r)) return 1;
+  if (p->lazy) return 1;
+  pl->nd = -1;
+  pl->m = 1;
   pl->ops = rg_malloc(((size_t)p->nthunks + 1) * sizeof *pl->ops);
   pl->slot = rg_calloc((size_t)p->ncells + 1, sizeof *pl->slot);
-  pl->scratch = rg_calloc((size_t)p->ncells + 1, sizeof *pl->scratch);
   pl->out_trace = rg_malloc(((size_t)p->ncells + 1) * sizeof *pl->out_trace);
-  if (!pl->ops || !pl->slot || !pl->scratch || !pl->out_trace)
-    return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  if (!pl->ops || !pl->slot || !pl->out_trace) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
   for (int32_t k = 0; k < p->nthunks; k++)
-    if (!op_fits(&p->thunks[k], &pl->ops[pl->nops++])) return 1;
-  if (!map_outputs(r, pl)) return 1;
+    if (!op_fits(&p->thunks[k], &pl->ops[pl->nops++], pl)) return 1;
+  if (!inputs_fit(r, pl) || !map_outputs(r, pl)) return 1;
   for (int32_t k = 0; k < p->nconst; k++) {
     const rg_tensor *c = p->cells[p->const_cells[k]];
-    if (c->ndim != 0) return 1;
+    if (!value_fits(pl, c, 0)) return 1;
     pl->slot[p->const_cells[k]] = c->data;
   }
+  pl->scratch = rg_calloc((size_t)p->ncells * (size_t)pl->m + 1, sizeof *pl->scratch);
+  if (!pl->scratch) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
   for (int32_t c = 0; c < p->ncells; c++)
-    if (p->producer[c] >= 0 && pl->out_trace[c] < 0) pl->slot[c] = (char *)&pl->scratch[c];
-  return check_traces(r);
+    if (p->producer[c] >= 0 && pl->out_trace[c] < 0) pl->slot[c] = (char *)&pl->scratch[(size_t)c * (size_t)pl->m];
+  return check_traces(r, pl);
 }
 
 /* The slots each step moves: sequence taps, state taps, outputs. */
@@ -177,22 +222,24 @@ static inline void place(plan *pl, int64_t t) {
   }
 }
 
-static void run_op(const sop *o, char **slot, rgbc_status *st) {
-  static const int64_t zero[RGBC_MAXOPS];
-  char *q[RGBC_MAXOPS];
+static void run_op(const sop *o, char **slot, int64_t m, rgbc_status *st) {
+  char *q[RGBC_MAXOPS + 1];
+  int64_t s[RGBC_MAXOPS + 1];
   q[0] = slot[o->out];
+  s[0] = o->st[0];
   if (o->copy) {
     q[1] = slot[o->in[o->nin - 1]];
-    o->loop(q, zero, 1, st);
+    s[1] = o->st[o->nin];
+    o->loop(q, s, m, st);
     return;
   }
   int first = o->nary ? 2 : o->nin;
-  for (int k = 0; k < first; k++) q[k + 1] = slot[o->in[k]];
-  o->loop(q, zero, 1, st);
-  for (int k = 2; o->nary && k < o->nin; k++) {
-    q[1] = q[0];
-    q[2] = slot[o->in[k]];
-    o->loop(q, zero, 1, st);
+  for (int k = 0; k < first; k++) q[k + 1] = slot[o->in[k]], s[k + 1] = o->st[k + 1];
+  o->loop(q, s, m, st);
+  for (int k = 2; o->nary && k < o->nin; k++) { /* out = out op in[k] */
+    q[1] = q[0], s[1] = s[0];
+    q[2] = slot[o->in[k]], s[2] = o->st[k + 1];
+    o->loop(q, s, m, st);
   }
 }
 
@@ -219,7 +266,7 @@ int rgbc_scan_scalar(run *r) {
   rgbc_status st = {0};
   for (int64_t t = 0; t < r->n; t++) {
     place(&pl, t);
-    for (int k = 0; k < pl.nops; k++) run_op(&pl.ops[k], pl.slot, &st);
+    for (int k = 0; k < pl.nops; k++) run_op(&pl.ops[k], pl.slot, pl.m, &st);
     r->steps = t + 1;
     if (until >= 0 && *(const uint8_t *)pl.slot[until]) break;
   }
