@@ -138,11 +138,13 @@ static double kth(const extractor *x) { return x->nans < x->k ? INFINITY : x->an
 
 static void record(extractor *x, double cost) {
   if (!acyclic(x)) return;
+  void *copy = malloc((x->eg->ncls ? x->eg->ncls : 1) * sizeof *x->choice);
+  if (!copy) return; /* out of memory: this answer is not kept */
+  memcpy(copy, x->choice, x->eg->ncls * sizeof *x->choice);
   int i = x->nans < x->k ? x->nans++ : x->k - 1;
   free(x->ans[i].choice);
   x->ans[i].cost = cost;
-  x->ans[i].choice = malloc(x->eg->ncls * sizeof *x->ans[i].choice);
-  memcpy(x->ans[i].choice, x->choice, x->eg->ncls * sizeof *x->choice);
+  x->ans[i].choice = copy;
   for (; i > 0 && x->ans[i].cost < x->ans[i - 1].cost; i--) {
     answer t = x->ans[i];
     x->ans[i] = x->ans[i - 1];

@@ -445,7 +445,7 @@ static int apply_op(rg_egraph *eg, eg_rule *r) {
       continue;
     }
     uint32_t n = eg->nodes[id].nch, ch[n ? n : 1];
-    memcpy(ch, eg_kids(eg, id), n * sizeof *ch);
+    if (n) memcpy(ch, eg_kids(eg, id), n * sizeof *ch);
     uint32_t to = eg_add(eg, eg_intern_op(eg, r->op_to, eg->heads[eg->nodes[id].head].out), (int)n, ch);
     if (to == EG_NONE && rg_errcode(eg->C)) return rg_errcode(eg->C);
     if (to != EG_NONE) eg_union(eg, c, to);

@@ -266,7 +266,7 @@ static uint32_t new_node(rg_egraph *eg, size_t s, uint32_t h, uint32_t head, uin
   eg->kids = grow(eg->kids, &eg->capkids, eg->nkids + n, sizeof *eg->kids);
   uint32_t id = eg->nnodes++;
   eg->nodes[id] = (eg_node){head, n, (uint32_t)eg->nkids, c, 0, eg->iter};
-  memcpy(eg->kids + eg->nkids, ch, n * sizeof *ch);
+  if (n) memcpy(eg->kids + eg->nkids, ch, n * sizeof *ch);
   eg->nkids += n;
   eg_ids_push(&eg->cls[c].nodes, id);
   if (eg->cls[c].minnode == EG_NONE) eg->cls[c].minnode = id;
@@ -319,7 +319,7 @@ static void tc_put(rg_egraph *eg, uint32_t head, uint32_t n, const rg_type *cons
   eg_tcache *e = tc_slot(eg, h, head, n, in);
   if (!e->hash) eg->ntc++;
   *e = (eg_tcache){h, head, n, rhead, {0}, out};
-  memcpy(e->in, in, n * sizeof *in);
+  if (n) memcpy(e->in, in, n * sizeof *in);
 }
 
 /* Makes the node head(reps of ch); NULL when it does not type-check (the
@@ -576,7 +576,7 @@ static void append_ids(eg_ids *to, eg_ids *from) {
       to->v = grow(to->v, &cap, (size_t)to->n + from->n, sizeof *to->v);
       to->cap = (uint32_t)cap;
     }
-    memcpy(to->v + to->n, from->v, from->n * sizeof *from->v);
+    if (from->n) memcpy(to->v + to->n, from->v, from->n * sizeof *from->v);
     to->n += from->n;
   }
   free(from->v);
