@@ -2,7 +2,10 @@
 # The relgraph demonstration, on the embedded default CPU backend:
 #   1. relational programs (miniKanren) from examples/kanren/,
 #   2. a relational rewrite rule run forwards and backwards on a graph,
-#   3. the standard rewrites and a compiled graph run on random inputs.
+#   3. the standard rewrites and a compiled graph run on random inputs,
+#   4. loops (Scan): a cumulative sum, Fibonacci and an RNN,
+#   5. gradients, built from each op's rule and checked numerically,
+#   6. optimization search: matrix-chain orders by e-graph and cost.
 set -euo pipefail
 bin=${1:-relgraph}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,4 +33,21 @@ show rewrite examples/graphs/dot_sum.graph --rules examples/rules/distribute-fla
 echo "== 3. standard rewrites, compile and run"
 show rewrite examples/graphs/mlp.graph --profile
 show run examples/graphs/mlp.graph --random 1 --repeat 1000 --profile
+
+echo "== 4. loops (Scan)"
+show print examples/graphs/cumsum.graph
+show run examples/graphs/cumsum.graph --random 1
+show run examples/graphs/fibonacci.graph
+show run examples/graphs/rnn.graph --random 1 --repeat 100
+
+echo "== 5. gradients"
+show print examples/graphs/grad.graph
+show rewrite examples/graphs/grad.graph
+show print examples/graphs/mlp_loss.graph
+show check-grads examples/graphs/mlp_loss.graph --wrt W1 --wrt b1 --wrt W2 --wrt b2 --trials 3
+"$bin" check-grads --ops --trials 5 | tail -1
+echo
+
+echo "== 6. optimization search"
+show search examples/graphs/matrix_chain.graph --rules examples/rules/assoc.kn --answers 3
 rm -f /tmp/relgraph-demo-distributed.graph
