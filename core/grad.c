@@ -24,7 +24,9 @@
 typedef rg_variable *V;
 
 /* Contributions to one variable's gradient; `sum` once they are added. */
-typedef struct acc { V *v; int n, cap; V sum; } acc;
+RG_VEC(var_vec, V)
+/* Contributions live in collected memory (rgk_gc): they hold variables. */
+typedef struct acc { var_vec g; V sum; } acc;
 
 /* The walk's state.  Variables computed by a node of the walk have a slot
  * (first[k] + output index for the node at order[k], which carries the
@@ -73,22 +75,18 @@ static acc *acc_of(gwalk *w, V x, bool make) {
 
 static void add_contrib(gwalk *w, V x, V g) {
   acc *a = acc_of(w, x, true);
-  if (a->n == a->cap) {
-    int cap = a->cap ? 2 * a->cap : 2;
-    V *v = rgk_alloc((size_t)cap * sizeof *v);
-    if (a->n) memcpy(v, a->v, (size_t)a->n * sizeof *v);
-    a->v = v;
-    a->cap = cap;
-  }
-  a->v[a->n++] = g;
+  if (!a->g.a) a->g.a = &rgk_gc;
+  int rc = var_vec_push(&a->g, g);
+  assert(rc == 0 && "collected memory does not run out quietly");
+  (void)rc;
   a->sum = NULL;
 }
 
 /* The total gradient of x so far (NULL: none reached it). */
 static V total(gwalk *w, V x) {
   acc *a = acc_of(w, x, false);
-  if (!a || !a->n) return NULL;
-  if (!a->sum) a->sum = a->n == 1 ? a->v[0] : rg_add_n(a->n, a->v);
+  if (!a || !a->g.n) return NULL;
+  if (!a->sum) a->sum = a->g.n == 1 ? a->g.v[0] : rg_add_n((int)a->g.n, a->g.v);
   return a->sum;
 }
 

@@ -542,6 +542,14 @@ static gen *gen_conde(gen_run *run, rgk_state *st, int n, const builder *clauses
   return &r->g;
 }
 
+/* The common case: two clauses over one environment each. */
+static gen *gen_conde2(gen_run *run, rgk_state *st, builder a, builder b) {
+  builder *cl = rgk_alloc(2 * sizeof *cl);
+  cl[0] = a;
+  cl[1] = b;
+  return gen_conde(run, st, 2, cl);
+}
+
 /* ---- map-anyo: (map-anyo rel l ...) over k lists */
 
 typedef struct many {
@@ -597,10 +605,7 @@ static gen *many_pair_clause(rg_ctx *C, gen_run *run, rgk_state *st, void *env) 
   if (!st) return gen_state(run, NULL);
   split->heads = a;
   split->tails = d;
-  builder *cl = rgk_alloc(2 * sizeof *cl);
-  cl[0] = (builder){many_rel_clause, split};
-  cl[1] = (builder){many_eq_clause, split};
-  return gen_conde(run, st, 2, cl);
+  return gen_conde2(run, st, (builder){many_rel_clause, split}, (builder){many_eq_clause, split});
 }
 
 static gen *many_gen(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
@@ -656,10 +661,7 @@ static gen *walk_inside(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
 }
 
 static gen *walko_gen(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
-  builder *cl = rgk_alloc(2 * sizeof *cl);
-  cl[0] = (builder){walk_root, env};
-  cl[1] = (builder){walk_inside, env};
-  return gen_conde(run, st, 2, cl);
+  return gen_conde2(run, st, (builder){walk_root, env}, (builder){walk_inside, env});
 }
 
 /* ---- handing a generator's states to the search */
@@ -759,10 +761,7 @@ static gen *tw_same(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
 /* after walking the arguments (w->s is the walked term): return it, or
  * apply once more at the root */
 static gen *tw_after_walk(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
-  builder *cl = rgk_alloc(2 * sizeof *cl);
-  cl[0] = (builder){tw_same, env};
-  cl[1] = (builder){tw_single, env};
-  return gen_conde(run, st, 2, cl);
+  return gen_conde2(run, st, (builder){tw_same, env}, (builder){tw_single, env});
 }
 
 static gen *tw_root_first(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
@@ -783,10 +782,7 @@ static gen *tw_walk_first(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
 
 /* after formatting: w->w is the formatted u, w->t is v */
 static gen *tw_step_body(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
-  builder *cl = rgk_alloc(2 * sizeof *cl);
-  cl[0] = (builder){tw_root_first, env};
-  cl[1] = (builder){tw_walk_first, env};
-  return gen_conde(run, st, 2, cl);
+  return gen_conde2(run, st, (builder){tw_root_first, env}, (builder){tw_walk_first, env});
 }
 
 /* one or more applications anywhere in s and t */
@@ -807,10 +803,7 @@ static gen *tw_step(rg_ctx *C, gen_run *run, rgk_state *st, void *env) {
 static gen *start_term_walko(rg_ctx *C, gen_run *run, rgk_state *st, const rg_term *args) {
   twalk *w = rgk_alloc(sizeof *w);
   *w = (twalk){args[0], args[1], rgk_walk(args[2], st->S), args[3], args[4], NULL};
-  builder *cl = rgk_alloc(2 * sizeof *cl);
-  cl[0] = (builder){tw_step, w};
-  cl[1] = (builder){tw_same, w};
-  return gen_conde(run, st, 2, cl);
+  return gen_conde2(run, st, (builder){tw_step, w}, (builder){tw_same, w});
 }
 
 /* (%py-term-walko rator-rel rands-rel format-rel a b): a and b equal, or

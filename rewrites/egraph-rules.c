@@ -193,7 +193,7 @@ static pat *compile(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs) {
 /* ------------------------------------------------------------------ e-matching */
 
 /* A pending (pattern, class) pair; the match continues with `next`. */
-typedef struct todo { const pat *p; uint32_t c; const struct todo *next; } todo;
+typedef struct goal { const pat *p; uint32_t c; const struct goal *next; } goal;
 
 typedef struct matcher {
   rg_egraph *eg;
@@ -233,19 +233,19 @@ static bool match_params(matcher *m, rg_term pt, rg_term t, int *undo, int *nund
          match_params(m, rg_cdr(pt), rg_cdr(t), undo, nundo);
 }
 
-static void ematch(matcher *m, const todo *t);
+static void ematch(matcher *m, const goal *t);
 
 /* Continues the match below e-node id (which p's op matched). */
-static void match_kids(matcher *m, const todo *t, uint32_t id) {
+static void match_kids(matcher *m, const goal *t, uint32_t id) {
   const pat *p = t->p;
-  todo kids[p->nch ? p->nch : 1];
+  goal kids[p->nch ? p->nch : 1];
   const uint32_t *k = eg_kids(m->eg, id);
   for (int i = 0; i < p->nch; i++)
-    kids[i] = (todo){p->ch[i], k[i], i + 1 < p->nch ? &kids[i + 1] : t->next};
+    kids[i] = (goal){p->ch[i], k[i], i + 1 < p->nch ? &kids[i + 1] : t->next};
   ematch(m, p->nch ? &kids[0] : t->next);
 }
 
-static void match_node(matcher *m, const todo *t, uint32_t id) {
+static void match_node(matcher *m, const goal *t, uint32_t id) {
   rg_egraph *eg = m->eg;
   const eg_node *x = &eg->nodes[id];
   const pat *p = t->p;
@@ -268,13 +268,13 @@ static void match_node(matcher *m, const todo *t, uint32_t id) {
 
 /* Whether a pending pair may still touch something new: a class within
  * its pattern's depth changed since the rule's last search. */
-static bool may_be_fresh(const matcher *m, const todo *t) {
+static bool may_be_fresh(const matcher *m, const goal *t) {
   for (; t; t = t->next)
     if (eg_level(m->eg, eg_find(m->eg, t->c), t->p->depth) >= m->since) return true;
   return false;
 }
 
-static void ematch(matcher *m, const todo *t) {
+static void ematch(matcher *m, const goal *t) {
   if (m->count > m->limit) return;
   if (!t) {
     on_match(m);
@@ -357,7 +357,7 @@ static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
   matcher m = {eg, r, 0, binds, tb, 0, limit, r->since, 0};
   for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
   const eg_ids *ns = &eg->byop[r->lhs->code];
-  todo root = {r->lhs, 0, NULL};
+  goal root = {r->lhs, 0, NULL};
   for (uint32_t i = 0, n = ns->n; i < n && m.count <= limit && !out_of_time(eg, r, i); i++) {
     uint32_t id = ns->v[i];
     m.root = root.c = eg_find(eg, eg->nodes[id].cls);

@@ -650,13 +650,13 @@ static void repair(rg_egraph *eg, uint32_t c) {
 
 void eg_rebuild(rg_egraph *eg) {
   while (eg->pending.n) {
-    eg_ids todo = eg->pending;
+    eg_ids dirty = eg->pending;
     eg->pending = (eg_ids){0};
-    for (uint32_t i = 0; i < todo.n; i++) {
-      uint32_t c = eg_find_compress(eg, todo.v[i]);
+    for (uint32_t i = 0; i < dirty.n; i++) {
+      uint32_t c = eg_find_compress(eg, dirty.v[i]);
       if (eg->cls[c].parents.n) repair(eg, c);
     }
-    free(todo.v);
+    free(dirty.v);
   }
 }
 
