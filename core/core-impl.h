@@ -53,6 +53,10 @@ typedef int (*rgc_grad_fn)(rg_ctx *C, const rg_node *node, rg_variable *const *o
   int rgc_grad_##code(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig);
 RG_OP_TABLE(RGC_X_GRAD)
 #undef RGC_X_GRAD
+/* Builders the gradient rules share (grad-ops.c): zeros of x's type, and
+ * x[..., start:stop] along one axis with scalar variable bounds. */
+rg_variable *rgc_zeros_like(rg_ctx *C, rg_variable *x);
+rg_variable *rgc_slice_along(rg_variable *x, int axis, rg_variable *start, rg_variable *stop);
 
 struct rg_op_class {
   const char *name;

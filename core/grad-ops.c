@@ -33,11 +33,11 @@ static V lit(rg_ctx *C, double v) { return rg_scalar_float(C, v); }
 
 /* Zeros (or ones) of x's type; dtype dt. */
 static V filled(rg_ctx *C, V x, rg_dtype dt, double v) { return rg_second(x, rg_constant_scalar(C, dt, v)); }
-static V zeros_like(rg_ctx *C, V x) { return filled(C, x, x->type->dtype, 0); }
+V rgc_zeros_like(rg_ctx *C, V x) { return filled(C, x, x->type->dtype, 0); }
 
 /* The gradient of output k, zeros when none flows. */
 static V og_or_zero(rg_ctx *C, const rg_node *n, V const *og, int k) {
-  return og[k] ? og[k] : zeros_like(C, n->outputs[k]);
+  return og[k] ? og[k] : rgc_zeros_like(C, n->outputs[k]);
 }
 
 static bool differentiable(const rg_variable *v) { return rg_dtype_is_float(v->type->dtype); }
@@ -78,7 +78,7 @@ GRAD_FN(not_differentiable) {
 
 /* Connected, but zero almost everywhere (floor, ceil, round, sign). */
 GRAD_FN(zero) {
-  if (differentiable(n->inputs[0])) ig[0] = zeros_like(C, n->inputs[0]);
+  if (differentiable(n->inputs[0])) ig[0] = rgc_zeros_like(C, n->inputs[0]);
   return RG_OK;
 }
 
@@ -117,7 +117,7 @@ GRAD_FN(g_true_div) {
 
 /* a // b and a % b on floats: floor division is flat, a % b = a - b * floor(a / b). */
 GRAD_FN(g_int_div) {
-  for (int i = 0; i < 2; i++) ig[i] = zeros_like(C, n->outputs[0]);
+  for (int i = 0; i < 2; i++) ig[i] = rgc_zeros_like(C, n->outputs[0]);
   return RG_OK;
 }
 
@@ -251,7 +251,7 @@ GRAD_FN(g_identity) {
 /* second(model, value): the value filled to the model's shape. */
 GRAD_FN(g_second) {
   ig[1] = og_or_zero(C, n, og, 0);
-  if (differentiable(n->inputs[0])) ig[0] = zeros_like(C, n->inputs[0]);
+  if (differentiable(n->inputs[0])) ig[0] = rgc_zeros_like(C, n->inputs[0]);
   return RG_OK;
 }
 
@@ -339,7 +339,7 @@ GRAD_FN(g_make_vector) {
 }
 
 /* x[:, start:stop] along axis, start and stop scalar variables. */
-static V slice_along(V x, int axis, V start, V stop) {
+V rgc_slice_along(V x, int axis, V start, V stop) {
   rg_index e[RG_MAX_NDIM];
   for (int d = 0; d < axis; d++) e[d] = (rg_index){RG_IDX_SLICE, RG_IDX_NONE, RG_IDX_NONE, RG_IDX_NONE};
   e[axis] = (rg_index){RG_IDX_SLICE, RG_IDX_INPUT, RG_IDX_INPUT, RG_IDX_NONE};
@@ -352,7 +352,7 @@ GRAD_FN(g_join) {
   V g = og_or_zero(C, n, og, 0), at = rgc_dim_const(C, 0);
   for (int i = 0; i < n->nin; i++) {
     V end = rgc_iarith(C, 0, at, rg_shape_of(C, n->inputs[i])[axis]);
-    ig[i] = slice_along(g, axis, at, end);
+    ig[i] = rgc_slice_along(g, axis, at, end);
     at = end;
   }
   return RG_OK;
@@ -377,7 +377,7 @@ GRAD_FN(g_subtensor) {
   V idx[n->nin], g = og_or_zero(C, n, og, 0);
   int k = index_inputs(n, 1, idx);
   const rg_index *e = (const rg_index *)n->op->ints;
-  ig[0] = rg_inc_subtensor(zeros_like(C, n->inputs[0]), g, n->op->nints / 4, e, k, idx);
+  ig[0] = rg_inc_subtensor(rgc_zeros_like(C, n->inputs[0]), g, n->op->nints / 4, e, k, idx);
   return RG_OK;
 }
 
@@ -605,7 +605,7 @@ GRAD_FN(g_ifelse) {
   V *then_g = rgk_alloc((size_t)(k > 0 ? k : 1) * sizeof *then_g);
   V *else_g = rgk_alloc((size_t)(k > 0 ? k : 1) * sizeof *else_g);
   for (int i = 0; i < k; i++) {
-    V g = og_or_zero(C, n, og, i), z = zeros_like(C, g);
+    V g = og_or_zero(C, n, og, i), z = rgc_zeros_like(C, g);
     then_g[i] = g;
     else_g[i] = z;
   }

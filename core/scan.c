@@ -578,10 +578,3 @@ const char *rgc_scan_label(const rg_op *op) {
   }
   return rgk_sprintf("scan{lambda %s: %s%s}", params, body, layout_text(&s));
 }
-
-/* ------------------------------------------------------------------ gradient */
-
-int rgc_grad_SCAN(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig) {
-  return rgc_op_error(C, node->op, "has no gradient yet: the backward scan (gradients "
-                      "through time as mit-mot states) is still to be built");
-}

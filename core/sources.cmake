@@ -18,6 +18,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/core/check.c
   ${PROJECT_SOURCE_DIR}/core/inner.c
   ${PROJECT_SOURCE_DIR}/core/scan.c
+  ${PROJECT_SOURCE_DIR}/core/scan-grad.c
   ${PROJECT_SOURCE_DIR}/core/scan-build.c
   ${PROJECT_SOURCE_DIR}/core/gfile.c
   ${PROJECT_SOURCE_DIR}/core/gfile-scan.c

@@ -243,6 +243,7 @@ static int store(run *r, trace *tr, const rg_tensor *v, int64_t row, int64_t t) 
                      rgbc_shape_str(b, sizeof b, tr->buf->ndim - 1, tr->buf->shape + 1));
   }
   char *to = tr->buf->data + row * tr->buf->strides[0];
+  if (to == v->data && v->dtype == tr->buf->dtype && rg_tensor_is_c_contiguous(v)) return RG_OK; /* the row itself */
   if (v->dtype == tr->buf->dtype && rg_tensor_is_c_contiguous(v)) {
     memcpy(to, v->data, (size_t)row_bytes(tr->buf));
     return RG_OK;
@@ -260,19 +261,47 @@ static int first_nit_sot(run *r, trace *tr, const rg_tensor *v) {
   return alloc_rows(r, tr, v->dtype, v->ndim, v->shape);
 }
 
+/* Whether v's data lies in the buffer (an output that is a view of a
+ * row the step read). */
+static bool inside(const rg_tensor *buf, const rg_tensor *v) {
+  const char *lo = buf->data, *hi = lo + buf->shape[0] * buf->strides[0];
+  return buf->shape[0] > 0 && v->data >= lo && v->data < hi;
+}
+
+/* A mit-mot writing several rows reads them all first: an output that is
+ * a view of one of its rows is copied before any row is written. */
+static int store_mit_mot(run *r, trace *tr, int64_t t) {
+  rgb_program *p = r->p;
+  rg_tensor *tmp[tr->nout];
+  int rc = RG_OK;
+  for (int j = 0; j < tr->nout; j++) {
+    const rg_tensor *v = p->cells[p->out_cells[tr->first_out + j]];
+    tmp[j] = v && tr->nout > 1 && inside(tr->buf, v) ? rg_tensor_copy(v) : NULL;
+  }
+  for (int j = 0; j < tr->nout && rc == RG_OK; j++) {
+    const rg_tensor *v = tmp[j] ? tmp[j] : p->cells[p->out_cells[tr->first_out + j]];
+    rc = v ? store(r, tr, v, rgbc_wrap_row(tr, t + tr->ninit + tr->out_taps[j]), t)
+           : rgb_error(r->x, RG_ERR_EVAL, "step %lld: an inner output was not computed", (long long)t);
+  }
+  for (int j = 0; j < tr->nout; j++) rg_tensor_free(tmp[j]);
+  return rc;
+}
+
 static int store_outputs(run *r, int64_t t) {
   rgb_program *p = r->p;
   for (int o = 0; o < r->ntr; o++) {
     trace *tr = &r->tr[o];
-    for (int j = 0; j < tr->nout; j++) {
-      const rg_tensor *v = p->cells[p->out_cells[tr->first_out + j]];
-      if (!v) return rgb_error(r->x, RG_ERR_EVAL, "step %lld: an inner output was not computed", (long long)t);
-      if (!tr->buf && first_nit_sot(r, tr, v)) return r->x->rt->errcode;
-      int64_t row = tr->kind == RG_SCAN_NIT_SOT ? rgbc_wrap_row(tr, t)
-                    : rgbc_wrap_row(tr, t + tr->ninit + tr->out_taps[j]);
-      int rc = store(r, tr, v, row, t);
+    if (tr->kind == RG_SCAN_MIT_MOT) {
+      int rc = store_mit_mot(r, tr, t);
       if (rc) return rc;
+      continue;
     }
+    const rg_tensor *v = p->cells[p->out_cells[tr->first_out]];
+    if (!v) return rgb_error(r->x, RG_ERR_EVAL, "step %lld: an inner output was not computed", (long long)t);
+    if (!tr->buf && first_nit_sot(r, tr, v)) return r->x->rt->errcode;
+    int64_t row = tr->kind == RG_SCAN_NIT_SOT ? rgbc_wrap_row(tr, t) : rgbc_wrap_row(tr, t + tr->ninit);
+    int rc = store(r, tr, v, row, t);
+    if (rc) return rc;
   }
   return RG_OK;
 }

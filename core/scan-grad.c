@@ -1,0 +1,584 @@
+/*
+ * scan-grad.c — the gradient of a Scan: a backward Scan that runs the
+ * forward steps in reverse (Aesara's Scan.L_op, laid out anew).
+ *
+ * Let n be the number of steps the forward loop ran and backward step s
+ * stand for forward step t = n-1-s.  Each backward step recomputes the
+ * forward step from its inputs (a clone of the forward inner graph) and
+ * takes the vector-Jacobian product of that step with rg_grad, starting
+ * from the gradients of the step's outputs.  Everything the forward step
+ * read is handed to the backward loop as a *sequence read in reverse*:
+ *
+ *   forward sequence k, taps K    rev(x[0 : n + span]) at taps max(K) - k
+ *                                 (x reversed first for go_backwards)
+ *   forward state (mit-/sit-sot)  rev(join(init rows, trace)[0 : M+n-1])
+ *   with taps k < 0, M = -min k   at taps -1 - k
+ *   forward mit-mot, in tap k     the values the step read, recorded by a
+ *                                 twin of the forward loop (below), rev
+ *   forward nit-sot               rev(its trace's gradient)
+ *
+ * Gradients that flow across steps are mit-mot buffers of the backward
+ * loop, again over reversed rows:
+ *
+ *   forward state   buffer rev(dtrace) ++ zeros(M rows); at step s tap 0
+ *                   is the complete gradient of row t (every later step
+ *                   has added to it), taps -k get the step's contribution
+ *                   to the rows it read: out(-k) = in(-k) + d input(k).
+ *                   Afterwards rows n..n+M-1 are the initial rows'
+ *                   gradients (reversed).
+ *   forward mit-mot buffer rev(dbuffer[0 : n + span]) at taps max - x
+ *                   for every tap x the forward step read or wrote: a
+ *                   written row passes its gradient to the written value
+ *                   and restarts from zero, a read row adds the read's
+ *                   gradient: out(x) = (x written ? 0 : in(x)) + d in(x).
+ *
+ * Non-sequence gradients are sit-sot accumulators keeping one row
+ * (store_steps 1), summed over their zero or one rows afterwards; sequence
+ * gradients are nit-sots, one per tap, added into zeros of the sequence's
+ * shape at the rows each tap read.  truncate_gradient T runs only the
+ * last min(n, T) steps backwards; an `until` loop is differentiated over
+ * the steps it ran (the rows of its traces).
+ *
+ * The twin.  A mit-mot row may be rewritten during the loop, so the value
+ * a step read is in no output; a state kept with store_steps has no whole
+ * trace.  For such loops the gradient reads a twin of the forward node:
+ * the same step with whole traces and one extra nit-sot per mit-mot input
+ * tap that records what the step read.  This is what makes gradients of
+ * gradients (whose loops have mit-mots) exact at every order.
+ */
+#include "core/core-impl.h"
+#include "relgraph/scan.h"
+
+typedef rg_variable *V;
+
+/* ------------------------------------------------------------------ rows of a tensor */
+
+static V idx(rg_ctx *C, int64_t k) { return rgc_dim_const(C, k); }
+static V iplus(rg_ctx *C, V a, int64_t k) { return rgc_iarith(C, 0, a, idx(C, k)); }
+static V iminus(rg_ctx *C, V a, V b) { return rgc_iarith(C, 1, a, b); }
+static V rows(V x, V a, V b) { return rgc_slice_along(x, 0, a, b); }
+
+static V reversed(V x) {
+  rg_index e = {RG_IDX_SLICE, RG_IDX_NONE, RG_IDX_NONE, -1};
+  return rg_subtensor(x, 1, &e, 0, NULL);
+}
+
+static V row(V x, V i) {
+  rg_index e = {RG_IDX_INDEX, RG_IDX_INPUT, 0, 0};
+  return rg_subtensor(x, 1, &e, 1, &i);
+}
+
+/* x with a new leading dimension of one row. */
+static V as_row(V x) {
+  int64_t order[RG_MAX_NDIM + 1];
+  order[0] = -1;
+  for (int d = 0; d < x->type->ndim; d++) order[d + 1] = d;
+  return rg_dimshuffle(x, x->type->ndim + 1, order);
+}
+
+/* y added into x[a:b]. */
+static V inc_rows(V x, V y, V a, V b) {
+  rg_index e = {RG_IDX_SLICE, RG_IDX_INPUT, RG_IDX_INPUT, RG_IDX_NONE};
+  return rg_inc_subtensor(x, y, 1, &e, 2, (V[]){a, b});
+}
+
+static V set_rows(V x, V y, V a, V b) {
+  rg_index e = {RG_IDX_SLICE, RG_IDX_INPUT, RG_IDX_INPUT, RG_IDX_NONE};
+  return rg_set_subtensor(x, y, 1, &e, 2, (V[]){a, b});
+}
+
+static int64_t lowest(int n, const int64_t *t) {
+  int64_t m = t[0];
+  for (int i = 1; i < n; i++) m = t[i] < m ? t[i] : m;
+  return m;
+}
+
+static int64_t highest(int n, const int64_t *t) {
+  int64_t m = t[0];
+  for (int i = 1; i < n; i++) m = t[i] > m ? t[i] : m;
+  return m;
+}
+
+static int find_tap(int n, const int64_t *t, int64_t x) {
+  for (int i = 0; i < n; i++)
+    if (t[i] == x) return i;
+  return -1;
+}
+
+/* ------------------------------------------------------------------ the backward layout */
+
+/* A list with a fixed capacity (sized from the forward layout). */
+typedef struct vlist { V *v; int n; } vlist;
+static void vpush(vlist *l, V x) { l->v[l->n++] = x; }
+
+/* The backward scan being laid out: per kind its outer values and taps,
+ * and the inner inputs and outputs in the op's order.  Invariant: the
+ * inner lists hold exactly the taps the tap lists name, in order. */
+typedef struct bscan {
+  vlist seq;                    /* outer sequences */
+  int *seq_nt;
+  const int64_t **seq_taps;
+  vlist mm;                     /* outer mit-mot buffers */
+  int *mm_nin, *mm_nout;
+  const int64_t **mm_in, **mm_out;
+  vlist ss;                     /* sit-sot initial values */
+  int n_nit;
+  vlist in_seq, in_mm, in_ss;   /* inner inputs by kind (non-sequences: the forward's) */
+  vlist out_mm, out_ss, out_nit;
+} bscan;
+
+/* The gradient's working state. */
+typedef struct sg {
+  rg_ctx *C;
+  const rg_node *node;
+  rg_scan_info s;
+  const rg_fgraph *g;   /* the forward step */
+  const rg_node *src;   /* where traces are read: the node or its twin */
+  rg_scan_info ts;      /* src's layout */
+  V n, nb;              /* forward steps run, backward steps */
+  V *vin;               /* per forward inner input: its value in the backward step */
+  V *gout;              /* per forward inner output: its gradient there (NULL: none) */
+  V *din;               /* per forward inner input: its gradient (NULL: none) */
+  bscan b;
+} sg;
+
+static V *vec(int n) { return rgk_alloc((size_t)(n > 0 ? n : 1) * sizeof(V)); }
+
+static void bscan_init(bscan *b, int cap) {
+  vlist *ls[] = {&b->seq, &b->mm, &b->ss, &b->in_seq, &b->in_mm, &b->in_ss, &b->out_mm, &b->out_ss, &b->out_nit};
+  for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) *ls[i] = (vlist){vec(cap), 0};
+  b->seq_nt = rgk_alloc((size_t)cap * sizeof(int));
+  b->mm_nin = rgk_alloc((size_t)cap * sizeof(int));
+  b->mm_nout = rgk_alloc((size_t)cap * sizeof(int));
+  b->seq_taps = rgk_alloc((size_t)cap * sizeof(int64_t *));
+  b->mm_in = rgk_alloc((size_t)cap * sizeof(int64_t *));
+  b->mm_out = rgk_alloc((size_t)cap * sizeof(int64_t *));
+}
+
+static int64_t *taps_new(int n) { return rgk_alloc_atomic((size_t)(n > 0 ? n : 1) * sizeof(int64_t)); }
+
+static V fresh(sg *w, const rg_type *t) { return rg_input(w->C, NULL, t); }
+
+static void add_seq(sg *w, V outer, int nt, const int64_t *taps) {
+  bscan *b = &w->b;
+  b->seq_nt[b->seq.n] = nt;
+  b->seq_taps[b->seq.n] = taps;
+  vpush(&b->seq, outer);
+}
+
+/* ------------------------------------------------------------------ the twin */
+
+static bool needs_twin(const rg_scan_info *s) {
+  if (s->n_mit_mot) return true;
+  for (int i = 0; i < s->n_mit_sot + s->n_sit_sot; i++)
+    if (s->store_steps[i]) return true;
+  return false;
+}
+
+/* The forward node with whole traces and one more nit-sot per mit-mot
+ * input tap recording the value read (see the top of the file). */
+static const rg_node *make_twin(sg *w) {
+  rg_ctx *C = w->C;
+  const rg_scan_info *s = &w->s;
+  const rg_fgraph *g = w->g;
+  int R = 0;
+  for (int k = 0; k < s->n_mit_mot; k++) R += s->mit_mot_nin[k];
+  rg_scan_info t = *s;
+  t.n_nit_sot += R;
+  int nstore = t.n_mit_sot + t.n_sit_sot + t.n_nit_sot;
+  t.store_steps = rgk_alloc_atomic((size_t)(nstore + 1) * sizeof(int64_t));
+  memset((void *)t.store_steps, 0, (size_t)(nstore + 1) * sizeof(int64_t));
+  rg_memo *memo = rg_memo_new();
+  V *outs = vec(g->nout), *in = vec(g->nin);
+  if (rg_clone(C, g->nin, g->inputs, g->nout, g->outputs, memo, RG_CLONE_INPUTS, outs)) return NULL;
+  for (int i = 0; i < g->nin; i++) {
+    in[i] = rg_memo_get(memo, g->inputs[i]);
+    if (!in[i]) in[i] = fresh(w, g->inputs[i]->type);
+  }
+  int nplain = g->nout - s->until, nout = g->nout + R;
+  V *out = vec(nout);
+  memcpy(out, outs, (size_t)nplain * sizeof(V));
+  int at = nplain;
+  for (int k = 0; k < s->n_mit_mot; k++)
+    for (int j = 0; j < s->mit_mot_nin[k]; j++) out[at++] = rg_identity(in[rg_scan_inner_in(s, RG_SCAN_MIT_MOT, k, j)]);
+  if (s->until) out[at++] = outs[nplain];
+  rg_fgraph *fg = rg_fgraph_new(C, g->nin, in, nout, out, RG_FG_CLONE);
+  const rg_op *op = fg ? rg_op_scan(C, &t, fg) : NULL;
+  if (!op) return NULL;
+  int nouter = rg_scan_n_outer_in(&t), before_ns = rg_scan_n_outer_in(s) - s->n_non_seqs;
+  V *oin = vec(nouter);
+  memcpy(oin, w->node->inputs, (size_t)before_ns * sizeof(V));
+  for (int r = 0; r < R; r++) oin[before_ns + r] = w->node->inputs[0];
+  memcpy(oin + before_ns + R, w->node->inputs + before_ns, (size_t)s->n_non_seqs * sizeof(V));
+  return rg_make_node(C, op, nouter, oin);
+}
+
+/* The number of steps run: n_steps, or the rows of a trace for a
+ * while-loop.  NULL (with an error) when a while-loop has no trace. */
+static V steps_run(sg *w) {
+  if (!w->s.until) return rgc_as_i64(w->node->inputs[0]);
+  const rg_scan_info *t = &w->ts;
+  for (rg_scan_kind kind = RG_SCAN_MIT_SOT; kind <= RG_SCAN_NIT_SOT; kind++)
+    if (rg_scan_count(t, kind) > 0) return rg_shape_i(w->src->outputs[rg_scan_outer_out(t, kind, 0)], 0);
+  rg_error(w->C, RG_ERR_TYPE, "grad: a while-loop scan with no state or nit-sot has no record of "
+           "how many steps it ran");
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ what the backward step reads */
+
+/* Forward sequences, reversed, at taps max - k. */
+static void seq_inputs(sg *w) {
+  const rg_scan_info *s = &w->s;
+  for (int k = 0; k < s->n_seqs; k++) {
+    int nt = s->seq_ntaps[k];
+    const int64_t *taps = s->seq_taps[k];
+    int64_t lo = lowest(nt, taps), hi = highest(nt, taps);
+    V x = w->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)];
+    V eff = s->go_backwards ? reversed(x) : x;
+    int64_t *bt = taps_new(nt);
+    for (int j = 0; j < nt; j++) {
+      bt[j] = hi - taps[j];
+      int i = rg_scan_inner_in(s, RG_SCAN_SEQ, k, j);
+      vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
+    }
+    add_seq(w, reversed(rows(eff, idx(w->C, 0), iplus(w->C, w->n, hi - lo))), nt, bt);
+  }
+}
+
+static int state_ntaps(const rg_scan_info *s, rg_scan_kind kind, int k) {
+  return kind == RG_SCAN_MIT_SOT ? s->mit_sot_ntaps[k] : 1;
+}
+
+static int64_t state_tap(const rg_scan_info *s, rg_scan_kind kind, int k, int j) {
+  return kind == RG_SCAN_MIT_SOT ? s->mit_sot_taps[k][j] : -1;
+}
+
+/* A state's M initial rows (a sit-sot's one value as a row). */
+static V init_rows(sg *w, rg_scan_kind kind, int k, int64_t M) {
+  V init = w->node->inputs[rg_scan_outer_in(&w->s, kind, k)];
+  return kind == RG_SCAN_SIT_SOT ? as_row(init) : rows(init, idx(w->C, 0), idx(w->C, M));
+}
+
+/* Forward states: the rows the steps read, reversed, at taps -1 - k. */
+static void state_inputs(sg *w) {
+  const rg_scan_info *s = &w->s;
+  for (rg_scan_kind kind = RG_SCAN_MIT_SOT; kind <= RG_SCAN_SIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(s, kind); k++) {
+      int nt = state_ntaps(s, kind, k);
+      int64_t M = 0;
+      int64_t *bt = taps_new(nt);
+      for (int j = 0; j < nt; j++) {
+        int64_t tap = state_tap(s, kind, k, j);
+        M = -tap > M ? -tap : M;
+        bt[j] = -1 - tap;
+        int i = rg_scan_inner_in(s, kind, k, j);
+        vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
+      }
+      V trace = w->src->outputs[rg_scan_outer_out(&w->ts, kind, k)];
+      V full = rg_join(0, 2, (V[]){init_rows(w, kind, k, M), trace});
+      add_seq(w, reversed(rows(full, idx(w->C, 0), iplus(w->C, w->n, M - 1))), nt, bt);
+    }
+}
+
+/* Forward mit-mot reads, from the twin's records, reversed. */
+static void mit_mot_inputs(sg *w) {
+  const rg_scan_info *s = &w->s;
+  int r = 0;
+  for (int k = 0; k < s->n_mit_mot; k++)
+    for (int j = 0; j < s->mit_mot_nin[k]; j++, r++) {
+      int i = rg_scan_inner_in(s, RG_SCAN_MIT_MOT, k, j);
+      vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
+      V rec = w->src->outputs[rg_scan_outer_out(&w->ts, RG_SCAN_NIT_SOT, s->n_nit_sot + r)];
+      int64_t *bt = taps_new(1);
+      bt[0] = 0;
+      add_seq(w, reversed(rec), 1, bt);
+    }
+}
+
+/* Forward nit-sots with a gradient: that gradient, reversed. */
+static void nit_sot_grads(sg *w, V const *og) {
+  const rg_scan_info *s = &w->s;
+  for (int k = 0; k < s->n_nit_sot; k++) {
+    V d = og[rg_scan_outer_out(s, RG_SCAN_NIT_SOT, k)];
+    if (!d) continue;
+    int o = rg_scan_inner_out(s, RG_SCAN_NIT_SOT, k, 0);
+    vpush(&w->b.in_seq, w->gout[o] = fresh(w, w->g->outputs[o]->type));
+    int64_t *bt = taps_new(1);
+    bt[0] = 0;
+    add_seq(w, reversed(d), 1, bt);
+  }
+}
+
+/* ------------------------------------------------------------------ gradients across steps */
+
+static void add_mit_mot(sg *w, V buffer, int nin, const int64_t *in, int nout, const int64_t *out) {
+  bscan *b = &w->b;
+  b->mm_nin[b->mm.n] = nin, b->mm_in[b->mm.n] = in;
+  b->mm_nout[b->mm.n] = nout, b->mm_out[b->mm.n] = out;
+  vpush(&b->mm, buffer);
+}
+
+/* The gradient of a state's whole trace: a trace kept with store_steps
+ * holds its last rows, so its gradient goes to those. */
+static V trace_grad(sg *w, V const *og, rg_scan_kind kind, int k) {
+  const rg_scan_info *s = &w->s;
+  V whole = w->src->outputs[rg_scan_outer_out(&w->ts, kind, k)];
+  V ext = og[rg_scan_outer_out(s, kind, k)];
+  int store_at = kind == RG_SCAN_MIT_SOT ? k : s->n_mit_sot + k;
+  if (!ext || !s->store_steps[store_at]) return ext ? ext : rgc_zeros_like(w->C, whole);
+  return inc_rows(rgc_zeros_like(w->C, whole), ext, iminus(w->C, w->n, rg_shape_i(ext, 0)), w->n);
+}
+
+/* A forward state's gradient buffer: tap 0 the complete gradient of the
+ * row the step wrote, taps -k the running gradients of the rows it read. */
+static void state_buffers(sg *w, V const *og) {
+  const rg_scan_info *s = &w->s;
+  for (rg_scan_kind kind = RG_SCAN_MIT_SOT; kind <= RG_SCAN_SIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(s, kind); k++) {
+      int nt = state_ntaps(s, kind, k), o = rg_scan_inner_out(s, kind, k, 0);
+      int64_t M = 0, *in = taps_new(nt + 1), *out = taps_new(nt);
+      in[0] = 0;
+      vpush(&w->b.in_mm, w->gout[o] = fresh(w, w->g->outputs[o]->type));
+      for (int j = 0; j < nt; j++) {
+        int64_t tap = state_tap(s, kind, k, j);
+        M = -tap > M ? -tap : M;
+        in[j + 1] = out[j] = -tap;
+        vpush(&w->b.in_mm, fresh(w, w->g->inputs[rg_scan_inner_in(s, kind, k, j)]->type));
+      }
+      V head = reversed(trace_grad(w, og, kind, k));
+      add_mit_mot(w, rg_join(0, 2, (V[]){head, rgc_zeros_like(w->C, init_rows(w, kind, k, M))}), nt + 1, in, nt, out);
+    }
+}
+
+/* Every tap a forward mit-mot reads or writes, in order of first mention. */
+static int mit_mot_union(const rg_scan_info *s, int k, int64_t *u) {
+  int n = 0;
+  for (int j = 0; j < s->mit_mot_nin[k]; j++) u[n++] = s->mit_mot_in_taps[k][j];
+  for (int j = 0; j < s->mit_mot_nout[k]; j++)
+    if (find_tap(n, u, s->mit_mot_out_taps[k][j]) < 0) u[n++] = s->mit_mot_out_taps[k][j];
+  return n;
+}
+
+/* A forward mit-mot's gradient buffer over its touched rows, reversed, at
+ * taps max - x for each tap x; a written row's gradient is the written
+ * value's. */
+static void mit_mot_buffers(sg *w, V const *og) {
+  const rg_scan_info *s = &w->s;
+  for (int k = 0; k < s->n_mit_mot; k++) {
+    int64_t *u = taps_new(s->mit_mot_nin[k] + s->mit_mot_nout[k]);
+    int nu = mit_mot_union(s, k, u);
+    int64_t lo = lowest(nu, u), hi = highest(nu, u), *bt = taps_new(nu);
+    const rg_type *rt = w->g->outputs[rg_scan_inner_out(s, RG_SCAN_MIT_MOT, k, 0)]->type;
+    for (int j = 0; j < nu; j++) {
+      bt[j] = hi - u[j];
+      V old = fresh(w, rt);
+      vpush(&w->b.in_mm, old);
+      int oj = find_tap(s->mit_mot_nout[k], s->mit_mot_out_taps[k], u[j]);
+      if (oj >= 0) w->gout[rg_scan_inner_out(s, RG_SCAN_MIT_MOT, k, oj)] = old;
+    }
+    V buf = w->node->inputs[rg_scan_outer_in(s, RG_SCAN_MIT_MOT, k)];
+    V ext = og[rg_scan_outer_out(s, RG_SCAN_MIT_MOT, k)];
+    if (!ext) ext = rgc_zeros_like(w->C, buf);
+    add_mit_mot(w, reversed(rows(ext, idx(w->C, 0), iplus(w->C, w->n, hi - lo))), nu, bt, nu, bt);
+  }
+}
+
+/* ------------------------------------------------------------------ the backward step's outputs */
+
+static V plus(V a, V b) { return b ? rg_add(a, b) : a; }
+
+/* In the order state_buffers and mit_mot_buffers made the inputs. */
+static void mit_mot_outputs(sg *w) {
+  const rg_scan_info *s = &w->s;
+  int at = 0;
+  for (rg_scan_kind kind = RG_SCAN_MIT_SOT; kind <= RG_SCAN_SIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(s, kind); k++) {
+      at++; /* tap 0: read only */
+      for (int j = 0; j < state_ntaps(s, kind, k); j++, at++)
+        vpush(&w->b.out_mm, plus(w->b.in_mm.v[at], w->din[rg_scan_inner_in(s, kind, k, j)]));
+    }
+  for (int k = 0; k < s->n_mit_mot; k++) {
+    int64_t *u = taps_new(s->mit_mot_nin[k] + s->mit_mot_nout[k]);
+    int nu = mit_mot_union(s, k, u);
+    for (int j = 0; j < nu; j++, at++) {
+      V old = w->b.in_mm.v[at];
+      int ij = find_tap(s->mit_mot_nin[k], s->mit_mot_in_taps[k], u[j]);
+      V d = ij >= 0 ? w->din[rg_scan_inner_in(s, RG_SCAN_MIT_MOT, k, ij)] : NULL;
+      bool written = find_tap(s->mit_mot_nout[k], s->mit_mot_out_taps[k], u[j]) >= 0;
+      vpush(&w->b.out_mm, written ? (d ? d : rgc_zeros_like(w->C, old)) : plus(old, d));
+    }
+  }
+}
+
+/* Non-sequence accumulators (sit-sots) and sequence gradients (nit-sots). */
+static void other_outputs(sg *w) {
+  const rg_scan_info *s = &w->s;
+  for (int k = 0; k < s->n_non_seqs; k++) {
+    V d = w->din[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)];
+    if (!d) continue;
+    V acc = fresh(w, d->type);
+    vpush(&w->b.in_ss, acc);
+    vpush(&w->b.out_ss, rg_add(acc, d));
+    vpush(&w->b.ss, rgc_zeros_like(w->C, w->node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)]));
+  }
+  for (int k = 0; k < s->n_seqs; k++)
+    for (int j = 0; j < s->seq_ntaps[k]; j++) {
+      V d = w->din[rg_scan_inner_in(s, RG_SCAN_SEQ, k, j)];
+      if (d) vpush(&w->b.out_nit, d), w->b.n_nit++;
+    }
+}
+
+/* ------------------------------------------------------------------ the step's gradient */
+
+/* Clones the forward step over the backward inputs and differentiates it
+ * from the output gradients.  False when no gradient flows at all. */
+static int step_grads(sg *w, bool *any) {
+  const rg_fgraph *g = w->g;
+  rg_memo *memo = rg_memo_new();
+  for (int i = 0; i < g->nin; i++) {
+    if (!w->vin[i]) w->vin[i] = fresh(w, g->inputs[i]->type);
+    rg_memo_put(memo, g->inputs[i], w->vin[i]);
+  }
+  V *outs = vec(g->nout), *known = vec(g->nout), *kg = vec(g->nout), *wrt = vec(g->nin), *d = vec(g->nin);
+  int rc = rg_clone(w->C, g->nin, g->inputs, g->nout, g->outputs, memo, 0, outs);
+  if (rc) return rc;
+  int nk = 0, nw = 0;
+  for (int o = 0; o < g->nout; o++)
+    if (w->gout[o]) known[nk] = outs[o], kg[nk++] = w->gout[o];
+  *any = nk > 0;
+  if (!nk) return RG_OK;
+  for (int i = 0; i < g->nin; i++)
+    if (rg_dtype_is_float(g->inputs[i]->type->dtype)) wrt[nw++] = w->vin[i];
+  rg_grad_opts opts = {.disconnected = RG_GRAD_DISCONNECTED_NULL, .nknown = nk, .known = known, .known_grads = kg};
+  rc = rg_grad(w->C, NULL, nw, wrt, &opts, d);
+  if (rc) return rc;
+  for (int i = 0, j = 0; i < g->nin; i++)
+    if (rg_dtype_is_float(g->inputs[i]->type->dtype)) w->din[i] = d[j++];
+  return RG_OK;
+}
+
+/* ------------------------------------------------------------------ building the backward node */
+
+static V *concat(int n, const vlist *const *ls, int *total) {
+  int t = 0;
+  for (int i = 0; i < n; i++) t += ls[i]->n;
+  V *v = vec(t);
+  for (int i = 0, at = 0; i < n; i++) {
+    memcpy(v + at, ls[i]->v, (size_t)ls[i]->n * sizeof(V));
+    at += ls[i]->n;
+  }
+  *total = t;
+  return v;
+}
+
+static rg_node *backward_node(sg *w) {
+  bscan *b = &w->b;
+  const rg_scan_info *s = &w->s;
+  vlist ns_in = {vec(s->n_non_seqs), 0}, ns_out = {vec(s->n_non_seqs), 0};
+  for (int k = 0; k < s->n_non_seqs; k++) {
+    vpush(&ns_in, w->vin[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)]);
+    vpush(&ns_out, w->node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)]);
+  }
+  int nstore = b->ss.n + b->n_nit;
+  int64_t *store = taps_new(nstore);
+  for (int i = 0; i < nstore; i++) store[i] = i < b->ss.n ? 1 : 0;
+  rg_scan_info t = {.n_seqs = b->seq.n, .n_mit_mot = b->mm.n, .n_sit_sot = b->ss.n, .n_nit_sot = b->n_nit,
+                    .n_non_seqs = s->n_non_seqs, .truncate_gradient = -1, .seq_ntaps = b->seq_nt,
+                    .seq_taps = b->seq_taps, .mit_mot_nin = b->mm_nin, .mit_mot_nout = b->mm_nout,
+                    .mit_mot_in_taps = b->mm_in, .mit_mot_out_taps = b->mm_out, .store_steps = store};
+  int nin, nout, nouter;
+  V *in = concat(4, (const vlist *[]){&b->in_seq, &b->in_mm, &b->in_ss, &ns_in}, &nin);
+  V *out = concat(3, (const vlist *[]){&b->out_mm, &b->out_ss, &b->out_nit}, &nout);
+  vlist nb = {vec(1 + b->n_nit), 0};
+  for (int i = 0; i <= b->n_nit; i++) vpush(&nb, w->nb);
+  vlist first = {nb.v, 1}, lens = {nb.v + 1, b->n_nit};
+  V *outer = concat(6, (const vlist *[]){&first, &b->seq, &b->mm, &b->ss, &lens, &ns_out}, &nouter);
+  rg_fgraph *fg = rg_fgraph_new(w->C, nin, in, nout, out, RG_FG_CLONE);
+  const rg_op *op = fg ? rg_op_scan(w->C, &t, fg) : NULL;
+  return op ? rg_make_node(w->C, op, nouter, outer) : NULL;
+}
+
+/* ------------------------------------------------------------------ reading the results */
+
+static void state_results(sg *w, const rg_node *bn, V *ig, int *mm) {
+  const rg_scan_info *s = &w->s;
+  for (rg_scan_kind kind = RG_SCAN_MIT_SOT; kind <= RG_SCAN_SIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(s, kind); k++, (*mm)++) {
+      V buf = bn->outputs[*mm];
+      int at = rg_scan_outer_in(s, kind, k);
+      if (kind == RG_SCAN_SIT_SOT) {
+        ig[at] = row(buf, w->n);
+        continue;
+      }
+      int64_t M = -lowest(s->mit_sot_ntaps[k], s->mit_sot_taps[k]);
+      V d = reversed(rows(buf, w->n, iplus(w->C, w->n, M)));
+      ig[at] = inc_rows(rgc_zeros_like(w->C, w->node->inputs[at]), d, idx(w->C, 0), idx(w->C, M));
+    }
+}
+
+static void mit_mot_results(sg *w, const rg_node *bn, V const *og, V *ig, int *mm) {
+  const rg_scan_info *s = &w->s;
+  for (int k = 0; k < s->n_mit_mot; k++, (*mm)++) {
+    int at = rg_scan_outer_in(s, RG_SCAN_MIT_MOT, k);
+    V ext = og[rg_scan_outer_out(s, RG_SCAN_MIT_MOT, k)];
+    if (!ext) ext = rgc_zeros_like(w->C, w->node->inputs[at]);
+    V back = reversed(bn->outputs[*mm]);
+    ig[at] = set_rows(ext, back, idx(w->C, 0), rg_shape_i(back, 0));
+  }
+}
+
+static void other_results(sg *w, const rg_node *bn, V *ig, int at_out) {
+  const rg_scan_info *s = &w->s;
+  for (int k = 0; k < s->n_non_seqs; k++)
+    if (w->din[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)])
+      ig[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)] = rg_sum(bn->outputs[at_out++], 1, (int64_t[]){0});
+  for (int k = 0; k < s->n_seqs; k++) {
+    int nt = s->seq_ntaps[k];
+    int64_t lo = lowest(nt, s->seq_taps[k]);
+    V x = w->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)], acc = NULL;
+    for (int j = 0; j < nt; j++) {
+      if (!w->din[rg_scan_inner_in(s, RG_SCAN_SEQ, k, j)]) continue;
+      V start = iplus(w->C, iminus(w->C, w->n, w->nb), s->seq_taps[k][j] - lo);
+      V base = acc ? acc : rgc_zeros_like(w->C, x);
+      acc = inc_rows(base, reversed(bn->outputs[at_out++]), start, rgc_iarith(w->C, 0, start, w->nb));
+    }
+    if (acc) ig[rg_scan_outer_in(s, RG_SCAN_SEQ, k)] = s->go_backwards ? reversed(acc) : acc;
+  }
+}
+
+/* ------------------------------------------------------------------ the gradient */
+
+int rgc_grad_SCAN(rg_ctx *C, const rg_node *node, V const *og, V *ig) {
+  sg w = {.C = C, .node = node, .g = node->op->inner};
+  if (!w.g || !rg_scan_info_of(node->op, &w.s)) return rgc_op_error(C, node->op, "malformed scan op");
+  bool flows = false;
+  for (int o = 0; o < node->nout; o++) flows |= og[o] != NULL;
+  if (!flows) return RG_OK;
+  w.src = needs_twin(&w.s) ? make_twin(&w) : node;
+  if (!w.src) return rg_errmsg(C)[0] ? RG_ERR_TYPE : rgc_op_error(C, node->op, "could not record its reads");
+  w.ts = w.s;
+  if (w.src != node) rg_scan_info_of(w.src->op, &w.ts);
+  if (!(w.n = steps_run(&w))) return RG_ERR_TYPE;
+  w.nb = w.s.truncate_gradient >= 0 ? rgc_iarith(C, 5, w.n, idx(C, w.s.truncate_gradient)) : w.n;
+  w.vin = vec(w.g->nin), w.din = vec(w.g->nin), w.gout = vec(w.g->nout);
+  bscan_init(&w.b, 4 * (w.g->nin + w.g->nout + node->nin) + 16);
+  seq_inputs(&w);
+  state_inputs(&w);
+  mit_mot_inputs(&w);
+  nit_sot_grads(&w, og);
+  state_buffers(&w, og);
+  mit_mot_buffers(&w, og);
+  bool any;
+  int rc = step_grads(&w, &any);
+  if (rc || !any) return rc;
+  mit_mot_outputs(&w);
+  other_outputs(&w);
+  rg_node *bn = backward_node(&w);
+  if (!bn) return RG_ERR_TYPE;
+  int mm = 0;
+  state_results(&w, bn, ig, &mm);
+  mit_mot_results(&w, bn, og, ig, &mm);
+  other_results(&w, bn, ig, mm);
+  return RG_OK;
+}
