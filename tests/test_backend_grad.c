@@ -14,6 +14,7 @@
 
 #include "relgraph/backend.h"
 #include "relgraph/rewrite.h"
+#include "relgraph/scan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -382,6 +383,275 @@ static void test_grad_form_errors(void **st) {
   }
 }
 
+/* ------------------------------------------------------------------ through Scan */
+
+#define SCAN_G(decls, body) "(graph " decls body ")"
+
+/* Every kind of scan variable, differentiated against finite differences
+ * (the first output is the cost). */
+static const char *const scan_cases[] = {
+    /* sit-sot with a non-sequence and a nit-sot beside it (an RNN) */
+    SCAN_G("(input x float64 (5 3 4)) (input h0 float64 (3 6)) (input W float64 (6 6)) (input U float64 (4 6)) ",
+           "(define (hs sums) (scan (lambda (x_t h W) (define h2 (tanh (add (dot h W) (dot x_t U)))) "
+           "(values h2 (sum h2))) (sequences x) (outputs-info h0 none) (non-sequences W))) "
+           "(output (add (sum (mul hs hs)) (sum sums)))"),
+    /* mit-sot with taps -3 -1 */
+    SCAN_G("(input i0 float64 (3 2)) (input a float64 (2)) ",
+           "(define f (scan (lambda (p q a) (add (mul p a) (tanh q))) (outputs-info (i0 (taps -3 -1))) "
+           "(non-sequences a) (n-steps 6))) (output (sum (mul f f)))"),
+    /* sequence taps -1 1 and a second sequence */
+    SCAN_G("(input x float64 (9 2)) (input y float64 (7 2)) (input h0 float64 (2)) ",
+           "(define hs (scan (lambda (xm xp y_t h) (add (mul h (tanh xm)) (mul xp y_t))) "
+           "(sequences (x (taps -1 1)) y) (outputs-info h0))) (output (sum (mul hs hs)))"),
+    /* go_backwards, a weighted cost */
+    SCAN_G("(input x float64 (6 2)) (input h0 float64 (2)) ",
+           "(define hs (scan (lambda (x_t h) (tanh (add h x_t))) (sequences x) (outputs-info h0) "
+           "(go-backwards #t))) (output (sum (mul hs (constant float64 (2) (1 -2)))))"),
+    /* nit-sot only */
+    SCAN_G("(input x float64 (6 2)) (input w float64 (2)) ",
+           "(define ys (scan (lambda (x_t w) (exp (mul x_t w))) (sequences x) (outputs-info none) "
+           "(non-sequences w))) (output (sum (mul ys ys)))"),
+    /* a while-loop: differentiated over the steps it ran */
+    SCAN_G("(input h0 float64 ()) (input w float64 ()) ",
+           "(define hs (scan (lambda (h w) (define h2 (mul h (add w 1.0))) (values h2 (until (gt h2 4.0)))) "
+           "(outputs-info h0) (non-sequences w) (n-steps 20))) (output (sum hs))"),
+    /* only the last state used */
+    SCAN_G("(input h0 float64 (3)) (input w float64 (3)) ",
+           "(define hs (scan (lambda (h w) (sin (mul h w))) (outputs-info h0) (non-sequences w) (n-steps 5))) "
+           "(output (sum ((subtensor -1) hs)))"),
+    /* float32: the LSTM cell */
+    SCAN_G("(input x float32 (3 2 3)) (input h0 float32 (2 4)) (input c0 float32 (2 4)) (input Wi float32 (3 16)) "
+           "(input Wh float32 (4 16)) (input b float32 (16)) ",
+           "(define (hs cs) (scan (lambda (x_t h c) (define gates (add (dot x_t Wi) (dot h Wh) b)) "
+           "(define (gi gf gg go) ((split 1 4) gates (constant int64 (4) (4 4 4 4)))) "
+           "(define c2 (add (mul (sigmoid gf) c) (mul (sigmoid gi) (tanh gg)))) "
+           "(values (mul (sigmoid go) (tanh c2)) c2)) (sequences x) (outputs-info h0 c0))) "
+           "(output (add (mean hs) (mean cs)))"),
+    /* second derivatives through a mit-sot (the loop's gradient has
+     * mit-mots), checked by differentiating them once more: third order */
+    SCAN_G("(input i0 float64 (2)) (input a float64 ()) ",
+           "(define f (scan (lambda (p q a) (add (mul p a) (mul (tanh q) p))) (outputs-info (i0 (taps -2 -1))) "
+           "(non-sequences a) (n-steps 5))) (define y (sum (mul f f))) (define (gi ga) (grad y i0 a)) "
+           "(define (gii gia) (grad (add (sum gi) ga) i0 a)) (output (add (sum (mul gii gii)) (mul gia ga)))"),
+    /* second derivatives through sequence taps */
+    SCAN_G("(input x float64 (7 2)) (input h0 float64 (2)) ",
+           "(define hs (scan (lambda (xm xp h) (tanh (add (mul h xm) xp))) (sequences (x (taps -1 1))) "
+           "(outputs-info h0))) (define (gx gh) (grad (sum (mul hs hs)) x h0)) "
+           "(output (add (sum (mul gx gx)) (sum (mul gh gh))))"),
+};
+
+static void test_scan_kinds(void **st) {
+  for (size_t i = 0; i < sizeof scan_cases / sizeof *scan_cases; i++) verify_text(scan_cases[i]);
+}
+
+/* Runs a graph's outputs at the given input values (all of them). */
+static void run_graph(rg_fgraph *fg, rg_tensor *const *vals, rg_tensor **res) {
+  int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+  rg_variable **ins = rg_gc_alloc((size_t)(nin + 1) * sizeof *ins), **outs = rg_gc_alloc((size_t)(nout + 1) * sizeof *outs);
+  for (int i = 0; i < nin; i++) ins[i] = rg_fgraph_input(fg, i);
+  for (int k = 0; k < nout; k++) outs[k] = rg_fgraph_output(fg, k);
+  rg_fgraph_release(fg);
+  rg_function *f = rg_compile(C, nin, ins, nout, outs, NULL);
+  if (!f) fail_msg("%s", rg_errmsg(C));
+  if (rg_function_call(f, vals, res) != RG_OK) fail_msg("%s", rg_errmsg(C));
+  rg_function_free(f);
+}
+
+static rg_tensor *scalar64(double v) {
+  rg_tensor *t = rg_tensor_new(RG_FLOAT64, 0, NULL);
+  rg_tensor_set_f64(t, 0, v);
+  return t;
+}
+
+/* x^16 by four squarings: derivatives of order 1 to 4, exactly. */
+static void test_scan_higher_order(void **st) {
+  rg_fgraph *fg = read_graph("(graph (input x float64 ()) "
+                             "(define y ((subtensor -1) (scan (lambda (s) (mul s s)) (outputs-info x) (n-steps 4)))) "
+                             "(define g1 (grad y x)) (define g2 (grad g1 x)) (define g3 (grad g2 x)) (define g4 (grad g3 x)) "
+                             "(output y) (output g1) (output g2) (output g3) (output g4))");
+  double x = -0.7730993158856909;
+  rg_tensor *in = scalar64(x), *res[5];
+  run_graph(fg, &in, res);
+  double want[5] = {pow(x, 16), 16 * pow(x, 15), 240 * pow(x, 14), 3360 * pow(x, 13), 43680 * pow(x, 12)};
+  for (int k = 0; k < 5; k++) {
+    double got = rg_tensor_get_f64(res[k], 0);
+    if (fabs(got - want[k]) > 1e-12 * fabs(want[k])) fail_msg("order %d: %.17g, want %.17g", k, got, want[k]);
+    rg_tensor_free(res[k]);
+  }
+  rg_tensor_free(in);
+}
+
+/* truncate_gradient 2: only the last two steps are differentiated.  For
+ * h_t = 0.9 h_{t-1} + x_t and cost sum(h), row 5 of the gradient of x is
+ * 1, row 4 is 1 + 0.9, the rows before and h0 get nothing. */
+static void test_scan_truncate_gradient(void **st) {
+  rg_fgraph *fg = read_graph("(graph (input x float64 (6 2)) (input h0 float64 (2)) "
+                             "(define hs (scan (lambda (x_t h) (add (mul h 0.9) x_t)) (sequences x) (outputs-info h0) "
+                             "(truncate-gradient 2))) (define (gx gh) (grad (sum hs) x h0)) (output gx) (output gh))");
+  rg_tensor *vals[2] = {random_value(rg_fgraph_input(fg, 0)->type), random_value(rg_fgraph_input(fg, 1)->type)}, *res[2];
+  run_graph(fg, vals, res);
+  for (int64_t i = 0; i < 12; i++) {
+    double want = i >= 10 ? 1 : i >= 8 ? 1.9 : 0;
+    assert_true(fabs(rg_tensor_get_f64(res[0], i) - want) < 1e-12);
+  }
+  for (int64_t i = 0; i < 2; i++) assert_true(rg_tensor_get_f64(res[1], i) == 0);
+  for (int k = 0; k < 2; k++) rg_tensor_free(vals[k]), rg_tensor_free(res[k]);
+}
+
+/* Zero steps: empty traces, the initial value's gradient is what the
+ * cost gives it directly, the non-sequence's is zero. */
+static void test_scan_zero_steps(void **st) {
+  rg_fgraph *fg = read_graph("(graph (input x float64 (? 2)) (input h0 float64 (2)) (input w float64 (2)) "
+                             "(define hs (scan (lambda (x_t h w) (tanh (mul (add h x_t) w))) (sequences x) (outputs-info h0) "
+                             "(non-sequences w))) (define (gh gw) (grad (add (sum hs) (sum (mul h0 3.0))) h0 w)) "
+                             "(output gh) (output gw))");
+  int64_t shape[2] = {0, 2};
+  rg_tensor *vals[3] = {rg_tensor_new(RG_FLOAT64, 2, shape), random_value(rg_fgraph_input(fg, 1)->type),
+                        random_value(rg_fgraph_input(fg, 2)->type)}, *res[2];
+  run_graph(fg, vals, res);
+  for (int64_t i = 0; i < 2; i++) {
+    assert_true(rg_tensor_get_f64(res[0], i) == 3.0);
+    assert_true(rg_tensor_get_f64(res[1], i) == 0.0);
+  }
+  for (int k = 0; k < 3; k++) rg_tensor_free(vals[k]);
+  for (int k = 0; k < 2; k++) rg_tensor_free(res[k]);
+}
+
+/* The backward loop's structure: one backward scan beside the forward
+ * one; the state's gradient is a mit-mot, the non-sequence's an
+ * accumulator that keeps one row, the sequence's a nit-sot. */
+static void test_scan_backward_structure(void **st) {
+  rg_fgraph *fg = read_graph("(graph (input x float64 (5 2)) (input h0 float64 (2)) (input w float64 (2)) "
+                             "(define hs (scan (lambda (x_t h w) (tanh (mul (add h x_t) w))) (sequences x) (outputs-info h0) "
+                             "(non-sequences w))) (define (gx gh gw) (grad (sum hs) x h0 w)) "
+                             "(output gx) (output gh) (output gw))");
+  int scans = 0;
+  rg_scan_info s;
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) {
+    if (n->op->code != RG_OP_SCAN) continue;
+    scans++;
+    assert_true(rg_scan_info_of(n->op, &s));
+    if (s.n_mit_mot == 0) continue; /* the forward loop */
+    assert_int_equal(s.n_mit_mot, 1);
+    assert_int_equal(s.n_sit_sot, 1);
+    assert_int_equal(s.store_steps[0], 1);
+    assert_int_equal(s.n_nit_sot, 1);
+    assert_int_equal(s.mit_mot_nin[0], 2);
+    assert_int_equal(s.mit_mot_nout[0], 1);
+  }
+  assert_int_equal(scans, 2);
+}
+
+/* The LSTM (PyTorch's gate layout) in float64, its gradients against the
+ * backward pass written out below. */
+enum { LT = 3, LB = 2, LI = 3, LH = 4, LG = 4 * LH };
+
+static double sigm(double a) { return 1 / (1 + exp(-a)); }
+
+typedef struct lstm_p { const double *x, *h0, *c0, *Wih, *Whh, *bih, *bhh; } lstm_p;
+typedef struct lstm_g { double x[LT * LB * LI], h0[LB * LH], c0[LB * LH], Wih[LG * LI], Whh[LG * LH], bih[LG], bhh[LG]; } lstm_g;
+
+/* Forward: the gate activations and states of every step (h, c at t + 1). */
+static void lstm_forward(const lstm_p *p, double act[LT][LB][LG], double h[LT + 1][LB][LH], double c[LT + 1][LB][LH]) {
+  memcpy(h[0], p->h0, sizeof h[0]);
+  memcpy(c[0], p->c0, sizeof c[0]);
+  for (int t = 0; t < LT; t++)
+    for (int b = 0; b < LB; b++) {
+      for (int g = 0; g < LG; g++) {
+        double a = p->bih[g] + p->bhh[g];
+        for (int i = 0; i < LI; i++) a += p->x[(t * LB + b) * LI + i] * p->Wih[g * LI + i];
+        for (int j = 0; j < LH; j++) a += h[t][b][j] * p->Whh[g * LH + j];
+        act[t][b][g] = g / LH == 2 ? tanh(a) : sigm(a);
+      }
+      for (int j = 0; j < LH; j++) {
+        const double *A = act[t][b];
+        c[t + 1][b][j] = A[LH + j] * c[t][b][j] + A[j] * A[2 * LH + j];
+        h[t + 1][b][j] = A[3 * LH + j] * tanh(c[t + 1][b][j]);
+      }
+    }
+}
+
+/* Backward for cost = sum(h) + sum(c * c) over every step. */
+static void lstm_backward(const lstm_p *p, lstm_g *d) {
+  double act[LT][LB][LG], h[LT + 1][LB][LH], c[LT + 1][LB][LH], dh[LB][LH] = {{0}}, dc[LB][LH] = {{0}};
+  lstm_forward(p, act, h, c);
+  memset(d, 0, sizeof *d);
+  for (int t = LT - 1; t >= 0; t--)
+    for (int b = 0; b < LB; b++) {
+      const double *A = act[t][b];
+      double da[LG];
+      for (int j = 0; j < LH; j++) {
+        double i = A[j], f = A[LH + j], g = A[2 * LH + j], o = A[3 * LH + j], tc = tanh(c[t + 1][b][j]);
+        double gh = 1 + dh[b][j], gc = 2 * c[t + 1][b][j] + dc[b][j] + gh * o * (1 - tc * tc);
+        da[j] = gc * g * i * (1 - i);
+        da[LH + j] = gc * c[t][b][j] * f * (1 - f);
+        da[2 * LH + j] = gc * i * (1 - g * g);
+        da[3 * LH + j] = gh * tc * o * (1 - o);
+        dc[b][j] = gc * f;
+      }
+      for (int j = 0; j < LH; j++) {
+        double s = 0;
+        for (int g = 0; g < LG; g++) s += da[g] * p->Whh[g * LH + j];
+        dh[b][j] = s;
+      }
+      for (int g = 0; g < LG; g++) {
+        d->bih[g] += da[g], d->bhh[g] += da[g];
+        for (int i = 0; i < LI; i++) d->Wih[g * LI + i] += da[g] * p->x[(t * LB + b) * LI + i];
+        for (int j = 0; j < LH; j++) d->Whh[g * LH + j] += da[g] * h[t][b][j];
+      }
+      for (int i = 0; i < LI; i++) {
+        double s = 0;
+        for (int g = 0; g < LG; g++) s += da[g] * p->Wih[g * LI + i];
+        d->x[(t * LB + b) * LI + i] = s;
+      }
+    }
+  memcpy(d->h0, dh, sizeof dh);
+  memcpy(d->c0, dc, sizeof dc);
+}
+
+static void test_lstm_against_hand_written(void **st) {
+  rg_fgraph *fg = read_graph(
+      "(graph (input x float64 (3 2 3)) (input h0 float64 (2 4)) (input c0 float64 (2 4)) "
+      "(input W_ih float64 (16 3)) (input W_hh float64 (16 4)) (input b_ih float64 (16)) (input b_hh float64 (16)) "
+      "(define (hs cs) (scan (lambda (x_t h c) "
+      "(define gates (add (add (dot x_t ((dimshuffle 1 0) W_ih)) b_ih) (add (dot h ((dimshuffle 1 0) W_hh)) b_hh))) "
+      "(define (gi gf gg go) ((split 1 4) gates (constant int64 (4) (4 4 4 4)))) "
+      "(define c2 (add (mul (sigmoid gf) c) (mul (sigmoid gi) (tanh gg)))) "
+      "(values (mul (sigmoid go) (tanh c2)) c2)) (sequences x) (outputs-info h0 c0))) "
+      "(define (a b c d e f g) (grad (add (sum hs) (sum (mul cs cs))) x h0 c0 W_ih W_hh b_ih b_hh)) "
+      "(output a) (output b) (output c) (output d) (output e) (output f) (output g))");
+  rg_tensor *vals[7], *res[7];
+  for (int i = 0; i < 7; i++) {
+    vals[i] = random_value(rg_fgraph_input(fg, i)->type);
+    for (int64_t j = 0; j < rg_tensor_numel(vals[i]); j++) rg_tensor_set_f64(vals[i], j, rg_tensor_get_f64(vals[i], j) - 1.0);
+  }
+  run_graph(fg, vals, res);
+  double *pv[7];
+  for (int i = 0; i < 7; i++) {
+    pv[i] = malloc((size_t)rg_tensor_numel(vals[i]) * sizeof(double));
+    for (int64_t j = 0; j < rg_tensor_numel(vals[i]); j++) pv[i][j] = rg_tensor_get_f64(vals[i], j);
+  }
+  lstm_p p = {pv[0], pv[1], pv[2], pv[3], pv[4], pv[5], pv[6]};
+  lstm_g d;
+  lstm_backward(&p, &d);
+  const double *want[7] = {d.x, d.h0, d.c0, d.Wih, d.Whh, d.bih, d.bhh};
+  for (int k = 0; k < 7; k++) {
+    for (int64_t j = 0; j < rg_tensor_numel(res[k]); j++)
+      if (fabs(rg_tensor_get_f64(res[k], j) - want[k][j]) > 1e-10)
+        fail_msg("gradient %d, element %lld: %.12g, by hand %.12g", k, (long long)j, rg_tensor_get_f64(res[k], j), want[k][j]);
+    rg_tensor_free(res[k]), rg_tensor_free(vals[k]), free(pv[k]);
+  }
+}
+
+/* n_steps is an integer: no gradient, and asking for one says so. */
+static void test_scan_grad_errors(void **st) {
+  const char *text = "(graph (input n int64 ()) (input h0 float64 ()) "
+                     "(output (grad (sum (scan (lambda (h) (mul h 2.0)) (outputs-info h0) (n-steps n))) n)))";
+  rg_clear_error(C);
+  assert_null(rg_graph_read(C, "case.graph", text, strlen(text)));
+  if (!strstr(rg_errmsg(C), "an integer or boolean value has no gradient")) fail_msg("%s", rg_errmsg(C));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_elementwise),
@@ -399,6 +669,13 @@ int main(void) {
       cmocka_unit_test(test_mlp_against_hand_written),
       cmocka_unit_test(test_grad_form_errors),
       cmocka_unit_test(test_forward_values_shared),
+      cmocka_unit_test(test_scan_kinds),
+      cmocka_unit_test(test_scan_higher_order),
+      cmocka_unit_test(test_scan_truncate_gradient),
+      cmocka_unit_test(test_scan_zero_steps),
+      cmocka_unit_test(test_scan_backward_structure),
+      cmocka_unit_test(test_lstm_against_hand_written),
+      cmocka_unit_test(test_scan_grad_errors),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
