@@ -8,7 +8,10 @@
  *   compile    rg_compile (rewrites and linking, inner graph included) of
  *              examples/graphs/rnn.graph and lstm.graph, from the parsed graph
  *   lstm       the LSTM forward pass written as a scan (the example's form,
- *              PyTorch's gate layout), T = 100, B = 32, I = H = 256, float32
+ *              PyTorch's gate layout), T = 100, B = 32, I = H = 256, float32;
+ *              fwd+bwd (loss = sum of the outputs, gradients of the weights
+ *              and biases through the backward scan), and the time to build
+ *              that function from its text (grad, fast_run, link)
  *
  * Usage: bench_scan [reps]   (median of reps runs, default 7; one thread)
  */
@@ -141,9 +144,11 @@ static void bench_compile(const char *name, int reps) {
 
 /* ------------------------------------------------------------------ LSTM */
 
-static void bench_lstm(int reps) {
-  enum { T = 100, B = 32, I = 256, H = 256 };
-  char src[4096];
+enum { T = 100, B = 32, I = 256, H = 256 };
+
+/* The LSTM as a graph file, then `tail` (its outputs). */
+static char *lstm_text(const char *tail) {
+  static char src[4096];
   snprintf(src, sizeof src,
            "(graph (input x float32 (%d %d %d)) (input h0 float32 (%d %d)) (input c0 float32 (%d %d))\n"
            "  (input W_ih float32 (%d %d)) (input W_hh float32 (%d %d)) (input b_ih float32 (%d))\n"
@@ -157,21 +162,52 @@ static void bench_lstm(int reps) {
            "            (define h2 (mul (sigmoid go) (tanh c2)))\n"
            "            (values h2 c2))\n"
            "          (sequences x) (outputs-info h0 c0)))\n"
-           "  (output hs))",
-           T, B, I, B, H, B, H, 4 * H, I, 4 * H, H, 4 * H, 4 * H, H, H, H, H);
-  int nin;
-  rg_function *f = compile_text(src, &nin);
+           "  %s)",
+           T, B, I, B, H, B, H, 4 * H, I, 4 * H, H, 4 * H, 4 * H, H, H, H, H, tail);
+  return src;
+}
+
+static void lstm_inputs(rg_tensor **in) {
   int64_t sx[3] = {T, B, I}, sh[2] = {B, H}, sw[2] = {4 * H, I}, su[2] = {4 * H, H}, sb = 4 * H;
-  rg_tensor *in[7] = {rand_tensor(RG_FLOAT32, 3, sx, 2), rand_tensor(RG_FLOAT32, 2, sh, 0),
-                      rand_tensor(RG_FLOAT32, 2, sh, 0), rand_tensor(RG_FLOAT32, 2, sw, 0.125),
-                      rand_tensor(RG_FLOAT32, 2, su, 0.125), rand_tensor(RG_FLOAT32, 1, &sb, 0.125),
-                      rand_tensor(RG_FLOAT32, 1, &sb, 0.125)};
-  call c = {f, in, 1};
+  rg_tensor *v[7] = {rand_tensor(RG_FLOAT32, 3, sx, 2), rand_tensor(RG_FLOAT32, 2, sh, 0),
+                     rand_tensor(RG_FLOAT32, 2, sh, 0), rand_tensor(RG_FLOAT32, 2, sw, 0.125),
+                     rand_tensor(RG_FLOAT32, 2, su, 0.125), rand_tensor(RG_FLOAT32, 1, &sb, 0.125),
+                     rand_tensor(RG_FLOAT32, 1, &sb, 0.125)};
+  memcpy(in, v, sizeof v);
+}
+
+static void bench_lstm_run(const char *name, const char *tail, int nout, int reps) {
+  int nin;
+  rg_function *f = compile_text(lstm_text(tail), &nin);
+  rg_tensor *in[7];
+  lstm_inputs(in);
+  call c = {f, in, nout};
   double t = bu_time(run_call, &c, reps);
-  printf("{\"bench\": \"scan_lstm_forward\", \"T\": %d, \"B\": %d, \"I\": %d, \"H\": %d, \"ms\": %.2f}\n",
+  printf("{\"bench\": \"%s\", \"T\": %d, \"B\": %d, \"I\": %d, \"H\": %d, \"ms\": %.2f}\n", name,
          T, B, I, H, t * 1e3);
   for (int i = 0; i < 7; i++) rg_tensor_free(in[i]);
   rg_function_free(f);
+}
+
+/* fwd+bwd: the loss is the sum of the outputs, the gradients those of the
+ * weights and biases (what the hand-written C peer computes). */
+#define LSTM_GRAD_TAIL                                                              \
+  "(define (gWi gWh gbi gbh) (grad (sum hs) W_ih W_hh b_ih b_hh))\n"                  \
+  "  (output gWi) (output gWh) (output gbi) (output gbh)"
+
+/* Building the fwd+bwd function from its text: reading (the grad form
+ * expands there), fast_run and linking. */
+static void build_lstm_grad(void *ud) {
+  (void)ud;
+  int nin;
+  rg_function_free(compile_text(lstm_text(LSTM_GRAD_TAIL), &nin));
+}
+
+static void bench_lstm(int reps) {
+  bench_lstm_run("scan_lstm_forward", "(output hs)", 1, reps);
+  bench_lstm_run("scan_lstm_fwd_bwd", LSTM_GRAD_TAIL, 4, reps);
+  double t = bu_time(build_lstm_grad, NULL, reps * 3);
+  printf("{\"bench\": \"scan_lstm_fwd_bwd_build\", \"ms\": %.3f}\n", t * 1e3);
 }
 
 int main(int argc, char **argv) {
