@@ -47,10 +47,14 @@ typedef rg_variable **rgc_shape;
 /* The gradient of an op (grad-ops.c): from the gradients of the node's
  * outputs (og[k] NULL: zero) it fills one gradient per input (ig[i], NULL
  * when disconnected), in the output's shape; rg_grad fits them to the
- * inputs' types.  RG_OK, or an error recorded in C. */
-typedef int (*rgc_grad_fn)(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig);
+ * inputs' types.  need[i] says whether the caller uses input i's gradient
+ * (an op whose inputs' gradients cost separate work, Scan, skips the
+ * others; the rest compute them all).  RG_OK, or an error recorded in C. */
+typedef int (*rgc_grad_fn)(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig,
+                           const bool *need);
 #define RGC_X_GRAD(code, name, fam, lo, hi) \
-  int rgc_grad_##code(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig);
+  int rgc_grad_##code(rg_ctx *C, const rg_node *node, rg_variable *const *og, rg_variable **ig, \
+                      const bool *need);
 RG_OP_TABLE(RGC_X_GRAD)
 #undef RGC_X_GRAD
 /* Builders the gradient rules share (grad-ops.c): zeros of x's type, and

@@ -65,7 +65,8 @@ static void reduced_mask(const rg_op *op, int ndim, bool *mask) {
 #define GRAD_FN(name) \
   static int name(rg_ctx *C, const rg_node *n, V const *og, V *ig)
 #define ALIAS(code, fn)                                                   \
-  int rgc_grad_##code(rg_ctx *C, const rg_node *n, V const *og, V *ig) { \
+  int rgc_grad_##code(rg_ctx *C, const rg_node *n, V const *og, V *ig, const bool *need) { \
+    (void)need;                                                           \
     return fn(C, n, og, ig);                                              \
   }
 

@@ -173,8 +173,10 @@ static int back_through(gwalk *w, const rg_node *node) {
   for (int i = 0; i < node->nin && !needed; i++) needed = depends(w, node->inputs[i]);
   if (!any || !needed) return RG_OK;
   V ig[node->nin > 0 ? node->nin : 1];
+  bool need[node->nin > 0 ? node->nin : 1];
   memset(ig, 0, sizeof ig);
-  int rc = node->op->cls->grad(w->C, node, og, ig);
+  for (int i = 0; i < node->nin; i++) need[i] = depends(w, node->inputs[i]);
+  int rc = node->op->cls->grad(w->C, node, og, ig, need);
   if (rc != RG_OK) return rc;
   for (int i = 0; i < node->nin; i++) {
     V x = node->inputs[i];

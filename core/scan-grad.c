@@ -139,6 +139,8 @@ typedef struct sg {
   V *vin;               /* per forward inner input: its value in the backward step */
   V *gout;              /* per forward inner output: its gradient there (NULL: none) */
   V *din;               /* per forward inner input: its gradient (NULL: none) */
+  bool *want;           /* per forward inner input: whether its gradient is used */
+  const bool *need;     /* per outer input: whether the caller uses its gradient */
   bscan b;
 } sg;
 
@@ -240,6 +242,7 @@ static void seq_inputs(sg *w) {
     for (int j = 0; j < nt; j++) {
       bt[j] = hi - taps[j];
       int i = rg_scan_inner_in(s, RG_SCAN_SEQ, k, j);
+      w->want[i] = w->need[rg_scan_outer_in(s, RG_SCAN_SEQ, k)];
       vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
     }
     add_seq(w, reversed(rows(eff, idx(w->C, 0), iplus(w->C, w->n, hi - lo))), nt, bt);
@@ -273,6 +276,7 @@ static void state_inputs(sg *w) {
         M = -tap > M ? -tap : M;
         bt[j] = -1 - tap;
         int i = rg_scan_inner_in(s, kind, k, j);
+        w->want[i] = true; /* the gradient that flows across steps */
         vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
       }
       V trace = w->src->outputs[rg_scan_outer_out(&w->ts, kind, k)];
@@ -288,6 +292,7 @@ static void mit_mot_inputs(sg *w) {
   for (int k = 0; k < s->n_mit_mot; k++)
     for (int j = 0; j < s->mit_mot_nin[k]; j++, r++) {
       int i = rg_scan_inner_in(s, RG_SCAN_MIT_MOT, k, j);
+      w->want[i] = true;
       vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
       V rec = w->src->outputs[rg_scan_outer_out(&w->ts, RG_SCAN_NIT_SOT, s->n_nit_sot + r)];
       int64_t *bt = taps_new(1);
@@ -448,13 +453,15 @@ static int step_grads(sg *w, bool *any) {
     if (w->gout[o]) known[nk] = outs[o], kg[nk++] = w->gout[o];
   *any = nk > 0;
   if (!nk) return RG_OK;
+  for (int k = 0; k < w->s.n_non_seqs; k++)
+    w->want[rg_scan_inner_in(&w->s, RG_SCAN_NON_SEQ, k, 0)] = w->need[rg_scan_outer_in(&w->s, RG_SCAN_NON_SEQ, k)];
   for (int i = 0; i < g->nin; i++)
-    if (rg_dtype_is_float(g->inputs[i]->type->dtype)) wrt[nw++] = w->vin[i];
+    if (w->want[i] && rg_dtype_is_float(g->inputs[i]->type->dtype)) wrt[nw++] = w->vin[i];
   rg_grad_opts opts = {.disconnected = RG_GRAD_DISCONNECTED_NULL, .nknown = nk, .known = known, .known_grads = kg};
   rc = rg_grad(w->C, NULL, nw, wrt, &opts, d);
   if (rc) return rc;
   for (int i = 0, j = 0; i < g->nin; i++)
-    if (rg_dtype_is_float(g->inputs[i]->type->dtype)) w->din[i] = d[j++];
+    if (w->want[i] && rg_dtype_is_float(g->inputs[i]->type->dtype)) w->din[i] = d[j++];
   return RG_OK;
 }
 
@@ -549,8 +556,8 @@ static void other_results(sg *w, const rg_node *bn, V *ig, int at_out) {
 
 /* ------------------------------------------------------------------ the gradient */
 
-int rgc_grad_SCAN(rg_ctx *C, const rg_node *node, V const *og, V *ig) {
-  sg w = {.C = C, .node = node, .g = node->op->inner};
+int rgc_grad_SCAN(rg_ctx *C, const rg_node *node, V const *og, V *ig, const bool *need) {
+  sg w = {.C = C, .node = node, .g = node->op->inner, .need = need};
   if (!w.g || !rg_scan_info_of(node->op, &w.s)) return rgc_op_error(C, node->op, "malformed scan op");
   bool flows = false;
   for (int o = 0; o < node->nout; o++) flows |= og[o] != NULL;
@@ -562,6 +569,8 @@ int rgc_grad_SCAN(rg_ctx *C, const rg_node *node, V const *og, V *ig) {
   if (!(w.n = steps_run(&w))) return RG_ERR_TYPE;
   w.nb = w.s.truncate_gradient >= 0 ? rgc_iarith(C, 5, w.n, idx(C, w.s.truncate_gradient)) : w.n;
   w.vin = vec(w.g->nin), w.din = vec(w.g->nin), w.gout = vec(w.g->nout);
+  w.want = rgk_alloc_atomic((size_t)w.g->nin + 1);
+  memset(w.want, 0, (size_t)w.g->nin + 1);
   bscan_init(&w.b, 4 * (w.g->nin + w.g->nout + node->nin) + 16);
   seq_inputs(&w);
   state_inputs(&w);
