@@ -105,6 +105,12 @@ static int find_tap(int n, const int64_t *t, int64_t x) {
   return -1;
 }
 
+static int sum_taps(const int *n, int k) {
+  int t = 0;
+  for (int i = 0; i < k; i++) t += n[i];
+  return t;
+}
+
 /* ------------------------------------------------------------------ the backward layout */
 
 /* A list with a fixed capacity (sized from the forward layout). */
@@ -140,7 +146,11 @@ typedef struct sg {
   V *gout;              /* per forward inner output: its gradient there (NULL: none) */
   V *din;               /* per forward inner input: its gradient (NULL: none) */
   bool *want;           /* per forward inner input: whether its gradient is used */
+  bool *has_go;         /* per forward inner output: whether a gradient reaches it */
   const bool *need;     /* per outer input: whether the caller uses its gradient */
+  vlist stored;         /* forward inner values the backward step reads, not recomputes */
+  V *stored_in;         /* their inputs in the backward step */
+  int nreads;           /* mit-mot input taps (recorded by the twin first) */
   bscan b;
 } sg;
 
@@ -177,14 +187,14 @@ static bool needs_twin(const rg_scan_info *s) {
   return false;
 }
 
-/* The forward node with whole traces and one more nit-sot per mit-mot
- * input tap recording the value read (see the top of the file). */
+/* The forward node with whole traces and more nit-sots: one per mit-mot
+ * input tap recording the value read (see the top of the file), then one
+ * per stored value. */
 static const rg_node *make_twin(sg *w) {
   rg_ctx *C = w->C;
   const rg_scan_info *s = &w->s;
   const rg_fgraph *g = w->g;
-  int R = 0;
-  for (int k = 0; k < s->n_mit_mot; k++) R += s->mit_mot_nin[k];
+  int R = w->nreads + w->stored.n;
   rg_scan_info t = *s;
   t.n_nit_sot += R;
   int nstore = t.n_mit_sot + t.n_sit_sot + t.n_nit_sot;
@@ -203,6 +213,12 @@ static const rg_node *make_twin(sg *w) {
   int at = nplain;
   for (int k = 0; k < s->n_mit_mot; k++)
     for (int j = 0; j < s->mit_mot_nin[k]; j++) out[at++] = rg_identity(in[rg_scan_inner_in(s, RG_SCAN_MIT_MOT, k, j)]);
+  for (int r = 0; r < w->stored.n; r++) {
+    V v = rg_memo_get(memo, w->stored.v[r]);
+    bool is_out = false;
+    for (int o = 0; o < g->nout; o++) is_out |= g->outputs[o] == w->stored.v[r];
+    out[at++] = is_out ? rg_identity(v) : v;
+  }
   if (s->until) out[at++] = outs[nplain];
   rg_fgraph *fg = rg_fgraph_new(C, g->nin, in, nout, out, RG_FG_CLONE);
   const rg_op *op = fg ? rg_op_scan(C, &t, fg) : NULL;
@@ -242,7 +258,6 @@ static void seq_inputs(sg *w) {
     for (int j = 0; j < nt; j++) {
       bt[j] = hi - taps[j];
       int i = rg_scan_inner_in(s, RG_SCAN_SEQ, k, j);
-      w->want[i] = w->need[rg_scan_outer_in(s, RG_SCAN_SEQ, k)];
       vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
     }
     add_seq(w, reversed(rows(eff, idx(w->C, 0), iplus(w->C, w->n, hi - lo))), nt, bt);
@@ -276,7 +291,6 @@ static void state_inputs(sg *w) {
         M = -tap > M ? -tap : M;
         bt[j] = -1 - tap;
         int i = rg_scan_inner_in(s, kind, k, j);
-        w->want[i] = true; /* the gradient that flows across steps */
         vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
       }
       V trace = w->src->outputs[rg_scan_outer_out(&w->ts, kind, k)];
@@ -292,13 +306,24 @@ static void mit_mot_inputs(sg *w) {
   for (int k = 0; k < s->n_mit_mot; k++)
     for (int j = 0; j < s->mit_mot_nin[k]; j++, r++) {
       int i = rg_scan_inner_in(s, RG_SCAN_MIT_MOT, k, j);
-      w->want[i] = true;
       vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
       V rec = w->src->outputs[rg_scan_outer_out(&w->ts, RG_SCAN_NIT_SOT, s->n_nit_sot + r)];
       int64_t *bt = taps_new(1);
       bt[0] = 0;
       add_seq(w, reversed(rec), 1, bt);
     }
+}
+
+/* Stored forward values, from the twin's records, reversed. */
+static void stored_inputs(sg *w) {
+  w->stored_in = vec(w->stored.n);
+  for (int r = 0; r < w->stored.n; r++) {
+    vpush(&w->b.in_seq, w->stored_in[r] = fresh(w, w->stored.v[r]->type));
+    V rec = w->src->outputs[rg_scan_outer_out(&w->ts, RG_SCAN_NIT_SOT, w->s.n_nit_sot + w->nreads + r)];
+    int64_t *bt = taps_new(1);
+    bt[0] = 0;
+    add_seq(w, reversed(rec), 1, bt);
+  }
 }
 
 /* Forward nit-sots with a gradient: that gradient, reversed. */
@@ -436,32 +461,139 @@ static void other_outputs(sg *w) {
 
 /* ------------------------------------------------------------------ the step's gradient */
 
-/* Clones the forward step over the backward inputs and differentiates it
- * from the output gradients.  False when no gradient flows at all. */
-static int step_grads(sg *w, bool *any) {
+/* Which inner inputs' gradients are used (the states' and mit-mots'
+ * always: they flow across steps) and which inner outputs a gradient
+ * reaches (states and mit-mots always, nit-sots when theirs is given). */
+static void wanted(sg *w, V const *og) {
+  const rg_scan_info *s = &w->s;
+  for (int k = 0; k < s->n_seqs; k++)
+    for (int j = 0; j < s->seq_ntaps[k]; j++) w->want[rg_scan_inner_in(s, RG_SCAN_SEQ, k, j)] = w->need[rg_scan_outer_in(s, RG_SCAN_SEQ, k)];
+  for (int k = 0; k < s->n_non_seqs; k++)
+    w->want[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)] = w->need[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)];
+  int first_state = rg_scan_n_inner_in(s) - s->n_non_seqs - s->n_sit_sot - sum_taps(s->mit_sot_ntaps, s->n_mit_sot) -
+                    sum_taps(s->mit_mot_nin, s->n_mit_mot);
+  for (int i = first_state; i < rg_scan_n_inner_in(s) - s->n_non_seqs; i++) w->want[i] = true;
+  for (int o = 0; o < rg_scan_n_inner_out(s) - s->until; o++) w->has_go[o] = true;
+  for (int k = 0; k < s->n_nit_sot; k++)
+    w->has_go[rg_scan_inner_out(s, RG_SCAN_NIT_SOT, k, 0)] = og[rg_scan_outer_out(s, RG_SCAN_NIT_SOT, k)] != NULL;
+}
+
+/* A clone of the forward step over `in`, differentiated from the output
+ * gradients `go` (NULL: none): d per inner input (NULL: none or not
+ * wanted); *clone receives the clone's memo.  *any: whether a gradient
+ * reaches any output. */
+static int clone_grad(sg *w, V *in, V *go, V *d, rg_memo **clone, bool *any) {
   const rg_fgraph *g = w->g;
-  rg_memo *memo = rg_memo_new();
-  for (int i = 0; i < g->nin; i++) {
-    if (!w->vin[i]) w->vin[i] = fresh(w, g->inputs[i]->type);
-    rg_memo_put(memo, g->inputs[i], w->vin[i]);
-  }
-  V *outs = vec(g->nout), *known = vec(g->nout), *kg = vec(g->nout), *wrt = vec(g->nin), *d = vec(g->nin);
+  rg_memo *memo = *clone = rg_memo_new();
+  for (int i = 0; i < g->nin; i++) rg_memo_put(memo, g->inputs[i], in[i]);
+  V *outs = vec(g->nout), *known = vec(g->nout), *kg = vec(g->nout), *wrt = vec(g->nin), *dw = vec(g->nin);
   int rc = rg_clone(w->C, g->nin, g->inputs, g->nout, g->outputs, memo, 0, outs);
   if (rc) return rc;
   int nk = 0, nw = 0;
   for (int o = 0; o < g->nout; o++)
-    if (w->gout[o]) known[nk] = outs[o], kg[nk++] = w->gout[o];
+    if (go[o]) known[nk] = outs[o], kg[nk++] = go[o];
   *any = nk > 0;
   if (!nk) return RG_OK;
-  for (int k = 0; k < w->s.n_non_seqs; k++)
-    w->want[rg_scan_inner_in(&w->s, RG_SCAN_NON_SEQ, k, 0)] = w->need[rg_scan_outer_in(&w->s, RG_SCAN_NON_SEQ, k)];
   for (int i = 0; i < g->nin; i++)
-    if (w->want[i] && rg_dtype_is_float(g->inputs[i]->type->dtype)) wrt[nw++] = w->vin[i];
+    if (w->want[i] && rg_dtype_is_float(g->inputs[i]->type->dtype)) wrt[nw++] = in[i];
   rg_grad_opts opts = {.disconnected = RG_GRAD_DISCONNECTED_NULL, .nknown = nk, .known = known, .known_grads = kg};
-  rc = rg_grad(w->C, NULL, nw, wrt, &opts, d);
+  rc = rg_grad(w->C, NULL, nw, wrt, &opts, dw);
   if (rc) return rc;
   for (int i = 0, j = 0; i < g->nin; i++)
-    if (w->want[i] && rg_dtype_is_float(g->inputs[i]->type->dtype)) w->din[i] = d[j++];
+    d[i] = w->want[i] && rg_dtype_is_float(g->inputs[i]->type->dtype) ? dw[j++] : NULL;
+  return RG_OK;
+}
+
+/* The forward inner variables that change from step to step (computed
+ * from a sequence, state or mit-mot input). */
+static rg_memo *per_step(const sg *w) {
+  const rg_fgraph *g = w->g;
+  rg_memo *m = rg_memo_new();
+  int first_ns = g->nin - w->s.n_non_seqs;
+  for (int i = 0; i < first_ns; i++) rg_memo_put(m, g->inputs[i], (void *)1);
+  size_t n;
+  rg_node **order = rg_toposort(g->nin, g->inputs, g->nout, g->outputs, &n);
+  for (size_t k = 0; k < n; k++) {
+    bool varies = false;
+    for (int i = 0; i < order[k]->nin; i++) varies |= rg_memo_get(m, order[k]->inputs[i]) != NULL;
+    for (int o = 0; varies && o < order[k]->nout; o++) rg_memo_put(m, order[k]->outputs[o], (void *)1);
+  }
+  return m;
+}
+
+typedef struct frontier {
+  rg_memo *fwd;     /* cloned forward node -> its original */
+  rg_memo *orig;    /* cloned forward variable -> its original */
+  rg_memo *step;    /* per_step */
+  rg_memo *seen;
+} frontier;
+
+/* A value the gradient reads from the forward step: stored when it
+ * changes per step (a loop-invariant one is cheap to recompute and would
+ * cost a copy per step). */
+static void consider(sg *w, frontier *f, V x) {
+  if (!x || !x->owner || !rg_memo_get(f->fwd, x->owner)) return;
+  V o = rg_memo_get(f->orig, x);
+  if (!o || !rg_memo_get(f->step, o) || rg_memo_get(f->seen, o)) return;
+  rg_memo_put(f->seen, o, (void *)1);
+  vpush(&w->stored, o);
+}
+
+/* Which forward values the backward step reads rather than recomputes:
+ * those of the forward step that the step's gradient uses directly (a
+ * trial differentiation on a throwaway clone finds them), as PyTorch's
+ * autograd saves activations.  The backward step then recomputes nothing
+ * that changes per step. */
+static void find_stored(sg *w) {
+  const rg_fgraph *g = w->g;
+  V *in = vec(g->nin), *go = vec(g->nout), *d = vec(g->nin), *roots = vec(g->nin);
+  w->stored = (vlist){vec(4 * g->nout + 4 * (int)rg_memo_size(per_step(w)) + 4), 0};
+  for (int i = 0; i < g->nin; i++) in[i] = fresh(w, g->inputs[i]->type);
+  for (int o = 0; o < g->nout; o++) go[o] = w->has_go[o] ? fresh(w, g->outputs[o]->type) : NULL;
+  rg_memo *clone;
+  bool any;
+  if (clone_grad(w, in, go, d, &clone, &any) || !any) return; /* an error comes back from step_grads */
+  frontier f = {rg_memo_new(), rg_memo_new(), per_step(w), rg_memo_new()};
+  size_t n, nb;
+  rg_node **order = rg_toposort(g->nin, g->inputs, g->nout, g->outputs, &n);
+  for (size_t k = 0; k < n; k++) {
+    rg_node *c = rg_memo_get(clone, order[k]);
+    if (!c) continue;
+    rg_memo_put(f.fwd, c, order[k]);
+    for (int o = 0; o < c->nout; o++) rg_memo_put(f.orig, c->outputs[o], order[k]->outputs[o]);
+  }
+  int nr = 0;
+  for (int i = 0; i < g->nin; i++)
+    if (d[i]) roots[nr++] = d[i];
+  rg_node **back = rg_toposort(g->nin, in, nr, roots, &nb);
+  for (size_t k = 0; k < nb; k++)
+    if (!rg_memo_get(f.fwd, back[k]))
+      for (int i = 0; i < back[k]->nin; i++) consider(w, &f, back[k]->inputs[i]);
+  for (int i = 0; i < nr; i++) consider(w, &f, roots[i]);
+}
+
+/* The step's gradient over the backward inputs, reading stored values
+ * where find_stored chose them (the recomputation they replace is then
+ * unreachable).  *any: false when no gradient flows at all. */
+static int step_grads(sg *w, bool *any) {
+  const rg_fgraph *g = w->g;
+  for (int i = 0; i < g->nin; i++)
+    if (!w->vin[i]) w->vin[i] = fresh(w, g->inputs[i]->type);
+  rg_memo *clone;
+  int rc = clone_grad(w, w->vin, w->gout, w->din, &clone, any);
+  if (rc || !*any || !w->stored.n) return rc;
+  rg_memo *use = rg_memo_new();
+  for (int r = 0; r < w->stored.n; r++) {
+    V c = rg_memo_get(clone, w->stored.v[r]);
+    if (c) rg_memo_put(use, c, w->stored_in[r]);
+  }
+  V *d = vec(g->nin), *d2 = vec(g->nin);
+  int nd = 0;
+  for (int i = 0; i < g->nin; i++)
+    if (w->din[i]) d[nd++] = w->din[i];
+  if ((rc = rg_clone(w->C, g->nin, w->vin, nd, d, use, 0, d2))) return rc;
+  for (int i = 0, j = 0; i < g->nin; i++)
+    if (w->din[i]) w->din[i] = d2[j++];
   return RG_OK;
 }
 
@@ -562,19 +694,25 @@ int rgc_grad_SCAN(rg_ctx *C, const rg_node *node, V const *og, V *ig, const bool
   bool flows = false;
   for (int o = 0; o < node->nout; o++) flows |= og[o] != NULL;
   if (!flows) return RG_OK;
-  w.src = needs_twin(&w.s) ? make_twin(&w) : node;
-  if (!w.src) return rg_errmsg(C)[0] ? RG_ERR_TYPE : rgc_op_error(C, node->op, "could not record its reads");
+  w.vin = vec(w.g->nin), w.din = vec(w.g->nin), w.gout = vec(w.g->nout);
+  w.want = rgk_alloc_atomic((size_t)w.g->nin + 1);
+  w.has_go = rgk_alloc_atomic((size_t)w.g->nout + 1);
+  memset(w.want, 0, (size_t)w.g->nin + 1);
+  memset(w.has_go, 0, (size_t)w.g->nout + 1);
+  wanted(&w, og);
+  w.nreads = sum_taps(w.s.mit_mot_nin, w.s.n_mit_mot);
+  find_stored(&w);
+  w.src = needs_twin(&w.s) || w.stored.n ? make_twin(&w) : node;
+  if (!w.src) return rg_errmsg(C)[0] ? RG_ERR_TYPE : rgc_op_error(C, node->op, "could not record its values");
   w.ts = w.s;
   if (w.src != node) rg_scan_info_of(w.src->op, &w.ts);
   if (!(w.n = steps_run(&w))) return RG_ERR_TYPE;
   w.nb = w.s.truncate_gradient >= 0 ? rgc_iarith(C, 5, w.n, idx(C, w.s.truncate_gradient)) : w.n;
-  w.vin = vec(w.g->nin), w.din = vec(w.g->nin), w.gout = vec(w.g->nout);
-  w.want = rgk_alloc_atomic((size_t)w.g->nin + 1);
-  memset(w.want, 0, (size_t)w.g->nin + 1);
-  bscan_init(&w.b, 4 * (w.g->nin + w.g->nout + node->nin) + 16);
+  bscan_init(&w.b, 4 * (w.g->nin + w.g->nout + node->nin + w.stored.n) + 16);
   seq_inputs(&w);
   state_inputs(&w);
   mit_mot_inputs(&w);
+  stored_inputs(&w);
   nit_sot_grads(&w, og);
   state_buffers(&w, og);
   mit_mot_buffers(&w, og);

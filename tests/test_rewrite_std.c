@@ -107,6 +107,17 @@ static const std_case cases[] = {
     {"or-self", "(or i i)", "i"},
     {"dot-transpose", "((dimshuffle 1 0) (dot M N))", "(N.T @ M.T)"},
     {"identity-remove", "(exp (identity x))", "exp(x)"},
+    /* scan-subsumed: a scan that computes the same and more replaces one */
+    {"scan-subsumed",
+     "(add (scan (lambda (h) (tanh h)) (outputs-info x) (n-steps 3)) "
+     "(nth 1 (scan (lambda (h) (values (tanh h) (exp h))) (outputs-info x none) (n-steps 3))))",
+     "(scan{lambda h: tanh(h), exp(h)}(3, x, 3)[0] + scan{lambda h: tanh(h), exp(h)}(3, x, 3)[1])"},
+    {"scan-subsumed",
+     "(add (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)) "
+     "(nth 1 (scan (lambda (h) (values (tanh h) (exp h))) (outputs-info x none) (n-steps 3))))", "="},
+    {"scan-subsumed",
+     "(add ((subtensor (0 3)) (scan (lambda (h) (tanh h)) (outputs-info x) (n-steps 4))) "
+     "(nth 1 (scan (lambda (h) (values (tanh h) (exp h))) (outputs-info x none) (n-steps 3))))", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},
