@@ -10,7 +10,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/rewrites/lang.c
   ${PROJECT_SOURCE_DIR}/rewrites/std.c
   ${PROJECT_SOURCE_DIR}/rewrites/stdrules.c
-  ${PROJECT_SOURCE_DIR}/rewrites/scan-subsume.c
+  ${PROJECT_SOURCE_DIR}/rewrites/scan-backward.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph-rules.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph-cost.c

@@ -554,6 +554,47 @@ static void test_scan_backward_structure(void **st) {
   assert_int_equal(count_scans(fg, &s), 2);
 }
 
+/* Only the last state reaches the cost: after fast_run the backward loop
+ * carries the state's gradient as a sit-sot, not a mit-mot reading and
+ * adding zeros (scan-mitmot-to-sitsot), with the same values; with the
+ * whole trace in the cost the mit-mot stays. */
+static void compile_and_run(rg_fgraph *fg, const char *query, rg_tensor *const *vals, rg_tensor **res) {
+  int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+  rg_variable *ins[8], *outs[8];
+  for (int i = 0; i < nin; i++) ins[i] = rg_fgraph_input(fg, i);
+  for (int k = 0; k < nout; k++) outs[k] = rg_fgraph_output(fg, k);
+  rg_compile_opts o = {.mode = {.query = query}};
+  rg_function *f = rg_compile(C, nin, ins, nout, outs, &o);
+  if (!f) fail_msg("%s", rg_errmsg(C));
+  assert_int_equal(rg_function_call(f, vals, res), RG_OK);
+  rg_function_free(f);
+}
+
+static void test_scan_last_state_sitsot(void **st) {
+  const char *fmt = "(graph (input x float64 (5 3)) (input h0 float64 (3)) (input W float64 (3 3)) "
+                    "(define hs (scan (lambda (x_t h W) (tanh (add (dot h W) x_t))) (sequences x) (outputs-info h0) "
+                    "(non-sequences W))) (define (gh gW gx) (grad (sum %s) h0 W x)) (output gh) (output gW) (output gx))";
+  for (int last = 1; last >= 0; last--) {
+    char text[1024];
+    snprintf(text, sizeof text, fmt, last ? "((subtensor -1) hs)" : "hs");
+    rg_fgraph *fg = read_graph(text);
+    rg_tensor *vals[3], *want[3], *got[3];
+    for (int i = 0; i < 3; i++) vals[i] = random_value(rg_fgraph_input(fg, i)->type);
+    compile_and_run(fg, "none", vals, want);
+    rg_rewrite_run *run = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
+    assert_int_equal(rg_rewrite_stop(run), RG_STOP_EQUILIBRIUM);
+    rg_scan_info back = {0};
+    assert_int_equal(count_scans(fg, &back), 2);
+    assert_int_equal(back.n_mit_mot, last ? 0 : 1);
+    compile_and_run(fg, "none", vals, got);
+    for (int k = 0; k < 3; k++) {
+      for (int64_t j = 0; j < rg_tensor_numel(want[k]); j++)
+        assert_true(fabs(rg_tensor_get_f64(got[k], j) - rg_tensor_get_f64(want[k], j)) < 1e-12);
+      rg_tensor_free(want[k]), rg_tensor_free(got[k]), rg_tensor_free(vals[k]);
+    }
+  }
+}
+
 /* The LSTM (PyTorch's gate layout) in float64, its gradients against the
  * backward pass written out below. */
 enum { LT = 3, LB = 2, LI = 3, LH = 4, LG = 4 * LH };
@@ -686,6 +727,7 @@ int main(void) {
       cmocka_unit_test(test_scan_truncate_gradient),
       cmocka_unit_test(test_scan_zero_steps),
       cmocka_unit_test(test_scan_backward_structure),
+      cmocka_unit_test(test_scan_last_state_sitsot),
       cmocka_unit_test(test_lstm_against_hand_written),
       cmocka_unit_test(test_scan_grad_errors),
   };

@@ -118,6 +118,15 @@ static const std_case cases[] = {
     {"scan-subsumed",
      "(add ((subtensor (0 3)) (scan (lambda (h) (tanh h)) (outputs-info x) (n-steps 4))) "
      "(nth 1 (scan (lambda (h) (values (tanh h) (exp h))) (outputs-info x none) (n-steps 3))))", "="},
+    /* scan-mitmot-to-sitsot: only the last state reaches the cost */
+    {"scan-mitmot-to-sitsot",
+     "(grad (sum ((subtensor -1) (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)))) x)",
+     "t1 = join{0}(inc_subtensor(second(scan{lambda h: sin(h)}(3, x), 0.0)[-1], second(scan{lambda h: sin(h)}(3, x)[-1], "
+     "dimshuffle{x}(1.0)))[::-1], second(dimshuffle{x,0}(x), 0.0))\n"
+     "t2 = scan{lambda <0>, <1>: (second(<float32 (3)>, 0.0) + (<float32 (3)> * cos(<float32 (3)>)))}(3, "
+     "join{0}(dimshuffle{x,0}(x), scan{lambda h: sin(h)}(3, x))[0:3][::-1], t1[0])\n"
+     "reshape{2}(join{0}(t1[0:1], t2, t1[(shape_i{0}(t2) + 1):]), [4 3])[3]"},
+    {"scan-mitmot-to-sitsot", "(grad (sum (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3))) x)", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},
