@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Scan benchmarks with their peers in one run (the host's speed drifts, so
 # only ratios measured together mean anything): bench_scan, NumPy's cumsum
-# on the same 10^6 float32 values, and for the LSTM forward pass
+# on the same 10^6 float32 values, and for the LSTM forward pass and
+# fwd+bwd (loss = sum of the outputs, gradients of the weights and biases)
 # torch.nn.LSTM (1 thread) and a hand-written C + OpenBLAS LSTM when given.
 #   bench/run_scan.sh BUILD_DIR [LSTM_C_BINARY]
 # Each peer is skipped when missing (python3-numpy, python3-torch).
@@ -29,7 +30,13 @@ with torch.no_grad():
     for _ in range(11):
         t = time.perf_counter(); m(x); ts.append(time.perf_counter() - t)
 print('{"peer": "torch.nn.LSTM", "threads": 1, "ms": %.2f}' % (sorted(ts)[5] * 1e3))
+ts = []
+for _ in range(12):
+    m.zero_grad(set_to_none=True)
+    t = time.perf_counter(); m(x)[0].sum().backward(); ts.append(time.perf_counter() - t)
+ts = ts[1:]
+print('{"peer": "torch.nn.LSTM", "mode": "fwd+bwd", "threads": 1, "ms": %.2f}' % (sorted(ts)[5] * 1e3))
 PY
 if [[ -n "$lstm_c" && -x "$lstm_c" ]]; then
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$lstm_c" bench 100 32 256 256 11 | head -2
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$lstm_c" bench 100 32 256 256 11 | grep '"threads": 1,' | grep lstm_c
 fi
