@@ -45,6 +45,9 @@ show print examples/graphs/grad.graph
 show rewrite examples/graphs/grad.graph
 show print examples/graphs/mlp_loss.graph
 show check-grads examples/graphs/mlp_loss.graph --wrt W1 --wrt b1 --wrt W2 --wrt b2 --trials 3
+show run examples/graphs/pow16.graph --input x=tests/golden/run/x15.npy
+show check-grads examples/graphs/lstm_loss.graph --wrt W_ih --wrt W_hh --wrt b_ih --wrt b_hh --trials 3
+show run examples/graphs/lstm_loss.graph --random 1 --profile
 "$bin" check-grads --ops --trials 5 | tail -1
 echo
 
