@@ -152,24 +152,68 @@ static bool run_step(build *b) {
   return true;
 }
 
-/* Leaves of the step that are not inner inputs or constants: each gets
- * an inner input of its own, and is passed as a non-sequence. */
+/* Whether v is a free value of the step: no inner input, no constant,
+ * and either a leaf or, for a step built by the callback, a value that
+ * existed before the step was (computed outside: ids increase with
+ * creation, and the step's inputs are its first variables). */
+static bool is_free(const build *b, const rg_memo *mine, uint64_t first_id, const rg_variable *v) {
+  if (rg_is_constant(v) || rg_memo_get(mine, v)) return false;
+  return !v->owner || (b->sp->fn && v->id < first_id);
+}
+
+/* The step's free values: each gets an inner input of its own and is
+ * passed as a non-sequence, so a value computed outside the loop is
+ * computed once, not copied into the step (as aesara.scan treats outer
+ * variables). */
 static bool find_free(build *b) {
   const rg_scan_spec *sp = b->sp;
   int n = sp->noutputs + (b->until != NULL);
   rg_variable **outs = rgk_alloc((size_t)(n + 1) * sizeof *outs);
   memcpy(outs, b->step_out, (size_t)sp->noutputs * sizeof *outs);
   if (b->until) outs[sp->noutputs] = b->until;
-  rg_memo *mine = rg_memo_new();
-  for (int i = 0; i < b->nuser_in; i++) rg_memo_put(mine, b->user_in[i], b->user_in[i]);
+  rg_memo *mine = rg_memo_new(), *seen = rg_memo_new();
+  uint64_t first_id = UINT64_MAX;
+  for (int i = 0; i < b->nuser_in; i++) {
+    rg_memo_put(mine, b->user_in[i], b->user_in[i]);
+    first_id = b->user_in[i]->id < first_id ? b->user_in[i]->id : first_id;
+  }
+  /* the free values: a walk that stops at them */
+  rgk_stack todo = {0}, found = {0};
+  for (int i = 0; i < n; i++) rgk_push(&todo, (rgk_word)outs[i]);
+  while (todo.n) {
+    rg_variable *v = (rg_variable *)todo.v[--todo.n];
+    if (rg_memo_get(seen, v)) continue;
+    rg_memo_put(seen, v, v);
+    if (is_free(b, mine, first_id, v)) rgk_push(&found, (rgk_word)v);
+    else if (v->owner)
+      for (int i = 0; i < v->owner->nin; i++) rgk_push(&todo, (rgk_word)v->owner->inputs[i]);
+  }
+  /* in the order the step's ancestors list them (inputs before users) */
   size_t count;
-  rg_variable **leaves = rg_graph_inputs(n, outs, &count);
+  rg_variable **anc = rg_ancestors(n, outs, (int)found.n, (rg_variable *const *)found.v, &count);
+  rg_memo *is_found = rg_memo_new();
+  for (size_t k = 0; k < found.n; k++) rg_memo_put(is_found, (void *)found.v[k], (void *)1);
   for (size_t i = 0; i < count; i++) {
-    if (rg_is_constant(leaves[i]) || rg_memo_get(mine, leaves[i])) continue;
-    rgk_push(&b->free_outer, (rgk_word)leaves[i]);
-    rgk_push(&b->free_inner, (rgk_word)leaves[i]); /* the leaf itself stands for its input */
+    if (!rg_memo_get(is_found, anc[i])) continue;
+    rg_memo_put(is_found, anc[i], NULL);
+    rgk_push(&b->free_outer, (rgk_word)anc[i]);
+    rgk_push(&b->free_inner, (rgk_word)rg_input(b->C, anc[i]->name, anc[i]->type));
   }
   return true;
+}
+
+/* A free value's inner input replaces it in the step. */
+static void substitute_free(build *b) {
+  if (!b->free_outer.n) return;
+  rg_memo *memo = rg_memo_new();
+  for (size_t k = 0; k < b->free_outer.n; k++) rg_memo_put(memo, (void *)b->free_outer.v[k], (void *)b->free_inner.v[k]);
+  int n = b->sp->noutputs + (b->until != NULL);
+  rg_variable **outs = rgk_alloc((size_t)(n + 1) * sizeof *outs), **res = rgk_alloc((size_t)(n + 1) * sizeof *res);
+  memcpy(outs, b->step_out, (size_t)b->sp->noutputs * sizeof *outs);
+  if (b->until) outs[b->sp->noutputs] = b->until;
+  rg_clone(b->C, b->nuser_in, b->user_in, n, outs, memo, 0, res);
+  memcpy(b->step_out, res, (size_t)b->sp->noutputs * sizeof *res);
+  if (b->until) b->until = res[b->sp->noutputs];
 }
 
 /* ------------------------------------------------------------------ the op's order */
@@ -287,6 +331,7 @@ rg_node *rg_scan(rg_ctx *C, const rg_scan_spec *sp, rg_variable **outs) {
   classify(&b);
   rg_variable *n = steps(&b);
   if (!n || !run_step(&b) || !find_free(&b)) return NULL;
+  substitute_free(&b);
   rg_scan_info s;
   fill_info(&b, &s);
   rg_fgraph *g = inner_graph(&b, &s);

@@ -221,6 +221,13 @@ static void test_file_forms(void **st) {
   rg_scan_info s;
   assert_true(rg_scan_info_of(g->outputs[0]->owner->op, &s));
   assert_int_equal(s.n_non_seqs, 1);
+  /* k, computed outside, is the non-sequence: the step holds h * k and
+   * t + x_t, not k's own product */
+  rg_fgraph *inner = rg_op_inner_graph(g->outputs[0]->owner->op);
+  int nodes = 0;
+  for (rg_node *n = rg_fgraph_first(inner); n; n = rg_fgraph_next(n)) nodes++;
+  assert_int_equal(nodes, 2);
+  assert_true(rg_fgraph_input(inner, 2)->type->ndim == 0);
   /* taps, backwards, truncate-gradient */
   roundtrip("(graph (input x float64 (?)) (output (scan (lambda (a b c) (add a (sub c b)))\n"
             "  (sequences (x (taps -1 0 1))) (outputs-info none) (go-backwards #t)\n"
