@@ -144,8 +144,10 @@ typedef struct rg_scan_spec {
   /* The step: either fn (called with fresh inner inputs of the right
    * types) or an inner graph given as variables: step_in (inputs in the
    * lambda's order, owner-less), step_out (one per output) and step_until
-   * (NULL unless a while-loop).  Free variables of a given step graph
-   * (owner-less, not among step_in, not constants) become non-sequences. */
+   * (NULL unless a while-loop).  Free variables become non-sequences: of
+   * a given step graph, its owner-less leaves other than step_in and
+   * constants; of a step built by fn, also every value that existed
+   * before fn was called (computed outside the loop, so computed once). */
   rg_scan_fn fn;
   void *ud;
   int nstep_in;
