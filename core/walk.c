@@ -289,6 +289,10 @@ bool rg_equal_computations(int n, rg_variable *const *xs, rg_variable *const *ys
   while (work.n) {
     rg_variable *y = (rg_variable *)work.v[--work.n], *x = (rg_variable *)work.v[--work.n];
     if (!x || !y || !rg_type_equal(x->type, y->type)) return false;
+    if (rg_is_constant(x) || rg_is_constant(y)) { /* by value: one constant may stand for two equal ones */
+      if (!rg_constant_equal(x, y)) return false;
+      continue;
+    }
     if (!pair(xy, yx, x, y, &seen)) return false;
     if (seen) continue;
     if (!x->owner || !y->owner) {

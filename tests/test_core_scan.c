@@ -228,6 +228,10 @@ static void test_file_forms(void **st) {
   for (rg_node *n = rg_fgraph_first(inner); n; n = rg_fgraph_next(n)) nodes++;
   assert_int_equal(nodes, 2);
   assert_true(rg_fgraph_input(inner, 2)->type->ndim == 0);
+  /* a static step count: one constant for n_steps and the nit-sot's
+   * length, two equal ones after reading back */
+  roundtrip("(graph (input x float64 (6 2)) (input w float64 (2))\n"
+            "  (output (scan (lambda (x_t w) (exp (mul x_t w))) (sequences x) (outputs-info none) (non-sequences w))))");
   /* taps, backwards, truncate-gradient */
   roundtrip("(graph (input x float64 (?)) (output (scan (lambda (a b c) (add a (sub c b)))\n"
             "  (sequences (x (taps -1 0 1))) (outputs-info none) (go-backwards #t)\n"
