@@ -52,6 +52,15 @@
   X(u8, uint8_t, RG_UINT8, uint32_t)
 #define RGBC_FLOATS(X) X(f32, float, RG_FLOAT32, float) X(f64, double, RG_FLOAT64, double)
 
+/* Transcendental functions over contiguous arrays (vmath.c, glibc's
+ * vector math: within 4 ULP); y may be x. */
+#define RGBC_VMATH(X) X(exp) X(log) X(log1p) X(expm1) X(tanh) X(erf) X(sin) X(cos) X(sigmoid) X(softplus)
+#define RGBC_VDECL(name)                                            \
+  void rgbc_v##name##_f32(const float *x, float *y, int64_t n);     \
+  void rgbc_v##name##_f64(const double *x, double *y, int64_t n);
+RGBC_VMATH(RGBC_VDECL)
+#undef RGBC_VDECL
+
 /* libm by float suffix: RGBC_FN(f32, exp) is expf. */
 #define RGBC_FN(sfx, name) RGBC_FN_##sfx(name)
 #define RGBC_FN_f32(name) name##f
