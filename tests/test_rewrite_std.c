@@ -127,6 +127,9 @@ static const std_case cases[] = {
      "join{0}(dimshuffle{x,0}(x), scan{lambda h: sin(h)}(3, x))[0:3][::-1], t1[0])\n"
      "reshape{2}(join{0}(t1[0:1], t2, t1[(shape_i{0}(t2) + 1):]), [4 3])[3]"},
     {"scan-mitmot-to-sitsot", "(grad (sum (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3))) x)", "="},
+    /* fusion: only groups of 2^16 elements and more (test_rewrite_fusion) */
+    {"fusion", "(add (mul x y) z)", "="},
+    {"fusion", "(add x y)", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},
@@ -356,8 +359,8 @@ static void test_tags(void **st) {
     assert_non_null(strstr(tags, "fast_run"));
     assert_non_null(strstr(tags, "fast_compile"));
   }
-  const char *order[] = {"merge1", "canonicalize", "stabilize", "specialize", "merge2"};
-  for (int i = 0; i < 5; i++) assert_string_equal(rg_db_entry(std_db, i, NULL, NULL, NULL), order[i]);
+  const char *order[] = {"merge1", "canonicalize", "stabilize", "specialize", "fusion", "merge2"};
+  for (int i = 0; i < 6; i++) assert_string_equal(rg_db_entry(std_db, i, NULL, NULL, NULL), order[i]);
 }
 
 /* ------------------------------------------------------------------ fast_run on random graphs */
