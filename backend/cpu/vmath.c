@@ -26,6 +26,11 @@
 
 #define CHUNK 256
 
+/* No floating-point traps are relied on: the glue loops' selects may
+ * compute both sides, so they vectorise instead of branching per element
+ * (a branch on the sign of random data mispredicts half the time). */
+#pragma GCC optimize("no-trapping-math")
+
 /* ------------------------------------------------------------------ libmvec entry points */
 
 #define DECL_SSE(name)                  \
@@ -111,33 +116,39 @@ static bool wide(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_
 #define ARRAYS(name) ARRAY(name, f32, float) ARRAY(name, f64, double)
 FUNCS(ARRAYS)
 
-/* e = exp(-|x|) per chunk, then the form that neither overflows nor loses
- * the tail. */
-#define SIG(S, T)                                                                        \
-  void rgbc_vsigmoid_##S(const T *x, T *y, int64_t n) {                                  \
+/* sigmoid and softplus on one chunk (m <= CHUNK) at one width W: e =
+ * exp(-|x|), then the form that neither overflows nor loses the tail.
+ * The glue loops are compiled for the width of the vector calls they
+ * follow (mixing SSE code with dirty AVX registers costs a stall per
+ * instruction). */
+#define SIG_CHUNK(S, T, W)                                                               \
+  static void sigmoid_##S##_##W(const T *x, T *y, int m) {                               \
     T a[CHUNK], e[CHUNK];                                                                \
-    for (int64_t i = 0; i < n; i += CHUNK) {                                             \
-      int m = n - i < CHUNK ? (int)(n - i) : CHUNK;                                      \
-      for (int j = 0; j < m; j++) a[j] = -RGBC_FN(S, fabs)(x[i + j]);                    \
-      rgbc_vexp_##S(a, e, m);                                                            \
-      for (int j = 0; j < m; j++) {                                                      \
-        T d = 1 + e[j];                                                                  \
-        y[i + j] = x[i + j] >= 0 ? 1 / d : x[i + j] < 0 ? e[j] / d : x[i + j];           \
-      }                                                                                  \
+    for (int j = 0; j < m; j++) a[j] = -RGBC_FN(S, fabs)(x[j]);                          \
+    exp_##S##_##W(a, e, m);                                                              \
+    _Pragma("GCC ivdep") for (int j = 0; j < m; j++) {                                   \
+      T r = 1 / (1 + e[j]), q = e[j] * r; /* both computed: a select vectorises */        \
+      y[j] = signbit(x[j]) ? q : r;       /* NaN in, NaN out: e is NaN then */           \
     }                                                                                    \
   }                                                                                      \
-  void rgbc_vsoftplus_##S(const T *x, T *y, int64_t n) {                                 \
+  static void softplus_##S##_##W(const T *x, T *y, int m) {                              \
     T a[CHUNK], e[CHUNK];                                                                \
-    for (int64_t i = 0; i < n; i += CHUNK) {                                             \
-      int m = n - i < CHUNK ? (int)(n - i) : CHUNK;                                      \
-      for (int j = 0; j < m; j++) a[j] = -RGBC_FN(S, fabs)(x[i + j]);                    \
-      rgbc_vexp_##S(a, e, m);                                                            \
-      rgbc_vlog1p_##S(e, e, m);                                                          \
-      for (int j = 0; j < m; j++) {                                                      \
-        T v = x[i + j];                                                                  \
-        y[i + j] = v != v ? v : (v > 0 ? v : 0) + e[j];                                  \
-      }                                                                                  \
+    for (int j = 0; j < m; j++) a[j] = -RGBC_FN(S, fabs)(x[j]);                          \
+    exp_##S##_##W(a, e, m);                                                              \
+    log1p_##S##_##W(e, e, m);                                                            \
+    _Pragma("GCC ivdep") for (int j = 0; j < m; j++) {                                   \
+      T v = x[j], p = v > 0 ? v : 0; /* NaN in, NaN out: e is NaN then */                \
+      y[j] = p + e[j];                                                                   \
     }                                                                                    \
   }
-SIG(f32, float)
-SIG(f64, double)
+SIG_CHUNK(f32, float, sse)
+SIG_CHUNK(f64, double, sse)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+SIG_CHUNK(f32, float, avx)
+SIG_CHUNK(f64, double, avx)
+#pragma GCC pop_options
+
+
+ARRAYS(sigmoid)
+ARRAYS(softplus)
