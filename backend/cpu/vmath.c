@@ -29,7 +29,16 @@
 /* No floating-point traps are relied on: the glue loops' selects may
  * compute both sides, so they vectorise instead of branching per element
  * (a branch on the sign of random data mispredicts half the time). */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
+/* GCC cannot see that the chunk functions read only the m elements the
+ * glue loops wrote, and warns about the rest of the scratch arrays. */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+/* Code for AVX2 (chosen at run time; a function attribute, which GCC and
+ * clang both honour). */
+#define AVX2 __attribute__((target("avx2,fma")))
 
 /* ------------------------------------------------------------------ libmvec entry points */
 
@@ -39,13 +48,10 @@
 #define FUNCS(X) X(exp) X(log) X(log1p) X(expm1) X(tanh) X(erf) X(sin) X(cos)
 FUNCS(DECL_SSE)
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#define DECL_AVX(name)                  \
-  __m256 _ZGVdN8v_##name##f(__m256);    \
-  __m256d _ZGVdN4v_##name(__m256d);
+#define DECL_AVX(name)                       \
+  AVX2 __m256 _ZGVdN8v_##name##f(__m256);    \
+  AVX2 __m256d _ZGVdN4v_##name(__m256d);
 FUNCS(DECL_AVX)
-#pragma GCC pop_options
 
 /* ------------------------------------------------------------------ one chunk, one width */
 
@@ -72,10 +78,8 @@ FUNCS(DECL_AVX)
   }
 FUNCS(SSE_CHUNK)
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
 #define AVX_CHUNK(name)                                                                  \
-  static void name##_f32_avx(const float *x, float *y, int n) {                          \
+  AVX2 static void name##_f32_avx(const float *x, float *y, int n) {                     \
     int i = 0;                                                                           \
     for (; i + 8 <= n; i += 8)                                                           \
       _mm256_storeu_ps(y + i, _ZGVdN8v_##name##f(_mm256_loadu_ps(x + i)));               \
@@ -86,7 +90,7 @@ FUNCS(SSE_CHUNK)
       memcpy(y + i, pad, (size_t)(n - i) * sizeof *pad);                                 \
     }                                                                                    \
   }                                                                                      \
-  static void name##_f64_avx(const double *x, double *y, int n) {                        \
+  AVX2 static void name##_f64_avx(const double *x, double *y, int n) {                   \
     int i = 0;                                                                           \
     for (; i + 4 <= n; i += 4)                                                           \
       _mm256_storeu_pd(y + i, _ZGVdN4v_##name(_mm256_loadu_pd(x + i)));                  \
@@ -98,7 +102,6 @@ FUNCS(SSE_CHUNK)
     }                                                                                    \
   }
 FUNCS(AVX_CHUNK)
-#pragma GCC pop_options
 
 static bool wide(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
@@ -121,33 +124,30 @@ FUNCS(ARRAYS)
  * The glue loops are compiled for the width of the vector calls they
  * follow (mixing SSE code with dirty AVX registers costs a stall per
  * instruction). */
-#define SIG_CHUNK(S, T, W)                                                               \
-  static void sigmoid_##S##_##W(const T *x, T *y, int m) {                               \
-    T a[CHUNK], e[CHUNK];                                                                \
-    for (int j = 0; j < m; j++) a[j] = -RGBC_FN(S, fabs)(x[j]);                          \
-    exp_##S##_##W(a, e, m);                                                              \
+#define SIG_CHUNK(S, T, W, ATTR)                                                         \
+  ATTR static void sigmoid_##S##_##W(const T *x, T *y, int m) {                          \
+    T e[CHUNK];                                                                          \
+    for (int j = 0; j < m; j++) e[j] = -RGBC_FN(S, fabs)(x[j]);                          \
+    exp_##S##_##W(e, e, m);                                                              \
     _Pragma("GCC ivdep") for (int j = 0; j < m; j++) {                                   \
       T r = 1 / (1 + e[j]), q = e[j] * r; /* both computed: a select vectorises */        \
       y[j] = signbit(x[j]) ? q : r;       /* NaN in, NaN out: e is NaN then */           \
     }                                                                                    \
   }                                                                                      \
-  static void softplus_##S##_##W(const T *x, T *y, int m) {                              \
-    T a[CHUNK], e[CHUNK];                                                                \
-    for (int j = 0; j < m; j++) a[j] = -RGBC_FN(S, fabs)(x[j]);                          \
-    exp_##S##_##W(a, e, m);                                                              \
+  ATTR static void softplus_##S##_##W(const T *x, T *y, int m) {                         \
+    T e[CHUNK];                                                                          \
+    for (int j = 0; j < m; j++) e[j] = -RGBC_FN(S, fabs)(x[j]);                          \
+    exp_##S##_##W(e, e, m);                                                              \
     log1p_##S##_##W(e, e, m);                                                            \
     _Pragma("GCC ivdep") for (int j = 0; j < m; j++) {                                   \
       T v = x[j], p = v > 0 ? v : 0; /* NaN in, NaN out: e is NaN then */                \
       y[j] = p + e[j];                                                                   \
     }                                                                                    \
   }
-SIG_CHUNK(f32, float, sse)
-SIG_CHUNK(f64, double, sse)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-SIG_CHUNK(f32, float, avx)
-SIG_CHUNK(f64, double, avx)
-#pragma GCC pop_options
+SIG_CHUNK(f32, float, sse, )
+SIG_CHUNK(f64, double, sse, )
+SIG_CHUNK(f32, float, avx, AVX2)
+SIG_CHUNK(f64, double, avx, AVX2)
 
 
 ARRAYS(sigmoid)
