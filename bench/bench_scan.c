@@ -13,6 +13,12 @@
  *              and biases through the backward scan), and the time to build
  *              that function from its text (grad, fast_run, link)
  *
+ *   save_mem   h_t = 0.5 h_{t-1} + 0.5 over 1000 float32 (no denormals),
+ *              only trace[-1] read:
+ *              10^6 steps with fast_run (scan_save_mem keeps 2 rows) and the
+ *              process's peak memory after it, against 10^5 steps with the
+ *              whole trace kept (fast_run -scan_save_mem), per step
+ *
  * Usage: bench_scan [reps]   (median of reps runs, default 7; one thread)
  */
 #include "bench/benchutil.h"
@@ -20,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "relgraph/backend.h"
 #include "relgraph/scan.h"
@@ -210,10 +217,42 @@ static void bench_lstm(int reps) {
   printf("{\"bench\": \"scan_lstm_fwd_bwd_build\", \"ms\": %.3f}\n", t * 1e3);
 }
 
+/* ------------------------------------------------------------------ save_mem */
+
+static double save_mem_run(int64_t steps, const char *query, int reps) {
+  char src[512];
+  snprintf(src, sizeof src, "(graph (input h0 float32 (1000)) (output ((subtensor -1) "
+           "(scan (lambda (h) (add (mul h 0.5) 0.5)) (outputs-info h0) (n-steps %lld)))))", (long long)steps);
+  rg_fgraph *g = rg_graph_read(C, "bench", src, strlen(src));
+  if (!g) die("read");
+  rg_variable *in = rg_fgraph_input(g, 0), *out = rg_fgraph_output(g, 0);
+  rg_compile_opts o = {.mode = {.query = query}};
+  rg_function *f = rg_compile(C, 1, &in, 1, &out, &o);
+  if (!f) die("compile");
+  int64_t n = 1000;
+  rg_tensor *h0 = rand_tensor(RG_FLOAT32, 1, &n, 1);
+  call c = {f, &h0, 1};
+  double t = bu_time(run_call, &c, reps);
+  rg_tensor_free(h0);
+  rg_function_free(f);
+  return t / (double)steps;
+}
+
+static void bench_save_mem(int reps) {
+  double kept = save_mem_run(1000000, "fast_run", reps);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double whole = save_mem_run(100000, "fast_run -scan_save_mem", reps);
+  printf("{\"bench\": \"scan_save_mem\", \"steps\": 1000000, \"ns_per_step\": %.1f, \"peak_rss_mb\": %.1f, "
+         "\"whole_trace_steps\": 100000, \"whole_trace_ns_per_step\": %.1f}\n",
+         kept * 1e9, (double)ru.ru_maxrss / 1024, whole * 1e9);
+}
+
 int main(int argc, char **argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 7;
   rg_init();
   C = rg_ctx_new();
+  bench_save_mem(reps > 3 ? 3 : reps); /* first: the process's peak memory is its own */
   bench_cumsum(reps);
   bench_affine(reps);
   bench_compile("rnn", reps * 3);

@@ -554,7 +554,9 @@ static char *layout_text(const rg_scan_info *s) {
   if (s->truncate_gradient >= 0) acc = rgk_sprintf("%s, truncate_gradient %lld", acc, (long long)s->truncate_gradient);
   int nstore = s->n_mit_sot + s->n_sit_sot + s->n_nit_sot;
   for (int i = 0; i < nstore; i++)
-    if (s->store_steps[i]) acc = rgk_sprintf("%s, output %d keeps %lld steps", acc, s->n_mit_mot + i, (long long)s->store_steps[i]);
+    if (s->store_steps[i])
+      acc = rgk_sprintf("%s, output %d keeps %lld step%s", acc, s->n_mit_mot + i, (long long)s->store_steps[i],
+                        s->store_steps[i] == 1 ? "" : "s");
   return acc;
 }
 

@@ -1,8 +1,9 @@
 /*
  * std.c — the standard rewrite database.
  *
- * In order: merge, canonicalize, stabilize, specialize, elementwise fusion
- * (fusion.c), merge again (all tagged fast_run; canonicalize also
+ * In order: merge, canonicalize (with the scan rules of scan-backward.c),
+ * stabilize, specialize, the scans' memory (scan-savemem.c), elementwise
+ * fusion (fusion.c), merge again (all tagged fast_run; canonicalize also
  * fast_compile), and the relational dot
  * distribution under its own tags (distribute, gather), not in fast_run.
  * Rules written in the relational language live in std.kn (compiled into
@@ -38,6 +39,7 @@ static int load_std_rules(rg_ctx *C, rg_rewrite_db *canon, rg_rewrite_db *stab,
 void rgr_register_c_rules(rg_rewrite_db *canon, rg_rewrite_db *stab, rg_rewrite_db *spec);
 void rgr_register_scan_rules(rg_rewrite_db *canon);
 rg_rewriter *rgr_fusion_rewriter(void);
+rg_rewriter *rgr_scan_save_mem_rewriter(void);
 
 static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rg_rewrite_db *std = rg_db_sequence("std");
@@ -56,9 +58,10 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rg_db_register_db(std, "canonicalize", canon, 1, "fast_run fast_compile");
   rg_db_register_db(std, "stabilize", stab, 2, "fast_run");
   rg_db_register_db(std, "specialize", spec, 3, "fast_run");
-  rg_db_register(std, "fusion", rgr_fusion_rewriter(), 4, "fast_run fusion");
-  rg_db_register(std, "merge2", rgr_merge_rewriter("merge2"), 5, "fast_run merge");
-  rg_db_register_db(std, "relational", rel, 6, "");
+  rg_db_register(std, "scan_save_mem", rgr_scan_save_mem_rewriter(), 4, "fast_run scan scan_save_mem");
+  rg_db_register(std, "fusion", rgr_fusion_rewriter(), 5, "fast_run fusion");
+  rg_db_register(std, "merge2", rgr_merge_rewriter("merge2"), 6, "fast_run merge");
+  rg_db_register_db(std, "relational", rel, 7, "");
   return std;
 }
 

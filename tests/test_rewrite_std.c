@@ -130,6 +130,10 @@ static const std_case cases[] = {
     /* fusion: only groups of 2^16 elements and more (test_rewrite_fusion) */
     {"fusion", "(add (mul x y) z)", "="},
     {"fusion", "(add x y)", "="},
+    /* scan_save_mem: a trace read only at its end keeps its last rows */
+    {"scan_save_mem", "((subtensor -1) (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)))",
+     "scan{lambda h: sin(h), output 0 keeps 1 step}(3, x)[-1]"},
+    {"scan_save_mem", "(sum (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)))", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},
@@ -359,8 +363,8 @@ static void test_tags(void **st) {
     assert_non_null(strstr(tags, "fast_run"));
     assert_non_null(strstr(tags, "fast_compile"));
   }
-  const char *order[] = {"merge1", "canonicalize", "stabilize", "specialize", "fusion", "merge2"};
-  for (int i = 0; i < 6; i++) assert_string_equal(rg_db_entry(std_db, i, NULL, NULL, NULL), order[i]);
+  const char *order[] = {"merge1", "canonicalize", "stabilize", "specialize", "scan_save_mem", "fusion", "merge2"};
+  for (int i = 0; i < 7; i++) assert_string_equal(rg_db_entry(std_db, i, NULL, NULL, NULL), order[i]);
 }
 
 /* ------------------------------------------------------------------ fast_run on random graphs */

@@ -1,0 +1,155 @@
+/*
+ * scan-savemem.c — scan_save_mem (Aesara's name): a Scan's trace that is
+ * read only at its last k rows is kept to those rows.
+ *
+ * For every state (mit-sot, sit-sot) and nit-sot output of a Scan, the
+ * clients are looked at: when each one is a subtensor whose first index
+ * is a constant -j (trace[-j], j >= 1) or a slice from a constant -j to
+ * the end (trace[-j:]), only the last k = max j rows are ever read, and
+ * the op's store_steps for that output becomes k (the executor then keeps
+ * max(k, the state's taps + 1) rows in a circular buffer and hands out
+ * the last min(k, steps) rows in order; see backend/cpu/scan.c).  An
+ * output with another client (a graph output, a gradient reading the
+ * whole trace, any other index) keeps its whole trace.
+ *
+ * The trace's type changes (k rows instead of n), so the scan's outputs
+ * cannot be replaced as they are: the clients are rebuilt over the new
+ * scan (the same index reads the same element of the shorter trace, and
+ * each client keeps its type), and untouched outputs map one to one.  A
+ * 10^6-step sit-sot of 1000 floats read at trace[-1] keeps 2 rows, not
+ * 10^6 (8 KB instead of 4 GB).
+ *
+ * A graph rewriter in fast_run (tags fast_run scan scan_save_mem): it
+ * looks at Scan nodes only, so a graph without one costs one walk.
+ */
+#include "rewrites/rewrite-impl.h"
+#include "relgraph/scan.h"
+
+#include <string.h>
+
+typedef rg_variable *V;
+
+/* ------------------------------------------------------------------ what a client reads */
+
+/* The number of last rows a client reads (0: it needs the whole trace). */
+static int64_t rows_read(const rg_client *c) {
+  const rg_node *n = c->node;
+  if (!n || n->op->code != RG_OP_SUBTENSOR || c->index != 0 || n->op->nints < 4) return 0;
+  const int64_t *e = n->op->ints; /* the first entry: kind, a, b, c */
+  if (e[0] == RG_IDX_INDEX) return e[1] < 0 && e[1] != RG_IDX_NONE && e[1] != RG_IDX_INPUT ? -e[1] : 0;
+  if (e[0] != RG_IDX_SLICE) return 0;
+  bool from_end = e[1] < 0 && e[1] != RG_IDX_NONE && e[1] != RG_IDX_INPUT;
+  bool to_end = e[2] == RG_IDX_NONE, unit = e[3] == RG_IDX_NONE || e[3] == 1;
+  return from_end && to_end && unit ? -e[1] : 0;
+}
+
+/* The rows every client of v reads, at most (0: the whole trace). */
+static int64_t rows_needed(const V v) {
+  int64_t k = 0;
+  if (!v->nclients) return 0;
+  for (uint32_t c = 0; c < v->nclients; c++) {
+    int64_t r = rows_read(&v->clients[c]);
+    if (!r) return 0;
+    k = r > k ? r : k;
+  }
+  return k;
+}
+
+static int store_at(const rg_scan_info *s, rg_scan_kind kind, int k) {
+  return kind == RG_SCAN_MIT_SOT ? k : kind == RG_SCAN_SIT_SOT ? s->n_mit_sot + k : s->n_mit_sot + s->n_sit_sot + k;
+}
+
+/* New store_steps where some output can keep fewer rows; NULL if none. */
+static int64_t *smaller_stores(const rg_node *node, const rg_scan_info *s) {
+  int nstore = s->n_mit_sot + s->n_sit_sot + s->n_nit_sot;
+  int64_t *st = rg_gc_alloc((size_t)(nstore + 1) * sizeof *st);
+  memcpy(st, s->store_steps, (size_t)nstore * sizeof *st);
+  bool any = false;
+  for (rg_scan_kind kind = RG_SCAN_MIT_SOT; kind <= RG_SCAN_NIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(s, kind); k++) {
+      int64_t need = rows_needed(node->outputs[rg_scan_outer_out(s, kind, k)]);
+      int at = store_at(s, kind, k);
+      if (need > 0 && (st[at] == 0 || need < st[at])) st[at] = need, any = true;
+    }
+  return any ? st : NULL;
+}
+
+/* ------------------------------------------------------------------ the rewrite */
+
+/* Old values and their replacements, collected for one replace_all. */
+typedef struct swaps { V *old, *new_; int n, cap; } swaps;
+
+static void swap_add(swaps *w, V a, V b) {
+  if (w->n == w->cap) {
+    int cap = w->cap ? 2 * w->cap : 16;
+    V *o = rg_gc_alloc(sizeof *o * (size_t)cap), *n = rg_gc_alloc(sizeof *n * (size_t)cap);
+    if (w->n) memcpy(o, w->old, sizeof *o * (size_t)w->n), memcpy(n, w->new_, sizeof *n * (size_t)w->n);
+    w->old = o, w->new_ = n, w->cap = cap;
+  }
+  w->old[w->n] = a, w->new_[w->n++] = b;
+}
+
+/* Each output of the old scan: its clients rebuilt over the new one where
+ * the trace shrank, else the new output as it is. */
+static bool plan_swaps(const rg_node *old, const rg_node *nw, const rg_scan_info *s, const int64_t *st, swaps *w) {
+  for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(s, kind); k++) {
+      int o = rg_scan_outer_out(s, kind, k);
+      V v = old->outputs[o];
+      if (!v->nclients) continue;
+      bool shrank = kind != RG_SCAN_MIT_MOT && st[store_at(s, kind, k)] != s->store_steps[store_at(s, kind, k)];
+      if (!shrank) {
+        swap_add(w, v, nw->outputs[o]);
+        continue;
+      }
+      for (uint32_t c = 0; c < v->nclients; c++) {
+        rg_node *client = v->clients[c].node;
+        V *in = rg_gc_alloc(sizeof *in * (size_t)(client->nin + 1));
+        memcpy(in, client->inputs, sizeof *in * (size_t)client->nin);
+        in[0] = nw->outputs[o];
+        rg_node *copy = rg_node_clone_with(client, in);
+        if (!copy) return false;
+        swap_add(w, client->outputs[0], copy->outputs[0]);
+      }
+    }
+  return true;
+}
+
+static bool save_mem(rg_rewrite_run *run, const rg_rewriter *rw, rg_fgraph *fg, rg_node *node) {
+  rg_ctx *C = rg_rewrite_ctx(run);
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s)) return false;
+  int64_t *st = smaller_stores(node, &s);
+  if (!st) return false;
+  rg_scan_info t = s;
+  t.store_steps = st;
+  const rg_op *op = rg_op_scan(C, &t, rg_op_inner_graph(node->op));
+  rg_node *nw = op ? rg_make_node(C, op, node->nin, node->inputs) : NULL;
+  swaps w = {0};
+  if (!nw || !plan_swaps(node, nw, &s, st, &w) || !w.n ||
+      rg_fgraph_replace_all(fg, w.n, w.old, w.new_, "scan_save_mem") != RG_OK) {
+    rg_clear_error(C);
+    return false;
+  }
+  rgr_record(run, rw, node, w.n, w.old, w.new_, 1, &nw);
+  return true;
+}
+
+static int save_mem_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
+  int changed = 0, n = 0;
+  for (rg_node *x = rg_fgraph_first(fg); x; x = rg_fgraph_next(x)) n += x->op->code == RG_OP_SCAN;
+  if (!n) return 0;
+  rg_node **scans = rg_gc_alloc(sizeof *scans * (size_t)n);
+  int k = 0;
+  for (rg_node *x = rg_fgraph_first(fg); x; x = rg_fgraph_next(x))
+    if (x->op->code == RG_OP_SCAN) scans[k++] = x;
+  for (int i = 0; i < n; i++) changed += save_mem(run, ud, fg, scans[i]);
+  return changed;
+}
+
+rg_rewriter *rgr_scan_save_mem_rewriter(void) {
+  rg_rewriter *rw = rg_graph_rewriter("scan_save_mem", save_mem_fn, NULL);
+  rw->ud = rw;
+  rw->describe = "a scan trace read only at its last k rows (trace[-j], trace[-j:]) keeps k rows";
+  return rw;
+}

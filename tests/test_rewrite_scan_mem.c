@@ -1,0 +1,137 @@
+/*
+ * test_rewrite_scan_mem.c — scan_save_mem (rewrites/scan-savemem.c): a
+ * trace read only at its end keeps only its last rows.  For trace[-1],
+ * trace[-k:] and constant negative indices, on sit-sot, mit-sot and
+ * nit-sot outputs: the store_steps the op gets, the rows of the trace the
+ * executor hands out, and the values against the unrewritten graph; and
+ * the cases where the whole trace must stay (a graph output, a sum over
+ * it, a positive index).
+ */
+#include "tests/testutil.h"
+
+#include "relgraph/backend.h"
+#include "relgraph/rewrite.h"
+#include "relgraph/scan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static rg_ctx *C;
+
+static int setup(void **st) {
+  rg_init();
+  C = rg_ctx_new();
+  return 0;
+}
+
+#define INPUTS "(input x float64 (7 3)) (input h0 float64 (3)) (input f0 float64 (2 3)) "
+#define SIT "(scan (lambda (x_t h) (tanh (add h x_t))) (sequences x) (outputs-info h0))"
+#define MIT "(scan (lambda (a b) (add (mul a 0.5) (sin b))) (outputs-info (f0 (taps -2 -1))) (n-steps 9))"
+#define NIT "(scan (lambda (x_t) (exp x_t)) (sequences x) (outputs-info none))"
+
+static rg_fgraph *read_graph(const char *body) {
+  char text[2048];
+  snprintf(text, sizeof text, "(graph " INPUTS "%s)", body);
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  if (!fg) fail_msg("%s\n%s", rg_errmsg(C), text);
+  return fg;
+}
+
+static rg_tensor *value(const rg_type *t, uint64_t seed) {
+  rg_tensor *v = rg_tensor_new(t->dtype, t->ndim, t->shape);
+  for (int64_t i = 0; i < rg_tensor_numel(v); i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    rg_tensor_set_f64(v, i, (double)(seed >> 11) / 0x1p53 - 0.5);
+  }
+  return v;
+}
+
+static void run(rg_fgraph *fg, const char *query, rg_tensor **res) {
+  int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+  rg_variable *in[4], *out[4];
+  rg_tensor *vals[4];
+  for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(fg, i), vals[i] = value(in[i]->type, 3 + (uint64_t)i);
+  for (int k = 0; k < nout; k++) out[k] = rg_fgraph_output(fg, k);
+  rg_compile_opts o = {.mode = {.query = query}};
+  rg_function *f = rg_compile(C, nin, in, nout, out, &o);
+  if (!f) fail_msg("%s", rg_errmsg(C));
+  assert_int_equal(rg_function_call(f, vals, res), RG_OK);
+  rg_function_free(f);
+  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
+}
+
+/* Rewrites with scan_save_mem; returns the first scan's store_steps for
+ * its first trace (-1: no scan) and checks the values. */
+static int64_t saved(const char *body) {
+  rg_fgraph *fg = read_graph(body);
+  int nout = rg_fgraph_noutputs(fg);
+  rg_tensor *want[4], *got[4];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_save_mem"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(rg_fgraph_check(fg), RG_OK);
+  run(fg, "none", got);
+  for (int k = 0; k < nout; k++) {
+    assert_int_equal(rg_tensor_numel(got[k]), rg_tensor_numel(want[k]));
+    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
+      assert_true(rg_tensor_get_f64(got[k], i) == rg_tensor_get_f64(want[k], i));
+    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+  }
+  int64_t keep = -1;
+  for (rg_node *n = rg_fgraph_first(fg); n && keep < 0; n = rg_fgraph_next(n)) {
+    rg_scan_info s;
+    if (n->op->code != RG_OP_SCAN || !rg_scan_info_of(n->op, &s)) continue;
+    keep = s.store_steps[0];
+    /* the trace the executor hands out has min(keep, steps) rows */
+    if (keep > 0) assert_true(n->outputs[0]->type->shape[0] <= keep);
+  }
+  return keep;
+}
+
+static void test_last_rows_kept(void **st) {
+  assert_int_equal(saved("(output ((subtensor -1) " SIT "))"), 1);
+  assert_int_equal(saved("(output ((subtensor (-3 none)) " SIT "))"), 3);
+  assert_int_equal(saved("(define t " SIT ") (output ((subtensor -1) t)) (output ((subtensor -2) t))"), 2);
+  assert_int_equal(saved("(output ((subtensor -1 (0 2)) " SIT "))"), 1); /* an index on another dimension too */
+}
+
+static void test_every_trace_kind(void **st) {
+  assert_int_equal(saved("(output ((subtensor -1) " MIT "))"), 1); /* buffer of max(1, 2 + 1) rows */
+  assert_int_equal(saved("(output ((subtensor (-2 none)) " NIT "))"), 2);
+}
+
+static void test_whole_trace_stays(void **st) {
+  assert_int_equal(saved("(output " SIT ")"), 0);
+  assert_int_equal(saved("(output (sum " SIT "))"), 0);
+  assert_int_equal(saved("(output ((subtensor 0) " SIT "))"), 0);
+  assert_int_equal(saved("(define t " SIT ") (output ((subtensor -1) t)) (output t)"), 0);
+}
+
+/* A long loop read at its end: the rewrite is in fast_run, and the
+ * function runs with two rows of trace. */
+static void test_long_loop(void **st) {
+  const char *text = "(graph (input h0 float32 (1000)) "
+                     "(output ((subtensor -1) (scan (lambda (h) (mul h 0.999)) (outputs-info h0) (n-steps 100000)))))";
+  rg_fgraph *fg = rg_graph_read(C, "long.graph", text, strlen(text));
+  rg_variable *in = rg_fgraph_input(fg, 0), *out = rg_fgraph_output(fg, 0);
+  rg_function *f = rg_compile(C, 1, &in, 1, &out, NULL);
+  assert_non_null(f);
+  int64_t n = 1000;
+  rg_tensor *h0 = rg_tensor_new(RG_FLOAT32, 1, &n), *res;
+  for (int64_t i = 0; i < n; i++) rg_tensor_set_f64(h0, i, 1.0);
+  assert_int_equal(rg_function_call(f, &h0, &res), RG_OK);
+  assert_true(fabs(rg_tensor_get_f64(res, 0) - pow(0.999, 100000)) < 1e-6);
+  rg_tensor_free(res), rg_tensor_free(h0);
+  rg_function_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_last_rows_kept),
+      cmocka_unit_test(test_every_trace_kind),
+      cmocka_unit_test(test_whole_trace_stays),
+      cmocka_unit_test(test_long_loop),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
