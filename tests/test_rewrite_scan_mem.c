@@ -1,17 +1,27 @@
 /*
- * test_rewrite_scan_mem.c — scan_save_mem (rewrites/scan-savemem.c): a
+ * test_rewrite_scan_mem.c — the Scan rewrites of the outer graph.
+ *
+ * scan_save_mem (rewrites/scan-savemem.c): a
  * trace read only at its end keeps only its last rows.  For trace[-1],
  * trace[-k:] and constant negative indices, on sit-sot, mit-sot and
  * nit-sot outputs: the store_steps the op gets, the rows of the trace the
  * executor hands out, and the values against the unrewritten graph; and
  * the cases where the whole trace must stay (a graph output, a sum over
  * it, a positive index).
+ *
+ * scan_push_out (rewrites/scan-pushout.c): loop-invariant work computed
+ * once before the loop, per-step work on sequences computed for all steps
+ * at once (the LSTM's input projection as one product), checked by the
+ * structure of the step after the rewrite and the values against the
+ * unrewritten graph.
  */
 #include "tests/testutil.h"
 
 #include "relgraph/backend.h"
 #include "relgraph/rewrite.h"
 #include "relgraph/scan.h"
+
+typedef rg_variable *V;
 
 #include <math.h>
 #include <stdlib.h>
@@ -49,8 +59,9 @@ static rg_tensor *value(const rg_type *t, uint64_t seed) {
 
 static void run(rg_fgraph *fg, const char *query, rg_tensor **res) {
   int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
-  rg_variable *in[4], *out[4];
-  rg_tensor *vals[4];
+  rg_variable *in[8], *out[8];
+  rg_tensor *vals[8];
+  assert_true(nin <= 8 && nout <= 8);
   for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(fg, i), vals[i] = value(in[i]->type, 3 + (uint64_t)i);
   for (int k = 0; k < nout; k++) out[k] = rg_fgraph_output(fg, k);
   rg_compile_opts o = {.mode = {.query = query}};
@@ -66,7 +77,7 @@ static void run(rg_fgraph *fg, const char *query, rg_tensor **res) {
 static int64_t saved(const char *body) {
   rg_fgraph *fg = read_graph(body);
   int nout = rg_fgraph_noutputs(fg);
-  rg_tensor *want[4], *got[4];
+  rg_tensor *want[8], *got[8];
   run(fg, "none", want);
   rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_save_mem"), NULL);
   assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
@@ -126,12 +137,100 @@ static void test_long_loop(void **st) {
   rg_function_free(f);
 }
 
+/* ------------------------------------------------------------------ push-out */
+
+static int count_inner(const rg_node *scan, rg_opcode code) {
+  int k = 0;
+  for (rg_node *n = rg_fgraph_first(rg_op_inner_graph(scan->op)); n; n = rg_fgraph_next(n)) k += n->op->code == code;
+  return k;
+}
+
+static rg_node *the_scan(rg_fgraph *fg) {
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n))
+    if (n->op->code == RG_OP_SCAN) return n;
+  return NULL;
+}
+
+/* Rewrites with scan_push_out, checks the values, returns the scan. */
+static rg_node *pushed(const char *text) {
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  if (!fg) fail_msg("%s", rg_errmsg(C));
+  int nout = rg_fgraph_noutputs(fg);
+  rg_tensor *want[8], *got[8];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_push_out"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(rg_fgraph_check(fg), RG_OK);
+  run(fg, "none", got);
+  for (int k = 0; k < nout; k++) {
+    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
+      if (fabs(rg_tensor_get_f64(got[k], i) - rg_tensor_get_f64(want[k], i)) > 1e-5 * (1 + fabs(rg_tensor_get_f64(want[k], i))))
+        fail_msg("output %d element %lld: %g vs %g", k, (long long)i, rg_tensor_get_f64(got[k], i), rg_tensor_get_f64(want[k], i));
+    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+  }
+  return the_scan(fg);
+}
+
+/* dot(h, W1 + W2): the sum is computed once, outside. */
+static void test_push_out_non_seq(void **st) {
+  rg_node *s = pushed("(graph (input h0 float64 (3)) (input W1 float64 (3 3)) (input W2 float64 (3 3)) "
+                      "(output (scan (lambda (h) (tanh (dot h (add W1 W2)))) (outputs-info h0) (n-steps 5))))");
+  assert_int_equal(count_inner(s, RG_OP_ADD), 0);
+  assert_int_equal(count_inner(s, RG_OP_DOT), 1);
+}
+
+/* The LSTM: x_t W_ih^T + b_ih for all steps at once (one product over the
+ * sequence's rows), h W_hh^T stays in the step. */
+static void test_push_out_lstm_projection(void **st) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s", tu_source_path("examples/graphs/lstm.graph"));
+  rg_fgraph *fg = rg_graph_load(C, path);
+  assert_non_null(fg);
+  const char *text = rg_graph_to_string(C, fg);
+  /* the example's x has an unknown length: give it 6 steps */
+  char *fixed = strdup(text);
+  char *q = strstr(fixed, "(? 4 8)");
+  if (q) memcpy(q, "(6 4 8)", 7);
+  rg_node *s = pushed(fixed);
+  free(fixed);
+  assert_int_equal(count_inner(s, RG_OP_DOT), 1); /* h @ W_hh^T */
+  rg_scan_info info;
+  assert_true(rg_scan_info_of(s->op, &info));
+  assert_int_equal(info.n_seqs, 2); /* x (now unused) and the projection */
+  V proj = s->inputs[rg_scan_outer_in(&info, RG_SCAN_SEQ, 1)];
+  assert_int_equal(proj->type->ndim, 3);
+}
+
+/* Sequences of different lengths line up (cut to the steps run), and
+ * go_backwards reads the same rows. */
+static void test_push_out_seq_lengths(void **st) {
+  rg_node *s = pushed("(graph (input x float64 (7 3)) (input y float64 (5 3)) (input h0 float64 (3)) "
+                      "(output (scan (lambda (x_t y_t h) (add h (mul (exp x_t) y_t))) (sequences x y) (outputs-info h0))))");
+  assert_int_equal(count_inner(s, RG_OP_EXP), 0);
+  s = pushed("(graph (input x float64 (7 3)) (input y float64 (5 3)) (input h0 float64 (3)) "
+             "(output (scan (lambda (x_t y_t h) (add h (mul (exp x_t) y_t))) (sequences x y) (outputs-info h0) "
+             "(go-backwards #t))))");
+  assert_int_equal(count_inner(s, RG_OP_EXP), 0);
+}
+
+/* A step that only reads its state has nothing to push out. */
+static void test_push_out_nothing(void **st) {
+  rg_node *s = pushed("(graph (input h0 float64 (3)) (output (scan (lambda (h) (tanh h)) (outputs-info h0) (n-steps 4))))");
+  rg_scan_info info;
+  assert_true(rg_scan_info_of(s->op, &info));
+  assert_int_equal(info.n_seqs + info.n_non_seqs, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_last_rows_kept),
       cmocka_unit_test(test_every_trace_kind),
       cmocka_unit_test(test_whole_trace_stays),
       cmocka_unit_test(test_long_loop),
+      cmocka_unit_test(test_push_out_non_seq),
+      cmocka_unit_test(test_push_out_lstm_projection),
+      cmocka_unit_test(test_push_out_seq_lengths),
+      cmocka_unit_test(test_push_out_nothing),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -134,6 +134,10 @@ static const std_case cases[] = {
     {"scan_save_mem", "((subtensor -1) (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)))",
      "scan{lambda h: sin(h), output 0 keeps 1 step}(3, x)[-1]"},
     {"scan_save_mem", "(sum (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)))", "="},
+    /* scan_push_out: loop-invariant work computed once, before the loop */
+    {"scan_push_out", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))",
+     "scan{lambda h, M, N, <3>: tanh((h @ <float64 (3 3)>))}(3, v, M, N, (M + N))"},
+    {"scan_push_out", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},
