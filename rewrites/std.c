@@ -39,6 +39,7 @@ static int load_std_rules(rg_ctx *C, rg_rewrite_db *canon, rg_rewrite_db *stab,
 void rgr_register_c_rules(rg_rewrite_db *canon, rg_rewrite_db *stab, rg_rewrite_db *spec);
 void rgr_register_scan_rules(rg_rewrite_db *canon);
 void rgr_register_scan_pushout(rg_rewrite_db *canon);
+void rgr_register_scan_inputs(rg_rewrite_db *canon);
 rg_rewriter *rgr_fusion_rewriter(void);
 rg_rewriter *rgr_scan_save_mem_rewriter(void);
 
@@ -52,6 +53,7 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rgr_register_c_rules(canon, stab, spec);
   rgr_register_scan_rules(canon);
   rgr_register_scan_pushout(canon);
+  rgr_register_scan_inputs(canon);
   if (load_std_rules(C, canon, stab, spec, rel) != RG_OK) {
     fprintf(stderr, "relgraph: the standard rules failed to load: %s\n", rg_errmsg(C));
     return NULL;

@@ -221,6 +221,29 @@ static void test_push_out_nothing(void **st) {
   assert_int_equal(info.n_seqs + info.n_non_seqs, 0);
 }
 
+/* ------------------------------------------------------------------ inputs */
+
+/* A constant non-sequence inlined, a duplicate merged, an unread
+ * sequence dropped; after the push-out of the LSTM's projection, its x,
+ * W_ih and b_ih leave the step. */
+static void test_remove_inputs(void **st) {
+  const char *text = "(graph (input h0 float64 (3)) (input x float64 (4 3)) (input w float64 (3)) "
+                     "(output (scan (lambda (x_t h w a b) (mul h (add w (mul a b)))) (sequences x) (outputs-info h0) "
+                     "(non-sequences w (constant float64 () (2.0)) w))))";
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  rg_tensor *want[1], *got[1];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "remove_constants_and_unused_inputs_scan"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  run(fg, "none", got);
+  for (int64_t i = 0; i < 12; i++) assert_true(rg_tensor_get_f64(got[0], i) == rg_tensor_get_f64(want[0], i));
+  rg_tensor_free(got[0]), rg_tensor_free(want[0]);
+  rg_scan_info info;
+  assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+  assert_int_equal(info.n_seqs, 0);
+  assert_int_equal(info.n_non_seqs, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_last_rows_kept),
@@ -231,6 +254,7 @@ int main(void) {
       cmocka_unit_test(test_push_out_lstm_projection),
       cmocka_unit_test(test_push_out_seq_lengths),
       cmocka_unit_test(test_push_out_nothing),
+      cmocka_unit_test(test_remove_inputs),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -138,6 +138,13 @@ static const std_case cases[] = {
     {"scan_push_out", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))",
      "scan{lambda h, M, N, <3>: tanh((h @ <float64 (3 3)>))}(3, v, M, N, (M + N))"},
     {"scan_push_out", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    /* remove_constants_and_unused_inputs_scan */
+    {"remove_constants_and_unused_inputs_scan",
+     "(scan (lambda (x_t h w a b) (mul h (add w (mul a b)))) (sequences m) (outputs-info v) "
+     "(non-sequences w (constant float64 () (2.0)) w))",
+     "scan{lambda h, w: (h * (w + (2.0 * w)))}(2, v, w)"},
+    {"remove_constants_and_unused_inputs_scan",
+     "(scan (lambda (x_t h) (mul h x_t)) (sequences m) (outputs-info v))", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},

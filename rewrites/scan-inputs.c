@@ -1,0 +1,139 @@
+/*
+ * scan-inputs.c — remove_constants_and_unused_inputs_scan (Aesara's
+ * name): a Scan's sequences and non-sequences pared down.
+ *
+ *   - a non-sequence whose outer value is a constant is inlined: the step
+ *     reads the constant itself (constant folding and the other rules of
+ *     the step's query can then use its value);
+ *   - a non-sequence passed twice (the same outer value) enters once;
+ *   - a sequence or non-sequence the step does not read is dropped (after
+ *     the push-outs, the LSTM's x_t, W_ih and b_ih are such inputs).
+ *
+ * States are not touched: their inputs are read across steps.  The step
+ * is rebuilt over the inputs that remain (a clone in which each dropped
+ * inner input stands for its constant or its duplicate), and the scan's
+ * outputs map one to one.  The rule tracks Scan nodes.
+ */
+#include "rewrites/rewrite-impl.h"
+#include "relgraph/scan.h"
+
+#include <string.h>
+
+typedef rg_variable *V;
+
+/* What becomes of each inner input: kept, or replaced by `by` (a constant
+ * or another input of the step). */
+typedef struct plan {
+  int nin;
+  bool *keep;
+  V *by;
+  bool any;
+} plan;
+
+static V copy_const(rg_ctx *C, V x) {
+  V copy = NULL;
+  return rg_clone(C, 0, NULL, 1, &x, NULL, RG_CLONE_CONSTANTS, &copy) == RG_OK ? copy : NULL;
+}
+
+static void plan_non_seqs(rg_ctx *C, const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, plan *p) {
+  for (int k = 0; k < s->n_non_seqs; k++) {
+    int i = rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0);
+    V outer = node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)], in = rg_fgraph_input(g, i);
+    if (!in->nclients) {
+      p->keep[i] = false, p->any = true;
+      continue;
+    }
+    if (rg_is_constant(outer) && (p->by[i] = copy_const(C, outer))) {
+      p->keep[i] = false, p->any = true;
+      continue;
+    }
+    for (int j = 0; j < k; j++) {
+      int ij = rg_scan_inner_in(s, RG_SCAN_NON_SEQ, j, 0);
+      if (p->keep[ij] && node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)] == outer) {
+        p->keep[i] = false, p->by[i] = rg_fgraph_input(g, ij), p->any = true;
+        break;
+      }
+    }
+  }
+}
+
+/* A sequence is dropped when none of its taps is read. */
+static void plan_seqs(const rg_scan_info *s, const rg_fgraph *g, plan *p) {
+  for (int k = 0; k < s->n_seqs; k++) {
+    bool used = false;
+    for (int j = 0; j < s->seq_ntaps[k]; j++) used |= rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, k, j))->nclients > 0;
+    if (used) continue;
+    for (int j = 0; j < s->seq_ntaps[k]; j++) p->keep[rg_scan_inner_in(s, RG_SCAN_SEQ, k, j)] = false;
+    p->any = true;
+  }
+}
+
+/* The step over the kept inputs. */
+static rg_fgraph *new_step(rg_ctx *C, const rg_fgraph *g, const plan *p) {
+  int nin = rg_fgraph_ninputs(g), nout = rg_fgraph_noutputs(g), m = 0;
+  rg_memo *memo = rg_memo_new();
+  V *old = rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), *in = rg_gc_alloc(sizeof(V) * (size_t)(nin + 1));
+  V *gout = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1)), *out = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1));
+  for (int i = 0; i < nin; i++) {
+    old[i] = rg_fgraph_input(g, i);
+    if (p->keep[i]) rg_memo_put(memo, old[i], in[m++] = rg_input(C, old[i]->name, old[i]->type));
+  }
+  for (int i = 0; i < nin; i++) /* a duplicate stands for the input kept before it */
+    if (!p->keep[i] && p->by[i]) rg_memo_put(memo, old[i], rg_is_constant(p->by[i]) ? p->by[i] : rg_memo_get(memo, p->by[i]));
+  for (int o = 0; o < nout; o++) gout[o] = rg_fgraph_output(g, o);
+  if (rg_clone(C, nin, old, nout, gout, memo, 0, out)) return NULL;
+  return rg_fgraph_new(C, m, in, nout, out, RG_FG_CLONE);
+}
+
+static int remove_inputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
+  (void)ud;
+  rg_ctx *C = rg_rewrite_ctx(run);
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s)) return 0;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  int nin = rg_fgraph_ninputs(g);
+  plan p = {nin, rg_gc_alloc((size_t)nin + 1), rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), false};
+  memset(p.keep, 1, (size_t)nin);
+  plan_non_seqs(C, node, &s, g, &p);
+  plan_seqs(&s, g, &p);
+  if (!p.any) return 0;
+  /* the layout and the outer inputs without the dropped ones */
+  rg_scan_info t = s;
+  int *nt = rg_gc_alloc(sizeof(int) * (size_t)(s.n_seqs + 1));
+  const int64_t **tp = rg_gc_alloc(sizeof(int64_t *) * (size_t)(s.n_seqs + 1));
+  V *outer = rg_gc_alloc(sizeof(V) * (size_t)(node->nin + 1));
+  int no = 0, ns = 0, nn = 0;
+  for (int i = 0; i < node->nin; i++) {
+    bool drop = false;
+    for (int k = 0; k < s.n_seqs; k++)
+      if (i == rg_scan_outer_in(&s, RG_SCAN_SEQ, k)) {
+        drop = !p.keep[rg_scan_inner_in(&s, RG_SCAN_SEQ, k, 0)];
+        if (!drop) nt[ns] = s.seq_ntaps[k], tp[ns++] = s.seq_taps[k];
+      }
+    for (int k = 0; k < s.n_non_seqs; k++)
+      if (i == rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)) {
+        drop = !p.keep[rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)];
+        nn += !drop;
+      }
+    if (!drop) outer[no++] = node->inputs[i];
+  }
+  t.n_seqs = ns, t.n_non_seqs = nn, t.seq_ntaps = nt, t.seq_taps = tp;
+  rg_fgraph *ng = new_step(C, g, &p);
+  const rg_op *op = ng ? rg_op_scan(C, &t, ng) : NULL;
+  rg_node *nw = op ? rg_make_node(C, op, no, outer) : NULL;
+  if (!nw) {
+    rg_clear_error(C);
+    return 0;
+  }
+  for (int o = 0; o < node->nout; o++)
+    if (node->outputs[o]->nclients) out[o] = nw->outputs[o];
+  return 1;
+}
+
+void rgr_register_scan_inputs(rg_rewrite_db *canon) {
+  static const rg_opcode tracks[] = {RG_OP_SCAN};
+  rg_rewriter *rw = rg_node_rewriter("remove_constants_and_unused_inputs_scan", 1, tracks, remove_inputs, NULL);
+  rw->describe = "constant non-sequences inlined, duplicated ones merged, sequences and non-sequences the step "
+                 "does not read dropped";
+  rg_db_register(canon, "remove_constants_and_unused_inputs_scan", rw, 0, "fast_run fast_compile canonicalize scan");
+}
