@@ -1,9 +1,9 @@
 /*
  * std.c — the standard rewrite database.
  *
- * In order: merge, canonicalize (with the scan rules of scan-backward.c),
- * stabilize, specialize, the scans' memory (scan-savemem.c), elementwise
- * fusion (fusion.c), merge again (all tagged fast_run; canonicalize also
+ * In order: merge, canonicalize (with the Scan rewrites: scan-backward.c,
+ * scan-pushout.c, scan-inputs.c, scan-pushadd.c, scan-savemem.c),
+ * stabilize, specialize, elementwise fusion (fusion.c), merge again (all tagged fast_run; canonicalize also
  * fast_compile), and the relational dot
  * distribution under its own tags (distribute, gather), not in fast_run.
  * Rules written in the relational language live in std.kn (compiled into
@@ -40,6 +40,7 @@ void rgr_register_c_rules(rg_rewrite_db *canon, rg_rewrite_db *stab, rg_rewrite_
 void rgr_register_scan_rules(rg_rewrite_db *canon);
 void rgr_register_scan_pushout(rg_rewrite_db *canon);
 void rgr_register_scan_inputs(rg_rewrite_db *canon);
+void rgr_register_scan_pushadd(rg_rewrite_db *canon);
 rg_rewriter *rgr_fusion_rewriter(void);
 rg_rewriter *rgr_scan_save_mem_rewriter(void);
 
@@ -54,6 +55,10 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rgr_register_scan_rules(canon);
   rgr_register_scan_pushout(canon);
   rgr_register_scan_inputs(canon);
+  rgr_register_scan_pushadd(canon);
+  /* in the same equilibrium: keeping only a trace's last row is what lets
+   * push_out_scan_output fire, which then leaves other rewrites to do */
+  rg_db_register(canon, "scan_save_mem", rgr_scan_save_mem_rewriter(), 0, "fast_run fast_compile canonicalize scan scan_save_mem");
   if (load_std_rules(C, canon, stab, spec, rel) != RG_OK) {
     fprintf(stderr, "relgraph: the standard rules failed to load: %s\n", rg_errmsg(C));
     return NULL;
@@ -62,10 +67,9 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rg_db_register_db(std, "canonicalize", canon, 1, "fast_run fast_compile");
   rg_db_register_db(std, "stabilize", stab, 2, "fast_run");
   rg_db_register_db(std, "specialize", spec, 3, "fast_run");
-  rg_db_register(std, "scan_save_mem", rgr_scan_save_mem_rewriter(), 4, "fast_run scan scan_save_mem");
-  rg_db_register(std, "fusion", rgr_fusion_rewriter(), 5, "fast_run fusion");
-  rg_db_register(std, "merge2", rgr_merge_rewriter("merge2"), 6, "fast_run merge");
-  rg_db_register_db(std, "relational", rel, 7, "");
+  rg_db_register(std, "fusion", rgr_fusion_rewriter(), 4, "fast_run fusion");
+  rg_db_register(std, "merge2", rgr_merge_rewriter("merge2"), 5, "fast_run merge");
+  rg_db_register_db(std, "relational", rel, 6, "");
   return std;
 }
 

@@ -9,6 +9,9 @@
  * the cases where the whole trace must stay (a graph output, a sum over
  * it, a positive index).
  *
+ * push_out_scan_output (rewrites/scan-pushadd.c): an accumulated product
+ * kept at its end becomes one product after the loop.
+ *
  * scan_push_out (rewrites/scan-pushout.c): loop-invariant work computed
  * once before the loop, per-step work on sequences computed for all steps
  * at once (the LSTM's input projection as one product), checked by the
@@ -244,6 +247,33 @@ static void test_remove_inputs(void **st) {
   assert_int_equal(info.n_non_seqs, 1);
 }
 
+/* ------------------------------------------------------------------ push_out_scan_output */
+
+/* acc + x_t^T x_t kept at trace[-1]: after the standard scan rewrites the
+ * accumulator is one product over all steps after the loop, and no scan
+ * carries it (here nothing is left of the scan at all). */
+static void test_push_out_add(void **st) {
+  const char *text = "(graph (input x float64 (6 2 3)) (input Z float64 (3 3)) "
+                     "(output ((subtensor -1) (scan (lambda (x_t acc) (add acc (dot ((dimshuffle 1 0) x_t) x_t))) "
+                     "(sequences x) (outputs-info Z)))))";
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  rg_tensor *want[1], *got[1];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "canonicalize"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(rg_fgraph_check(fg), RG_OK);
+  rg_node *s = the_scan(fg);
+  if (s) {
+    rg_scan_info info;
+    assert_true(rg_scan_info_of(s->op, &info));
+    assert_int_equal(info.n_sit_sot, 0);
+  }
+  run(fg, "none", got);
+  for (int64_t i = 0; i < 9; i++)
+    assert_true(fabs(rg_tensor_get_f64(got[0], i) - rg_tensor_get_f64(want[0], i)) < 1e-12 * (1 + fabs(rg_tensor_get_f64(want[0], i))));
+  rg_tensor_free(got[0]), rg_tensor_free(want[0]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_last_rows_kept),
@@ -255,6 +285,7 @@ int main(void) {
       cmocka_unit_test(test_push_out_seq_lengths),
       cmocka_unit_test(test_push_out_nothing),
       cmocka_unit_test(test_remove_inputs),
+      cmocka_unit_test(test_push_out_add),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

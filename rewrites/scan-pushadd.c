@@ -1,0 +1,168 @@
+/*
+ * scan-pushadd.c — push_out_scan_output (Aesara's push_out_add): a
+ * sit-sot that accumulates products, acc_t = acc_{t-1} + A_t B_t (or its
+ * transpose), and of which only the last value is kept (store_steps 1),
+ * becomes one large product after the loop:
+ *
+ *   sum_t A_t B_t = [A_0 A_1 ...] [B_0; B_1; ...]
+ *
+ * The step records A_t and B_t as two new nit-sots instead of carrying
+ * the accumulator; after the loop A's trace (n, m, k) is laid side by
+ * side into an m x nk matrix, B's trace (n, k, p) stacked into nk x p,
+ * one matrix product (a gemm once the BLAS rewrites run) adds all the
+ * steps' terms, and the initial value is added.  The kept trace is that
+ * value as its one row (none when the loop ran no step).  This is what a
+ * gradient through a loop does for every weight (the backward loop's
+ * accumulators for W_ih and W_hh of the LSTM): per step a rank-B update
+ * becomes one product over all steps, as hand-written BPTT does.
+ *
+ * The rule tracks Scan nodes; the accumulator's input must feed only the
+ * sum, and A and B must not depend on it.
+ */
+#include "rewrites/rewrite-impl.h"
+#include "relgraph/scan.h"
+
+#include <string.h>
+
+typedef rg_variable *V;
+
+typedef struct accum {
+  int k;            /* the sit-sot */
+  V a, b;           /* the step's factors */
+  bool transposed;  /* the term is (A B).T */
+} accum;
+
+static rg_node *owner_is(V v, rg_opcode c) { return v && v->owner && v->owner->op->code == c ? v->owner : NULL; }
+
+static bool is_transpose(const rg_node *n) {
+  return n && n->op->code == RG_OP_DIMSHUFFLE && n->op->nints == 2 && n->op->ints[0] == 1 && n->op->ints[1] == 0;
+}
+
+/* Whether sit-sot k of the step accumulates a product. */
+static bool find_accum(const rg_scan_info *s, const rg_fgraph *g, int k, accum *acc) {
+  if (s->store_steps[s->n_mit_sot + k] != 1) return false;
+  V in = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0));
+  V out = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_SIT_SOT, k, 0));
+  rg_node *add = owner_is(out, RG_OP_ADD);
+  if (!add || add->nin != 2 || in->nclients != 1 || out->nclients != 1) return false;
+  V term = add->inputs[0] == in ? add->inputs[1] : add->inputs[1] == in ? add->inputs[0] : NULL;
+  if (!term || term->type->ndim != 2 || term->type->dtype != in->type->dtype) return false;
+  acc->transposed = is_transpose(term->owner);
+  rg_node *dot = owner_is(acc->transposed ? term->owner->inputs[0] : term, RG_OP_DOT);
+  if (!dot || dot->inputs[0]->type->ndim != 2 || dot->inputs[1]->type->ndim != 2) return false;
+  acc->k = k, acc->a = dot->inputs[0], acc->b = dot->inputs[1];
+  return true;
+}
+
+/* ------------------------------------------------------------------ the new scan */
+
+/* The step without sit-sot k, recording A and B as the last two nit-sots. */
+static rg_fgraph *new_step(rg_ctx *C, const rg_fgraph *g, const rg_scan_info *s, const accum *acc) {
+  int nin = rg_fgraph_ninputs(g), nout = rg_fgraph_noutputs(g);
+  int drop_in = rg_scan_inner_in(s, RG_SCAN_SIT_SOT, acc->k, 0), drop_out = rg_scan_inner_out(s, RG_SCAN_SIT_SOT, acc->k, 0);
+  rg_memo *memo = rg_memo_new();
+  V *old = rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), *in = rg_gc_alloc(sizeof(V) * (size_t)(nin + 1));
+  V *gout = rg_gc_alloc(sizeof(V) * (size_t)(nout + 3)), *res = rg_gc_alloc(sizeof(V) * (size_t)(nout + 3));
+  int m = 0;
+  for (int i = 0; i < nin; i++) {
+    old[i] = rg_fgraph_input(g, i);
+    V fresh = rg_input(C, old[i]->name, old[i]->type);
+    rg_memo_put(memo, old[i], fresh);
+    if (i != drop_in) in[m++] = fresh;
+  }
+  int no = 0, last_nit = rg_scan_n_inner_out(s) - s->until;
+  for (int o = 0; o < last_nit; o++)
+    if (o != drop_out) gout[no++] = rg_fgraph_output(g, o);
+  gout[no++] = acc->a, gout[no++] = acc->b;
+  if (s->until) gout[no++] = rg_fgraph_output(g, nout - 1);
+  if (rg_clone(C, nin, old, no, gout, memo, 0, res)) return NULL;
+  return rg_fgraph_new(C, m, in, no, res, RG_FG_CLONE);
+}
+
+static rg_scan_info new_layout(const rg_scan_info *s, int k) {
+  rg_scan_info t = *s;
+  int nstore = s->n_mit_sot + s->n_sit_sot + s->n_nit_sot;
+  int64_t *st = rg_gc_alloc(sizeof(int64_t) * (size_t)(nstore + 2));
+  int at = 0;
+  for (int i = 0; i < nstore; i++)
+    if (i != s->n_mit_sot + k) st[at++] = s->store_steps[i];
+  st[at++] = 0, st[at++] = 0;
+  t.n_sit_sot--, t.n_nit_sot += 2, t.store_steps = st;
+  return t;
+}
+
+/* Outer inputs: without the accumulator's initial value, two more nit-sot
+ * lengths (n_steps). */
+static V *new_outer(const rg_node *node, const rg_scan_info *s, int k, int *n) {
+  V *v = rg_gc_alloc(sizeof(V) * (size_t)(node->nin + 3));
+  int at = 0, drop = rg_scan_outer_in(s, RG_SCAN_SIT_SOT, k), first_ns = rg_scan_n_outer_in(s) - s->n_non_seqs;
+  for (int i = 0; i < first_ns; i++)
+    if (i != drop) v[at++] = node->inputs[i];
+  v[at++] = node->inputs[0], v[at++] = node->inputs[0];
+  for (int i = first_ns; i < node->nin; i++) v[at++] = node->inputs[i];
+  *n = at;
+  return v;
+}
+
+/* sum over steps of A_t B_t from the traces A (n, m, k) and B (n, k, p). */
+static V product_of_traces(rg_ctx *C, V A, V B) {
+  V *sa = rg_shape_of(C, A), *sb = rg_shape_of(C, B);
+  V wide = rg_reshape(rg_dimshuffle(A, 3, (int64_t[]){1, 0, 2}), rg_make_vector(C, RG_INT64, 2, (V[]){sa[1], rg_mul(sa[0], sa[2])}), 2);
+  V tall = rg_reshape(B, rg_make_vector(C, RG_INT64, 2, (V[]){rg_mul(sb[0], sb[1]), sb[2]}), 2);
+  return rg_dot(wide, tall);
+}
+
+/* The kept trace: the final value as one row, none after zero steps. */
+static V last_row(rg_ctx *C, V value, V n, const rg_type *want) {
+  V row = rg_dimshuffle(value, 3, (int64_t[]){-1, 0, 1});
+  V keep = rg_minimum(rg_cast(n, RG_INT64), rg_constant_scalar_int(C, RG_INT64, 1));
+  rg_index e = {RG_IDX_SLICE, 0, RG_IDX_INPUT, RG_IDX_NONE};
+  V r = rg_subtensor(row, 1, &e, 1, &keep);
+  for (int d = 0; d < want->ndim; d++)
+    if (want->shape[d] < 0) return r;
+  return rg_reshape_to(r, want->ndim, want->shape);
+}
+
+static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
+  (void)ud;
+  rg_ctx *C = rg_rewrite_ctx(run);
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s)) return 0;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  accum acc = {0};
+  int k = 0;
+  while (k < s.n_sit_sot && !find_accum(&s, g, k, &acc)) k++;
+  if (k == s.n_sit_sot) return 0;
+  rg_scan_info t = new_layout(&s, k);
+  rg_fgraph *ng = new_step(C, g, &s, &acc);
+  const rg_op *op = ng ? rg_op_scan(C, &t, ng) : NULL;
+  int nouter;
+  V *outer = op ? new_outer(node, &s, k, &nouter) : NULL;
+  rg_node *nw = outer ? rg_make_node(C, op, nouter, outer) : NULL;
+  if (!nw) {
+    rg_clear_error(C);
+    return 0;
+  }
+  for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
+    for (int j = 0; j < rg_scan_count(&s, kind); j++) {
+      int o = rg_scan_outer_out(&s, kind, j);
+      if (!node->outputs[o]->nclients || (kind == RG_SCAN_SIT_SOT && j == k)) continue;
+      out[o] = nw->outputs[rg_scan_outer_out(&t, kind, kind == RG_SCAN_SIT_SOT && j > k ? j - 1 : j)];
+    }
+  V A = nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 2)];
+  V B = nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 1)];
+  V total = product_of_traces(C, A, B);
+  if (acc.transposed) total = rg_transpose(total);
+  V init = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)];
+  int o = rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k);
+  if (node->outputs[o]->nclients) out[o] = last_row(C, rg_add(init, total), node->inputs[0], node->outputs[o]->type);
+  return 1;
+}
+
+void rgr_register_scan_pushadd(rg_rewrite_db *canon) {
+  static const rg_opcode tracks[] = {RG_OP_SCAN};
+  rg_rewriter *rw = rg_node_rewriter("push_out_scan_output", 1, tracks, push_out_add, NULL);
+  rw->describe = "a sit-sot acc + A_t B_t of which only the last value is kept -> one product over all steps "
+                 "after the loop";
+  rg_db_register(canon, "push_out_scan_output", rw, 0, "fast_run fast_compile canonicalize scan");
+}
