@@ -41,29 +41,8 @@ static int count_op(rg_fgraph *fg, rg_opcode code) {
   return k;
 }
 
-static rg_tensor *random_value(const rg_type *t, uint64_t seed) {
-  rg_tensor *v = rg_tensor_new(t->dtype, t->ndim, t->shape);
-  for (int64_t i = 0; i < rg_tensor_numel(v); i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    rg_tensor_set_f64(v, i, (double)(seed >> 11) / 0x1p53 * 4 - 2);
-  }
-  return v;
-}
-
-/* Runs the graph's outputs compiled with a query. */
-static void run(rg_fgraph *fg, const char *query, rg_tensor **res) {
-  int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
-  rg_variable *in[8], *out[8];
-  rg_tensor *vals[8];
-  for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(fg, i), vals[i] = random_value(in[i]->type, 7 + (uint64_t)i);
-  for (int k = 0; k < nout; k++) out[k] = rg_fgraph_output(fg, k);
-  rg_compile_opts o = {.mode = {.query = query}};
-  rg_function *f = rg_compile(C, nin, in, nout, out, &o);
-  if (!f) fail_msg("%s", rg_errmsg(C));
-  assert_int_equal(rg_function_call(f, vals, res), RG_OK);
-  rg_function_free(f);
-  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
-}
+/* Runs the graph's outputs compiled with a query, inputs in [-2, 2). */
+static void run(rg_fgraph *fg, const char *query, rg_tensor **res) { tu_run_graph(C, fg, query, -2, 4, res); }
 
 /* Fused and unfused give the same values (4 ULP, relative to the
  * magnitude of the terms). */

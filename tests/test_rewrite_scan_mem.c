@@ -51,29 +51,8 @@ static rg_fgraph *read_graph(const char *body) {
   return fg;
 }
 
-static rg_tensor *value(const rg_type *t, uint64_t seed) {
-  rg_tensor *v = rg_tensor_new(t->dtype, t->ndim, t->shape);
-  for (int64_t i = 0; i < rg_tensor_numel(v); i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    rg_tensor_set_f64(v, i, (double)(seed >> 11) / 0x1p53 - 0.5);
-  }
-  return v;
-}
-
-static void run(rg_fgraph *fg, const char *query, rg_tensor **res) {
-  int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
-  rg_variable *in[8], *out[8];
-  rg_tensor *vals[8];
-  assert_true(nin <= 8 && nout <= 8);
-  for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(fg, i), vals[i] = value(in[i]->type, 3 + (uint64_t)i);
-  for (int k = 0; k < nout; k++) out[k] = rg_fgraph_output(fg, k);
-  rg_compile_opts o = {.mode = {.query = query}};
-  rg_function *f = rg_compile(C, nin, in, nout, out, &o);
-  if (!f) fail_msg("%s", rg_errmsg(C));
-  assert_int_equal(rg_function_call(f, vals, res), RG_OK);
-  rg_function_free(f);
-  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
-}
+/* Runs the graph's outputs compiled with a query, inputs in [-0.5, 0.5). */
+static void run(rg_fgraph *fg, const char *query, rg_tensor **res) { tu_run_graph(C, fg, query, -0.5, 1, res); }
 
 /* Rewrites with scan_save_mem; returns the first scan's store_steps for
  * its first trace (-1: no scan) and checks the values. */

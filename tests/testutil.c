@@ -3,6 +3,8 @@
  */
 #include "tests/testutil.h"
 
+#include "relgraph/backend.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,4 +54,30 @@ const char *tu_source_path(const char *rel) {
   char buf[4096];
   snprintf(buf, sizeof buf, "%s/%s", root, rel);
   return rg_string_value(rg_string(buf));
+}
+
+rg_tensor *tu_value(const rg_type *t, uint64_t seed, double lo, double width) {
+  int64_t shape[RG_MAX_NDIM];
+  for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d] >= 0 ? t->shape[d] : 3;
+  rg_tensor *v = rg_tensor_new(t->dtype, t->ndim, shape);
+  for (int64_t i = 0; i < rg_tensor_numel(v); i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    rg_tensor_set_f64(v, i, lo + width * ((double)(seed >> 11) / 0x1p53));
+  }
+  return v;
+}
+
+void tu_run_graph(rg_ctx *C, rg_fgraph *fg, const char *query, double lo, double width, rg_tensor **res) {
+  int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+  assert_true(nin <= 8 && nout <= 8);
+  rg_variable *in[8], *out[8];
+  rg_tensor *vals[8];
+  for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(fg, i), vals[i] = tu_value(in[i]->type, 7 + (uint64_t)i, lo, width);
+  for (int k = 0; k < nout; k++) out[k] = rg_fgraph_output(fg, k);
+  rg_compile_opts o = {.mode = {.query = query}};
+  rg_function *f = rg_compile(C, nin, in, nout, out, &o);
+  if (!f) fail_msg("%s", rg_errmsg(C));
+  if (rg_function_call(f, vals, res) != RG_OK) fail_msg("%s", rg_function_errmsg(f));
+  rg_function_free(f);
+  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "relgraph/graph.h"
 #include "relgraph/kanren.h"
 
 /* The printed form of a term (GC string). */
@@ -24,6 +25,14 @@ const char *tu_run_program(const char *text, int *rc);
 const char *tu_eval(rg_interp *I, const char *expr);
 /* Path of a file in the source tree. */
 const char *tu_source_path(const char *rel);
+
+/* A tensor of type t (unknown sizes 3) filled with deterministic values
+ * in [lo, lo + width), drawn from seed. */
+rg_tensor *tu_value(const rg_type *t, uint64_t seed, double lo, double width);
+/* Compiles fg's outputs with `query` and runs them at tu_value(seed
+ * 7 + i, lo, width) for each input i (at most 8 inputs and outputs);
+ * the results go to res.  Fails the test on an error. */
+void tu_run_graph(rg_ctx *C, rg_fgraph *fg, const char *query, double lo, double width, rg_tensor **res);
 
 #define assert_show(term, text) assert_string_equal(tu_show(term), text)
 
