@@ -5,7 +5,8 @@
  *   - a non-sequence whose outer value is a constant is inlined: the step
  *     reads the constant itself (constant folding and the other rules of
  *     the step's query can then use its value);
- *   - a non-sequence passed twice (the same outer value) enters once;
+ *   - a non-sequence passed twice (the same outer value) enters once, and
+ *     so does a sequence passed twice with the same taps;
  *   - a sequence or non-sequence the step does not read is dropped (after
  *     the push-outs, the LSTM's x_t, W_ih and b_ih are such inputs).
  *
@@ -57,9 +58,31 @@ static void plan_non_seqs(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
   }
 }
 
+static bool same_taps(const rg_scan_info *s, int j, int k) {
+  return s->seq_ntaps[j] == s->seq_ntaps[k] && !memcmp(s->seq_taps[j], s->seq_taps[k], sizeof(int64_t) * (size_t)s->seq_ntaps[k]);
+}
+
+/* A sequence passed twice with the same taps (two merged loops walking
+ * one sequence) is read once. */
+static bool merge_duplicate_seq(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, plan *p, int k) {
+  V x = node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)];
+  for (int j = 0; j < k; j++) {
+    if (!p->keep[rg_scan_inner_in(s, RG_SCAN_SEQ, j, 0)] || node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, j)] != x ||
+        !same_taps(s, j, k))
+      continue;
+    for (int t = 0; t < s->seq_ntaps[k]; t++) {
+      int i = rg_scan_inner_in(s, RG_SCAN_SEQ, k, t);
+      p->keep[i] = false, p->by[i] = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, j, t));
+    }
+    return p->any = true;
+  }
+  return false;
+}
+
 /* A sequence is dropped when none of its taps is read. */
-static void plan_seqs(const rg_scan_info *s, const rg_fgraph *g, plan *p) {
+static void plan_seqs(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, plan *p) {
   for (int k = 0; k < s->n_seqs; k++) {
+    if (merge_duplicate_seq(node, s, g, p, k)) continue;
     bool used = false;
     for (int j = 0; j < s->seq_ntaps[k]; j++) used |= rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, k, j))->nclients > 0;
     if (used) continue;
@@ -95,7 +118,7 @@ static int remove_inputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   plan p = {nin, rg_gc_alloc((size_t)nin + 1), rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), false};
   memset(p.keep, 1, (size_t)nin);
   plan_non_seqs(C, node, &s, g, &p);
-  plan_seqs(&s, g, &p);
+  plan_seqs(node, &s, g, &p);
   if (!p.any) return 0;
   /* the layout and the outer inputs without the dropped ones */
   rg_scan_info t = s;

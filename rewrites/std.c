@@ -43,6 +43,7 @@ void rgr_register_scan_inputs(rg_rewrite_db *canon);
 void rgr_register_scan_pushadd(rg_rewrite_db *canon);
 rg_rewriter *rgr_fusion_rewriter(void);
 rg_rewriter *rgr_scan_save_mem_rewriter(void);
+rg_rewriter *rgr_scan_merge_rewriter(void);
 
 static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rg_rewrite_db *std = rg_db_sequence("std");
@@ -59,6 +60,7 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   /* in the same equilibrium: keeping only a trace's last row is what lets
    * push_out_scan_output fire, which then leaves other rewrites to do */
   rg_db_register(canon, "scan_save_mem", rgr_scan_save_mem_rewriter(), 0, "fast_run fast_compile canonicalize scan scan_save_mem");
+  rg_db_register(canon, "scan_merge", rgr_scan_merge_rewriter(), 0, "fast_run fast_compile canonicalize scan scan_merge");
   if (load_std_rules(C, canon, stab, spec, rel) != RG_OK) {
     fprintf(stderr, "relgraph: the standard rules failed to load: %s\n", rg_errmsg(C));
     return NULL;

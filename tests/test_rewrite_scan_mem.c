@@ -9,6 +9,9 @@
  * the cases where the whole trace must stay (a graph output, a sum over
  * it, a positive index).
  *
+ * scan_merge (rewrites/scan-merge.c): loops of the same length, neither
+ * reading the other, become one.
+ *
  * push_out_scan_output (rewrites/scan-pushadd.c): an accumulated product
  * kept at its end becomes one product after the loop.
  *
@@ -253,6 +256,47 @@ static void test_push_out_add(void **st) {
   rg_tensor_free(got[0]), rg_tensor_free(want[0]);
 }
 
+/* ------------------------------------------------------------------ scan_merge */
+
+static int count_scans(rg_fgraph *fg) {
+  int k = 0;
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) k += n->op->code == RG_OP_SCAN;
+  return k;
+}
+
+/* Rewrites with the canonicalize equilibrium (the scan rules among it),
+ * checks the values and returns how many scans are left. */
+static int scans_after(const char *text) {
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  if (!fg) fail_msg("%s", rg_errmsg(C));
+  int nout = rg_fgraph_noutputs(fg);
+  rg_tensor *want[8], *got[8];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "canonicalize"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(rg_fgraph_check(fg), RG_OK);
+  run(fg, "none", got);
+  for (int k = 0; k < nout; k++) {
+    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
+      assert_true(fabs(rg_tensor_get_f64(got[k], i) - rg_tensor_get_f64(want[k], i)) < 1e-12);
+    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+  }
+  return count_scans(fg);
+}
+
+#define TWO_LOOPS(steps_a, b_input) \
+  "(graph (input x float64 (5 3)) (input h0 float64 (3)) " \
+  "(define a (scan (lambda (x_t h) (tanh (add h x_t))) (sequences x) (outputs-info h0) (n-steps " steps_a "))) " \
+  "(define b (scan (lambda (h) (sin h)) (outputs-info " b_input ") (n-steps 4))) (output a) (output b))"
+
+/* Two loops of the same length become one (walking x once); loops of
+ * different lengths, or one reading the other's result, stay apart. */
+static void test_scan_merge(void **st) {
+  assert_int_equal(scans_after(TWO_LOOPS("4", "h0")), 1);
+  assert_int_equal(scans_after(TWO_LOOPS("5", "h0")), 2);
+  assert_int_equal(scans_after(TWO_LOOPS("4", "((subtensor -1) a)")), 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_last_rows_kept),
@@ -265,6 +309,7 @@ int main(void) {
       cmocka_unit_test(test_push_out_nothing),
       cmocka_unit_test(test_remove_inputs),
       cmocka_unit_test(test_push_out_add),
+      cmocka_unit_test(test_scan_merge),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

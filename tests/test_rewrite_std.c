@@ -149,6 +149,8 @@ static const std_case cases[] = {
     {"push_out_scan_output",
      "((subtensor -1) (scan (lambda (x_t acc) (add acc (dot ((dimshuffle 1 0) x_t) x_t))) "
      "(sequences (constant float64 (4 1 3) (1 2 3 4 5 6 7 8 9 10 11 12))) (outputs-info M)))", "="},
+    /* scan_merge: needs two scans (see test_rewrite_scan_mem); one is left alone */
+    {"scan_merge", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},
