@@ -2,7 +2,8 @@
  * std.c — the standard rewrite database.
  *
  * In order: merge, canonicalize (with the Scan rewrites: scan-backward.c,
- * scan-pushout.c, scan-inputs.c, scan-pushadd.c, scan-savemem.c),
+ * scan-pushout.c, scan-inputs.c, scan-outputs.c, scan-pushadd.c,
+ * scan-merge.c, scan-savemem.c),
  * stabilize, specialize, elementwise fusion (fusion.c), merge again (all tagged fast_run; canonicalize also
  * fast_compile), and the relational dot
  * distribution under its own tags (distribute, gather), not in fast_run.
@@ -41,6 +42,7 @@ void rgr_register_scan_rules(rg_rewrite_db *canon);
 void rgr_register_scan_pushout(rg_rewrite_db *canon);
 void rgr_register_scan_inputs(rg_rewrite_db *canon);
 void rgr_register_scan_pushadd(rg_rewrite_db *canon);
+void rgr_register_scan_outputs(rg_rewrite_db *canon);
 rg_rewriter *rgr_fusion_rewriter(void);
 rg_rewriter *rgr_scan_save_mem_rewriter(void);
 rg_rewriter *rgr_scan_merge_rewriter(void);
@@ -57,6 +59,7 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rgr_register_scan_pushout(canon);
   rgr_register_scan_inputs(canon);
   rgr_register_scan_pushadd(canon);
+  rgr_register_scan_outputs(canon);
   /* in the same equilibrium: keeping only a trace's last row is what lets
    * push_out_scan_output fire, which then leaves other rewrites to do */
   rg_db_register(canon, "scan_save_mem", rgr_scan_save_mem_rewriter(), 0, "fast_run fast_compile canonicalize scan scan_save_mem");

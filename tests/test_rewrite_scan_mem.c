@@ -9,6 +9,9 @@
  * the cases where the whole trace must stay (a graph output, a sum over
  * it, a positive index).
  *
+ * scan_merge_inouts and scan_prune_nit_sots (rewrites/scan-outputs.c):
+ * outputs computing the same are one, unread nit-sots are not recorded.
+ *
  * scan_merge (rewrites/scan-merge.c): loops of the same length, neither
  * reading the other, become one.
  *
@@ -297,6 +300,35 @@ static void test_scan_merge(void **st) {
   assert_int_equal(scans_after(TWO_LOOPS("4", "((subtensor -1) a)")), 2);
 }
 
+/* ------------------------------------------------------------------ outputs */
+
+/* Two nit-sots computing the same are recorded once, an unread one not
+ * at all; two sit-sots from the same initial value with the same step
+ * are one. */
+static void test_outputs_pared(void **st) {
+  const char *text = "(graph (input x float64 (5 3)) (input h0 float64 (3)) "
+                     "(define (a b c d e) (scan (lambda (x_t h g) (values (add h x_t) (add g x_t) (exp x_t) (exp x_t) (sin x_t))) "
+                     "(sequences x) (outputs-info h0 h0 none none none))) (output a) (output b) (output c) (output d))";
+  for (int pass = 0; pass < 2; pass++) {
+    rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+    rg_tensor *want[4], *got[4];
+    run(fg, "none", want);
+    const char *q = pass ? "scan_merge_inouts" : "scan_prune_nit_sots";
+    rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), q), NULL);
+    assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+    run(fg, "none", got);
+    for (int k = 0; k < 4; k++) {
+      for (int64_t i = 0; i < 15; i++) assert_true(rg_tensor_get_f64(got[k], i) == rg_tensor_get_f64(want[k], i));
+      rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+    }
+    rg_scan_info info;
+    assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+    if (!pass) assert_int_equal(info.n_nit_sot, 1); /* exp once, sin dropped */
+    else assert_true(rg_fgraph_output(fg, 1)->owner == rg_fgraph_output(fg, 0)->owner &&
+                     rg_fgraph_output(fg, 1)->index == rg_fgraph_output(fg, 0)->index);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_last_rows_kept),
@@ -310,6 +342,7 @@ int main(void) {
       cmocka_unit_test(test_remove_inputs),
       cmocka_unit_test(test_push_out_add),
       cmocka_unit_test(test_scan_merge),
+      cmocka_unit_test(test_outputs_pared),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -151,6 +151,9 @@ static const std_case cases[] = {
      "(sequences (constant float64 (4 1 3) (1 2 3 4 5 6 7 8 9 10 11 12))) (outputs-info M)))", "="},
     /* scan_merge: needs two scans (see test_rewrite_scan_mem); one is left alone */
     {"scan_merge", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    /* scan_merge_inouts, scan_prune_nit_sots (see test_rewrite_scan_mem) */
+    {"scan_merge_inouts", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    {"scan_prune_nit_sots", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},

@@ -1,0 +1,141 @@
+/*
+ * scan-outputs.c — a Scan's outputs pared down.
+ *
+ * scan_merge_inouts (Aesara's name, the outputs' half; the inputs' half
+ * is in scan-inputs.c): two sit-sots with equal initial values whose step
+ * computes the same from their states (the states paired) trace the same
+ * values: the second's users read the first.
+ *
+ * scan_prune_nit_sots: a nit-sot nobody reads is no longer recorded (the
+ * step stops computing what only it needed), and two nit-sots whose step
+ * values are the same computation are recorded once, both users reading
+ * it (one rewrite: the node is rebuilt without the others).
+ *
+ * Both track Scan nodes; they run in the canonicalize equilibrium.
+ */
+#include "rewrites/rewrite-impl.h"
+#include "relgraph/scan.h"
+
+#include <string.h>
+
+typedef rg_variable *V;
+
+static bool same_value(V x, V y) { return x == y || rg_equal_computations(1, &x, &y, 0, NULL, NULL); }
+
+/* ------------------------------------------------------------------ merging outputs */
+
+static bool same_nit_sot(const rg_scan_info *s, const rg_fgraph *g, int j, int k) {
+  V a = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_NIT_SOT, j, 0));
+  V b = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_NIT_SOT, k, 0));
+  return a == b || rg_equal_computations(1, &a, &b, 0, NULL, NULL);
+}
+
+static bool same_sit_sot(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, int j, int k) {
+  if (!same_value(node->inputs[rg_scan_outer_in(s, RG_SCAN_SIT_SOT, j)], node->inputs[rg_scan_outer_in(s, RG_SCAN_SIT_SOT, k)]))
+    return false;
+  if (s->store_steps[s->n_mit_sot + j] != s->store_steps[s->n_mit_sot + k]) return false;
+  V a = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_SIT_SOT, j, 0));
+  V b = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_SIT_SOT, k, 0));
+  V ia = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, j, 0));
+  V ib = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0));
+  return rg_equal_computations(1, &a, &b, 1, &ia, &ib);
+}
+
+static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
+  (void)run, (void)ud;
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s)) return 0;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  int changed = 0;
+  for (int k = 1; k < s.n_sit_sot; k++) {
+    V v = node->outputs[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k)];
+    if (!v->nclients) continue;
+    for (int j = 0; j < k; j++)
+      if (same_sit_sot(node, &s, g, j, k)) {
+        out[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k)] = node->outputs[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, j)];
+        changed = 1;
+        break;
+      }
+  }
+  return changed;
+}
+
+/* ------------------------------------------------------------------ dropping nit-sots */
+
+/* Which nit-sots stay: alias[k] is the first nit-sot computing what k
+ * does; one stays when it is its own alias and it or a duplicate is read. */
+static int plan_nit_sots(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, int *alias, bool *keep) {
+  int kept = 0;
+  for (int k = 0; k < s->n_nit_sot; k++) {
+    alias[k] = k;
+    for (int j = 0; j < k && alias[k] == k; j++)
+      if (alias[j] == j && !s->store_steps[s->n_mit_sot + s->n_sit_sot + j] &&
+          !s->store_steps[s->n_mit_sot + s->n_sit_sot + k] && same_nit_sot(s, g, j, k))
+        alias[k] = j;
+    keep[k] = false;
+  }
+  for (int k = 0; k < s->n_nit_sot; k++)
+    if (node->outputs[rg_scan_outer_out(s, RG_SCAN_NIT_SOT, k)]->nclients) keep[alias[k]] = true;
+  for (int k = 0; k < s->n_nit_sot; k++) kept += keep[k];
+  return kept;
+}
+
+static int prune_nit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
+  (void)ud;
+  rg_ctx *C = rg_rewrite_ctx(run);
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s) || s.until || !s.n_nit_sot) return 0;
+  bool *keep = rg_gc_alloc((size_t)s.n_nit_sot + 1);
+  int *alias = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1));
+  int kept = plan_nit_sots(node, &s, rg_op_inner_graph(node->op), alias, keep);
+  if (kept == s.n_nit_sot || rg_scan_n_outer_out(&s) - (s.n_nit_sot - kept) == 0) return 0;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  int nin = rg_fgraph_ninputs(g), nout = rg_fgraph_noutputs(g), first_nit = rg_scan_inner_out(&s, RG_SCAN_NIT_SOT, 0, 0);
+  /* the step without the dropped outputs */
+  V *in = rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), *gout = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1));
+  for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(g, i);
+  int no = 0;
+  for (int o = 0; o < nout; o++)
+    if (o < first_nit || o >= first_nit + s.n_nit_sot || keep[o - first_nit]) gout[no++] = rg_fgraph_output(g, o);
+  rg_fgraph *ng = rg_fgraph_new(C, nin, in, no, gout, RG_FG_CLONE);
+  /* the layout and outer inputs without them */
+  rg_scan_info t = s;
+  int nstore = s.n_mit_sot + s.n_sit_sot;
+  int64_t *st = rg_gc_alloc(sizeof(int64_t) * (size_t)(nstore + kept + 1));
+  memcpy(st, s.store_steps, sizeof(int64_t) * (size_t)nstore);
+  for (int k = 0, at = nstore; k < s.n_nit_sot; k++)
+    if (keep[k]) st[at++] = s.store_steps[nstore + k];
+  t.n_nit_sot = kept, t.store_steps = st;
+  V *outer = rg_gc_alloc(sizeof(V) * (size_t)(node->nin + 1));
+  int n = 0;
+  for (int i = 0; i < node->nin; i++) {
+    int k = i - rg_scan_outer_in(&s, RG_SCAN_NIT_SOT, 0);
+    if (s.n_nit_sot && k >= 0 && k < s.n_nit_sot && !keep[k]) continue;
+    outer[n++] = node->inputs[i];
+  }
+  const rg_op *op = ng ? rg_op_scan(C, &t, ng) : NULL;
+  rg_node *nw = op ? rg_make_node(C, op, n, outer) : NULL;
+  if (!nw) {
+    rg_clear_error(C);
+    return 0;
+  }
+  int *pos = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1));
+  for (int k = 0, kk = 0; k < s.n_nit_sot; k++) pos[k] = keep[k] ? kk++ : -1;
+  for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(&s, kind); k++) {
+      int o = rg_scan_outer_out(&s, kind, k);
+      if (!node->outputs[o]->nclients) continue;
+      out[o] = nw->outputs[rg_scan_outer_out(&t, kind, kind == RG_SCAN_NIT_SOT ? pos[alias[k]] : k)];
+    }
+  return 1;
+}
+
+void rgr_register_scan_outputs(rg_rewrite_db *canon) {
+  static const rg_opcode tracks[] = {RG_OP_SCAN};
+  rg_rewriter *rw = rg_node_rewriter("scan_merge_inouts", 1, tracks, merge_outputs, NULL);
+  rw->describe = "two sit-sots from equal initial values computing the same -> one";
+  rg_db_register(canon, "scan_merge_inouts", rw, 0, "fast_run fast_compile canonicalize scan");
+  rw = rg_node_rewriter("scan_prune_nit_sots", 1, tracks, prune_nit_sots, NULL);
+  rw->describe = "a nit-sot nobody reads, or computing what another does, -> no longer recorded";
+  rg_db_register(canon, "scan_prune_nit_sots", rw, 0, "fast_run fast_compile canonicalize scan");
+}
