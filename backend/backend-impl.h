@@ -32,6 +32,7 @@ typedef struct rgb_vtype {
   int32_t ndim;
   int64_t shape[RG_MAX_NDIM]; /* RG_DIM_UNKNOWN where not known statically */
   bool weak;                  /* a literal scalar (NEP 50 weak dtype, RG_VAR_WEAK) */
+  bool constant;              /* a constant of the graph: the same value at every call */
 } rgb_vtype;
 
 struct rgb_program;
@@ -55,7 +56,7 @@ typedef struct rgb_node {
    * what it derives from the node alone (its typed loop, ...) on its first
    * run, read and written with memcpy.  A thunk's kernel runs one call at a
    * time, so the memo needs no lock. */
-  _Alignas(8) unsigned char memo[48];
+  _Alignas(8) unsigned char memo[80];
 } rgb_node;
 
 /* The running state a function's kernels share: the error of the current

@@ -42,6 +42,7 @@ int rgb_node_init(rgb_node *bn, const rg_node *n) {
   for (int i = 0; i < n->nin; i++) {
     vtype_of(&in[i], n->inputs[i]->type);
     in[i].weak = (n->inputs[i]->flags & RG_VAR_WEAK) != 0;
+    in[i].constant = rg_is_constant(n->inputs[i]);
   }
   for (int j = 0; j < n->nout; j++) vtype_of(&out[j], n->outputs[j]->type);
   if (op->nints) memcpy(ints, op->ints, (size_t)op->nints * sizeof(int64_t));

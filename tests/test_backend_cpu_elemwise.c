@@ -641,6 +641,28 @@ static void test_large_outputs(void **st) {
   free_all(2, all);
 }
 
+/* A converted scalar constant is converted once and kept; a scalar input
+ * of another dtype is converted at every call (its value changes). */
+static void test_converted_scalars_across_calls(void **st) {
+  int64_t four = 4;
+  rg_variable *x = var(RG_FLOAT32, 1, &four), *s = var(RG_INT8, 0, NULL);
+  rg_variable *outs[2] = {rg_add(x, rg_scalar_float(C, 1.5)), rg_add(x, s)};
+  rg_variable *ins[2] = {x, s};
+  rg_function *f = rg_compile(C, 2, ins, 2, outs, &(rg_compile_opts){.mode = {.query = "none"}});
+  assert_non_null(f);
+  for (int call = 0; call < 3; call++) {
+    double xv[4] = {call, call + 1, call + 2, call + 3};
+    rg_tensor *args[2] = {tens(RG_FLOAT32, 1, &four, xv), tens_i(RG_INT8, 0, NULL, (int64_t[]){10 * call})}, *res[2];
+    assert_int_equal(rg_function_call(f, args, res), RG_OK);
+    for (int64_t i = 0; i < 4; i++) {
+      assert_true(rg_tensor_get_f64(res[0], i) == xv[i] + 1.5);
+      assert_true(rg_tensor_get_f64(res[1], i) == xv[i] + 10 * call);
+    }
+    for (int k = 0; k < 2; k++) rg_tensor_free(args[k]), rg_tensor_free(res[k]);
+  }
+  rg_function_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_op_every_dtype),
@@ -662,6 +684,7 @@ int main(void) {
       cmocka_unit_test(test_in_place),
       cmocka_unit_test(test_threads_and_reuse),
       cmocka_unit_test(test_large_outputs),
+      cmocka_unit_test(test_converted_scalars_across_calls),
   };
   return cmocka_run_group_tests(tests, cpu_setup, NULL);
 }

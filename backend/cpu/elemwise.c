@@ -594,6 +594,10 @@ typedef struct ew_memo {
   uint8_t esz[RGBC_MAXOPS - 1]; /* fixed: element size of input k if it has the
                                  * output's shape, 0 if it has rank 0 */
   int32_t numel;   /* fixed: elements of the output */
+  uint8_t cached;  /* fixed: bit k set when input k is a converted constant whose
+                    * converted value is in cval[k] (converted on the first call:
+                    * a constant has the same value at every call) */
+  _Alignas(8) unsigned char cval[RGBC_MAXOPS - 1][8];
 } ew_memo;
 _Static_assert(sizeof(ew_memo) <= sizeof(((rgb_node *)0)->memo), "the memo does not fit");
 
@@ -652,6 +656,16 @@ static inline bool layout_is(const rg_tensor *t, int ndim, const int64_t *shape)
   return true;
 }
 
+/* Keeps constant input k's converted value in the node's memo: later
+ * calls skip the conversion. */
+static void cache_constant(const rgb_node *n, int k, const void *bytes) {
+  ew_memo m;
+  memcpy(&m, n->memo, sizeof m);
+  memcpy(m.cval[k], bytes, sizeof m.cval[k]);
+  m.cached |= (uint8_t)(1u << k);
+  memcpy((void *)(uintptr_t)n->memo, &m, sizeof m);
+}
+
 /* The fixed case at run time: the values must have their static layout
  * (else false: the other paths take the node).  The output cell's
  * previous value is rewritten when nobody else holds it.  rank (the
@@ -672,10 +686,15 @@ fixed_n(rgb_exec *x, const ew_memo *m, int *rc, const int nin, const int rank) {
     s[k + 1] = m->esz[k];
   }
   rgbc_scalar sc[RGBC_MAXOPS];
-  for (unsigned c = m->convert; c; c &= c - 1) {
+  for (unsigned c = m->convert & ~m->cached; c; c &= c - 1) {
     int k = __builtin_ctz(c);
     rgbc_cast_one((rg_dtype)m->dt[k], p[k + 1], m->info.in[k - k0], &sc[k]);
     p[k + 1] = sc[k].bytes;
+    if (n->in[k].constant) cache_constant(n, k, sc[k].bytes);
+  }
+  for (unsigned c = m->convert & m->cached; c; c &= c - 1) {
+    int k = __builtin_ctz(c);
+    p[k + 1] = (char *)m->cval[k];
   }
   rg_tensor *out = *x->outp[0];
   if (n->inplace >= 0 || !out || out->dtype != n->out[0].dtype || !layout_is(out, ndim, shape) ||
