@@ -298,6 +298,8 @@ static int ndimo(rg_ctx *C, const rg_term *args, rg_term *out, void *ud) {
   return 1;
 }
 
+void rgr_define_scan_relations(rg_interp *I); /* scan-term.c */
+
 static void define_type_relations(rg_interp *I) {
   rg_interp_define(I, "typeo", rg_relation_function("typeo", 2, typeo, NULL));
   rg_interp_define(I, "dtypeo", rg_relation_function("dtypeo", 2, dtypeo, NULL));
@@ -311,6 +313,7 @@ rg_rule_set *rg_rule_set_new(rg_interp *I) {
   rs->I = I;
   rg_interp_add_form(I, "defrule", defrule, rs);
   define_type_relations(I);
+  rgr_define_scan_relations(I);
   rg_graph_install_evaluator(rg_interp_ctx(I));
   return rs;
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 extern const char rgr_std_rules_text[];
+extern const char rgr_scan_rules_text[];
 
 static int load_std_rules(rg_ctx *C, rg_rewrite_db *canon, rg_rewrite_db *stab,
                           rg_rewrite_db *spec, rg_rewrite_db *rel) {
@@ -23,6 +24,8 @@ static int load_std_rules(rg_ctx *C, rg_rewrite_db *canon, rg_rewrite_db *stab,
   rg_interp_set_output(I, NULL);
   rg_rule_set *rs = rg_rule_set_new(I);
   int rc = rg_rule_set_load_string(rs, "<std rules>", rgr_std_rules_text);
+  if (rc) return rc;
+  rc = rg_rule_set_load_string(rs, "<scan rules>", rgr_scan_rules_text);
   if (rc) return rc;
   for (int i = 0; i < rg_rule_set_count(rs); i++) {
     rg_rewriter *rw = rg_rule_set_rule(rs, i);

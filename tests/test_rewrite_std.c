@@ -138,6 +138,14 @@ static const std_case cases[] = {
     {"scan_push_out", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))",
      "scan{lambda h, M, N, <3>: tanh((h @ <float64 (3 3)>))}(3, v, M, N, (M + N))"},
     {"scan_push_out", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    /* push_out_non_seq (scan.kn) and backwards, push_in_non_seq */
+    {"push_out_non_seq", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))",
+     "scan{lambda h, M, N, <3>: tanh((h @ <float64 (3 3)>))}(3, v, M, N, (M + N))"},
+    {"push_out_non_seq", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    {"push_in_non_seq",
+     "(scan (lambda (h p q r) (tanh (dot h r))) (outputs-info v) (non-sequences M N (add M N)) (n-steps 3))",
+     "scan{lambda h, p, q: tanh((h @ (p + q)))}(3, v, M, N)"},
+    {"push_in_non_seq", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))", "="},
     /* remove_constants_and_unused_inputs_scan */
     {"remove_constants_and_unused_inputs_scan",
      "(scan (lambda (x_t h w a b) (mul h (add w (mul a b)))) (sequences m) (outputs-info v) "

@@ -1,0 +1,238 @@
+/*
+ * scan-term.c — relations over Scan nodes for rule files, and the
+ * relational push-out of non-sequence work (rules in scan.kn).
+ *
+ * A Scan output reaches a rule as a graph term like any other variable:
+ * (nth K ((scan ...) n_steps outer-input ...)).  The relations below read
+ * the node behind such a term and relate it to another Scan node, built
+ * through rg_op_scan (which checks the layout against the inner graph), so
+ * a Scan that would be ill-typed is never produced: the relation fails.
+ *
+ *   (scan-nonseq-pusho IN OUT)
+ *       IN and OUT are the same output of two Scans computing the same
+ *       thing; in OUT, the step values IN's step computes from
+ *       non-sequences and constants only (pure ops, the largest such
+ *       values some other step value or a step output uses) are inner
+ *       inputs: new non-sequences appended after IN's, whose outer values
+ *       are the same computations over IN's outer non-sequences.  IN's
+ *       non-sequences are all kept (an unused one is dropped later by
+ *       remove_constants_and_unused_inputs_scan), so the relation is a
+ *       bijection on the Scans it relates.
+ *
+ * The relation is projecting: it looks at the values its arguments have
+ * when it is called.  With IN a Scan output it computes OUT (forwards: the
+ * work moves out); with OUT a Scan output and IN unbound it computes IN
+ * (backwards: the first non-sequence whose outer value is a pure
+ * computation over the Scan's other non-sequences and constants moves into
+ * the step, and that non-sequence is dropped).  Run forwards then
+ * backwards, it gives the original Scan back (rg_equal_computations).
+ * With neither argument a Scan output it fails.
+ *
+ * Invariant of every node built here: the inner graph's inputs are in the
+ * layout's order (sequence taps, state taps, non-sequences), and the outer
+ * inputs are the node's own with non-sequences appended or one removed.
+ */
+#include "rewrites/rewrite-impl.h"
+#include "relgraph/scan.h"
+
+#include <string.h>
+
+typedef rg_variable *V;
+
+/* A value the push-outs may compute outside the loop: no side effect, one
+ * output, and nothing that allocates uninitialised memory. */
+static bool pure_node(const rg_node *m) {
+  rg_op_family f = rg_opcode_family(m->op->code);
+  return m->op->inplace < 0 && m->nout == 1 && m->op->code != RG_OP_ALLOC_EMPTY && m->op->code != RG_OP_SCAN &&
+         (f == RG_FAM_ELEMWISE || f == RG_FAM_SHAPE || f == RG_FAM_BLAS || f == RG_FAM_REDUCE);
+}
+
+/* A constant copied for another graph (a constant belongs to one). */
+static V copy_const(rg_ctx *C, V x) {
+  V copy = NULL;
+  return rg_clone(C, 0, NULL, 1, &x, NULL, RG_CLONE_CONSTANTS, &copy) == RG_OK ? copy : NULL;
+}
+
+/* The Scan node behind a graph term, or NULL. */
+static const rg_node *scan_of(rg_term t) {
+  V v = rg_term_var(t);
+  return v && v->owner && v->owner->op->code == RG_OP_SCAN ? v->owner : NULL;
+}
+
+/* A growable list of variables. */
+typedef struct vlist { V *v; int n, cap; } vlist;
+
+static void vl_add(vlist *l, V v) {
+  for (int i = 0; i < l->n; i++)
+    if (l->v[i] == v) return;
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 8;
+    V *w = rg_gc_alloc(sizeof *w * (size_t)cap);
+    if (l->n) memcpy(w, l->v, sizeof *w * (size_t)l->n);
+    l->v = w, l->cap = cap;
+  }
+  l->v[l->n++] = v;
+}
+
+/* The node with the step rebuilt over `nin` inner inputs `in` (fresh
+ * variables), its outputs cloned from the old step's with `memo` (old
+ * inner variable -> new), the layout `t` and the outer inputs `outer`. */
+static rg_node *rebuild(rg_ctx *C, const rg_node *node, const rg_scan_info *t, int nin, V *in, rg_memo *memo,
+                        int nouter, V *outer) {
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  int oin = rg_fgraph_ninputs(g), nout = rg_fgraph_noutputs(g);
+  V *old_in = rg_gc_alloc(sizeof(V) * (size_t)(oin + 1)), *gout = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1));
+  V *outs = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1));
+  for (int i = 0; i < oin; i++) old_in[i] = rg_fgraph_input(g, i);
+  for (int o = 0; o < nout; o++) gout[o] = rg_fgraph_output(g, o);
+  if (rg_clone(C, oin, old_in, nout, gout, memo, 0, outs)) return NULL;
+  rg_fgraph *ng = rg_fgraph_new(C, nin, in, nout, outs, RG_FG_CLONE);
+  const rg_op *op = ng ? rg_op_scan(C, t, ng) : NULL;
+  return op ? rg_make_node(C, op, nouter, outer) : NULL;
+}
+
+/* ------------------------------------------------------------------ forwards: non-sequence work out */
+
+/* The outer value of every step value computed from non-sequences and
+ * constants only (inner variable -> outer variable in `outer`). */
+static void classify_once(rg_ctx *C, const rg_node *node, const rg_scan_info *s, rg_memo *outer) {
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  for (int k = 0; k < s->n_non_seqs; k++)
+    rg_memo_put(outer, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)),
+                node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)]);
+  for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) {
+    if (!pure_node(m) || m->nin > 16) continue;
+    V in[16];
+    bool ok = true, reads = false;
+    for (int i = 0; ok && i < m->nin; i++) {
+      V x = m->inputs[i];
+      if (rg_is_constant(x)) ok = (in[i] = copy_const(C, x)) != NULL;
+      else ok = (in[i] = rg_memo_get(outer, x)) != NULL, reads = true;
+    }
+    if (!ok || !reads) continue;
+    rg_node *r = rg_make_node(C, m->op, m->nin, in);
+    if (r) rg_memo_put(outer, m->outputs[0], r->outputs[0]);
+    else rg_clear_error(C);
+  }
+}
+
+/* The computed outside values an inside node or a step output uses. */
+static vlist once_frontier(const rg_fgraph *g, rg_memo *outer) {
+  vlist f = {0};
+  for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) {
+    if (m->nout == 1 && rg_memo_get(outer, m->outputs[0])) continue;
+    for (int i = 0; i < m->nin; i++)
+      if (m->inputs[i]->owner && rg_memo_get(outer, m->inputs[i])) vl_add(&f, m->inputs[i]);
+  }
+  for (int o = 0; o < rg_fgraph_noutputs(g); o++) {
+    V v = rg_fgraph_output(g, o);
+    if (v->owner && rg_memo_get(outer, v)) vl_add(&f, v);
+  }
+  return f;
+}
+
+static rg_node *push_out_non_seq(rg_ctx *C, const rg_node *node) {
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s)) return NULL;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  rg_memo *outer = rg_memo_new();
+  classify_once(C, node, &s, outer);
+  vlist f = once_frontier(g, outer);
+  if (!f.n) return NULL;
+  int oin = rg_fgraph_ninputs(g), nin = oin + f.n, nouter = node->nin + f.n;
+  V *in = rg_gc_alloc(sizeof(V) * (size_t)nin), *outer_in = rg_gc_alloc(sizeof(V) * (size_t)nouter);
+  rg_memo *memo = rg_memo_new();
+  for (int i = 0; i < oin; i++) {
+    V x = rg_fgraph_input(g, i);
+    rg_memo_put(memo, x, in[i] = rg_input(C, x->name, x->type));
+  }
+  memcpy(outer_in, node->inputs, sizeof(V) * (size_t)node->nin);
+  for (int i = 0; i < f.n; i++) {
+    V v = f.v[i];
+    rg_memo_put(memo, v, in[oin + i] = rg_input(C, v->name, v->type));
+    outer_in[node->nin + i] = rg_memo_get(outer, v);
+  }
+  rg_scan_info t = s;
+  t.n_non_seqs += f.n;
+  return rebuild(C, node, &t, nin, in, memo, nouter, outer_in);
+}
+
+/* ------------------------------------------------------------------ backwards: non-sequence work in */
+
+/* Whether outer value x is a pure computation over the node's outer
+ * non-sequences other than the k-th, and constants (depth-limited). */
+static bool pushable_in(const rg_node *node, const rg_scan_info *s, int k, V x, int depth) {
+  if (rg_is_constant(x)) return true;
+  for (int j = 0; j < s->n_non_seqs; j++)
+    if (j != k && node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)] == x) return true;
+  if (!x->owner || !pure_node(x->owner) || depth > 64) return false;
+  for (int i = 0; i < x->owner->nin; i++)
+    if (!pushable_in(node, s, k, x->owner->inputs[i], depth + 1)) return false;
+  return true;
+}
+
+/* The node with non-sequence k's outer computation moved into the step. */
+static rg_node *push_in_non_seq_k(rg_ctx *C, const rg_node *node, const rg_scan_info *s, int k) {
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  int oin = rg_fgraph_ninputs(g), drop_in = rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0);
+  int drop_out = rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k);
+  V *in = rg_gc_alloc(sizeof(V) * (size_t)oin), *outer_in = rg_gc_alloc(sizeof(V) * (size_t)node->nin);
+  rg_memo *memo = rg_memo_new(), *leaves = rg_memo_new();
+  int a = 0;
+  for (int i = 0; i < oin; i++) {
+    if (i == drop_in) continue;
+    V x = rg_fgraph_input(g, i);
+    rg_memo_put(memo, x, in[a++] = rg_input(C, x->name, x->type));
+  }
+  /* the outer non-sequences (but k) are the pushed computation's leaves */
+  V *lv = rg_gc_alloc(sizeof(V) * (size_t)(s->n_non_seqs + 1));
+  int nl = 0;
+  for (int j = 0; j < s->n_non_seqs; j++) {
+    V o = node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)];
+    if (j == k || rg_memo_get(leaves, o)) continue;
+    rg_memo_put(leaves, o, rg_memo_get(memo, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_NON_SEQ, j, 0))));
+    lv[nl++] = o;
+  }
+  V value = NULL, x = node->inputs[drop_out];
+  if (rg_clone(C, nl, lv, 1, &x, leaves, RG_CLONE_CONSTANTS, &value)) return NULL;
+  rg_memo_put(memo, rg_fgraph_input(g, drop_in), value);
+  int b = 0;
+  for (int i = 0; i < node->nin; i++)
+    if (i != drop_out) outer_in[b++] = node->inputs[i];
+  rg_scan_info t = *s;
+  t.n_non_seqs -= 1;
+  return rebuild(C, node, &t, a, in, memo, b, outer_in);
+}
+
+static rg_node *push_in_non_seq(rg_ctx *C, const rg_node *node) {
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s)) return NULL;
+  for (int k = 0; k < s.n_non_seqs; k++) {
+    V x = node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)];
+    if (x->owner && pushable_in(node, &s, k, x, 0)) return push_in_non_seq_k(C, node, &s, k);
+  }
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ the relation */
+
+/* `a` unified with output `index` of `n` (failing when n is NULL). */
+static rg_goal *same_output(rg_ctx *C, rg_term a, const rg_node *n, int index) {
+  if (!n || index >= n->nout) {
+    rg_clear_error(C);
+    return rg_fail();
+  }
+  return rg_eq(a, rg_var_term(n->outputs[index]));
+}
+
+static rg_goal *nonseq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
+  (void)ud;
+  const rg_node *in = scan_of(args[0]), *out = scan_of(args[1]);
+  if (in) return same_output(C, args[1], push_out_non_seq(C, in), rg_term_var(args[0])->index);
+  if (out && rg_is_var(args[0])) return same_output(C, args[0], push_in_non_seq(C, out), rg_term_var(args[1])->index);
+  return rg_fail();
+}
+
+void rgr_define_scan_relations(rg_interp *I) {
+  rg_interp_define(I, "scan-nonseq-pusho", rg_relation_projecting("scan-nonseq-pusho", 2, nonseq_pusho, NULL));
+}

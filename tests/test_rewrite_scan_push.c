@@ -1,0 +1,184 @@
+/*
+ * test_rewrite_scan_push.c — the relational Scan push-outs (rewrites/scan.kn
+ * over the relations of rewrites/scan-term.c), forwards under their own
+ * names (tags scan fast_run) and backwards under scan_pushin.
+ *
+ * Every case reads a graph twice (the second copy is never rewritten),
+ * rewrites the first, checks the structure (number of Scans, of
+ * non-sequences, which ops remain in the step) and the values against the
+ * copy, compiled without rewrites and run at the same inputs.  A backward
+ * rewrite after a forward one must give a graph rg_equal_computations
+ * finds equal to the copy.
+ */
+#include "tests/testutil.h"
+
+#include "relgraph/backend.h"
+#include "relgraph/rewrite.h"
+#include "relgraph/scan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static rg_ctx *C;
+
+static int setup(void **st) {
+  (void)st;
+  rg_init();
+  C = rg_ctx_new();
+  return 0;
+}
+
+#define INPUTS "(input h0 float64 (3)) (input W1 float64 (3 3)) (input W2 float64 (3 3)) (input x float64 (5 3)) "
+
+static rg_fgraph *read_graph(const char *body) {
+  char text[2048];
+  snprintf(text, sizeof text, "(graph " INPUTS "%s)", body);
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  if (!fg) fail_msg("%s\n%s", rg_errmsg(C), text);
+  return fg;
+}
+
+static rg_node *the_scan(rg_fgraph *fg, int *nscans) {
+  rg_node *s = NULL;
+  *nscans = 0;
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n))
+    if (n->op->code == RG_OP_SCAN) s = s ? s : n, ++*nscans;
+  return s;
+}
+
+static int count_inner(const rg_node *scan, rg_opcode code) {
+  int k = 0;
+  for (rg_node *n = rg_fgraph_first(rg_op_inner_graph(scan->op)); n; n = rg_fgraph_next(n)) k += n->op->code == code;
+  return k;
+}
+
+static int non_seqs(const rg_node *scan) {
+  rg_scan_info s;
+  assert_true(rg_scan_info_of(scan->op, &s));
+  return s.n_non_seqs;
+}
+
+/* Rewrites fg with the rules `query` selects; returns how many applied. */
+static int64_t rewrite(rg_fgraph *fg, const char *query) {
+  rg_rewriter *rw = rg_db_query(C, rg_std_db(C), query);
+  if (!rw) fail_msg("%s", rg_errmsg(C));
+  rg_rewrite_run *r = rg_rewrite(fg, rw, NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(rg_fgraph_check(fg), RG_OK);
+  return rg_rewrite_count(r);
+}
+
+/* fg and ref compute the same values (compiled without rewrites). */
+static void same_values(rg_fgraph *fg, rg_fgraph *ref) {
+  rg_tensor *want[8], *got[8];
+  tu_run_graph(C, ref, "none", -0.5, 1, want);
+  tu_run_graph(C, fg, "none", -0.5, 1, got);
+  for (int k = 0; k < rg_fgraph_noutputs(ref); k++) {
+    assert_int_equal(rg_tensor_numel(got[k]), rg_tensor_numel(want[k]));
+    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
+      assert_true(fabs(rg_tensor_get_f64(got[k], i) - rg_tensor_get_f64(want[k], i)) < 1e-12);
+    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+  }
+}
+
+/* fg's outputs compute what ref's do, inputs paired by position. */
+static bool equal_graphs(rg_fgraph *fg, rg_fgraph *ref) {
+  int n = rg_fgraph_noutputs(ref), nin = rg_fgraph_ninputs(ref);
+  rg_variable *xs[8], *ys[8], *ia[8], *ib[8];
+  for (int k = 0; k < n; k++) xs[k] = rg_fgraph_output(fg, k), ys[k] = rg_fgraph_output(ref, k);
+  for (int i = 0; i < nin; i++) ia[i] = rg_fgraph_input(fg, i), ib[i] = rg_fgraph_input(ref, i);
+  return rg_equal_computations(n, xs, ys, nin, ia, ib);
+}
+
+/* ------------------------------------------------------------------ push_out_non_seq */
+
+#define DOT_SUM "(scan (lambda (h) (tanh (dot h (add W1 W2)))) (outputs-info h0) (n-steps 4))"
+
+/* dot(h, W1 + W2): the sum is computed once, the step keeps no addition. */
+static void test_non_seq_out(void **st) {
+  (void)st;
+  rg_fgraph *fg = read_graph("(output " DOT_SUM ")"), *ref = read_graph("(output " DOT_SUM ")");
+  int nscans;
+  assert_int_equal(non_seqs(the_scan(fg, &nscans)), 2);
+  assert_int_equal(count_inner(the_scan(fg, &nscans), RG_OP_ADD), 1);
+  assert_int_equal(rewrite(fg, "push_out_non_seq"), 1);
+  rg_node *s = the_scan(fg, &nscans);
+  assert_int_equal(nscans, 1);
+  assert_int_equal(non_seqs(s), 3); /* W1, W2 (unused now) and W1 + W2 */
+  assert_int_equal(count_inner(s, RG_OP_ADD), 0);
+  assert_int_equal(count_inner(s, RG_OP_DOT), 1);
+  same_values(fg, ref);
+}
+
+/* Backwards: the sum goes back into the step, the original graph again. */
+static void test_non_seq_round_trip(void **st) {
+  (void)st;
+  rg_fgraph *fg = read_graph("(output " DOT_SUM ")"), *ref = read_graph("(output " DOT_SUM ")");
+  assert_int_equal(rewrite(fg, "push_out_non_seq"), 1);
+  assert_false(equal_graphs(fg, ref));
+  assert_int_equal(rewrite(fg, "scan_pushin"), 1);
+  int nscans;
+  rg_node *s = the_scan(fg, &nscans);
+  assert_int_equal(non_seqs(s), 2);
+  assert_int_equal(count_inner(s, RG_OP_ADD), 1);
+  assert_true(equal_graphs(fg, ref));
+  same_values(fg, ref);
+}
+
+/* A chain: (W1 + W2) * 2 and exp(W1) move out as the values the step
+ * uses; backwards brings both back. */
+#define CHAIN "(scan (lambda (h) (add (dot h (mul (add W1 W2) 2.0)) (sum (exp W1)))) (outputs-info h0) (n-steps 3))"
+static void test_non_seq_chain(void **st) {
+  (void)st;
+  rg_fgraph *fg = read_graph("(output " CHAIN ")"), *ref = read_graph("(output " CHAIN ")");
+  assert_int_equal(rewrite(fg, "push_out_non_seq"), 1);
+  int nscans;
+  rg_node *s = the_scan(fg, &nscans);
+  assert_int_equal(non_seqs(s), 4);
+  assert_int_equal(count_inner(s, RG_OP_MUL), 0);
+  assert_int_equal(count_inner(s, RG_OP_EXP), 0);
+  same_values(fg, ref);
+  assert_int_equal(rewrite(fg, "scan_pushin"), 2);
+  assert_true(equal_graphs(fg, ref));
+  same_values(fg, ref);
+}
+
+/* Nothing to move: the step reads its state everywhere; and backwards
+ * nothing moves in from non-sequences that are the graph's inputs. */
+static void test_non_seq_nothing(void **st) {
+  (void)st;
+  const char *body = "(output (scan (lambda (h) (tanh (dot h W1))) (outputs-info h0) (n-steps 4)))";
+  rg_fgraph *fg = read_graph(body);
+  assert_int_equal(rewrite(fg, "push_out_non_seq"), 0);
+  assert_int_equal(rewrite(fg, "scan_pushin"), 0);
+  rg_fgraph *g2 = read_graph("(output " DOT_SUM ")");
+  assert_int_equal(rewrite(g2, "scan_pushin"), 0);
+}
+
+/* The forward rule is in fast_run (here without the C push-out, which
+ * would move the sum first); the backward one is not. */
+static void test_tags(void **st) {
+  (void)st;
+  rg_fgraph *fg = read_graph("(output " DOT_SUM ")"), *ref = read_graph("(output " DOT_SUM ")");
+  rewrite(fg, "fast_run -scan_push_out");
+  int nscans;
+  rg_node *s = the_scan(fg, &nscans);
+  assert_non_null(s);
+  assert_int_equal(count_inner(s, RG_OP_ADD), 0);
+  same_values(fg, ref);
+  rg_fgraph *g2 = read_graph("(output " DOT_SUM ")");
+  rewrite(g2, "fast_run -scan_push_out -push_out_non_seq");
+  assert_int_equal(count_inner(the_scan(g2, &nscans), RG_OP_ADD), 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_non_seq_out),
+      cmocka_unit_test(test_non_seq_round_trip),
+      cmocka_unit_test(test_non_seq_chain),
+      cmocka_unit_test(test_non_seq_nothing),
+      cmocka_unit_test(test_tags),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
