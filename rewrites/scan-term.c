@@ -19,12 +19,26 @@
  *       remove_constants_and_unused_inputs_scan), so the relation is a
  *       bijection on the Scans it relates.
  *
+ *   (scan-seq-pusho IN OUT)
+ *       likewise for step values IN's step computes from single-tap
+ *       sequence slices (and non-sequences, constants) by elementwise ops,
+ *       dimshuffles and dot(vector slice, matrix non-sequence): in OUT they
+ *       are new sequences (tap 0, after IN's), whose outer values compute
+ *       every row at once over the whole sequences (the dot as one matrix
+ *       product over the sequence's rows).  Sequences combined outside
+ *       must be the same or of the same known length, so the rows line up
+ *       (go_backwards reads both from their end alike).  Backwards, a
+ *       sequence whose outer value is such a computation over the Scan's
+ *       other single-tap sequences, its non-sequences and constants moves
+ *       into the step (the broadcast dimshuffles the forward direction
+ *       adds to align ranks are left to the step's own broadcasting).
+ *
  * The relation is projecting: it looks at the values its arguments have
  * when it is called.  With IN a Scan output it computes OUT (forwards: the
  * work moves out); with OUT a Scan output and IN unbound it computes IN
- * (backwards: the first non-sequence whose outer value is a pure
- * computation over the Scan's other non-sequences and constants moves into
- * the step, and that non-sequence is dropped).  Run forwards then
+ * (backwards: the first non-sequence, or sequence, whose outer value is a
+ * computation of the form the forward direction builds moves into the
+ * step, and that input is dropped).  Run forwards then
  * backwards, it gives the original Scan back (rg_equal_computations).
  * With neither argument a Scan output it fails.
  *
@@ -214,6 +228,287 @@ static rg_node *push_in_non_seq(rg_ctx *C, const rg_node *node) {
   return NULL;
 }
 
+/* ------------------------------------------------------------------ forwards: sequence work out */
+
+enum { K_NONE = 0, K_ONCE = 1, K_ALL = 2 };
+
+/* The classification of a step for push_out_seq.  Invariant: an inner
+ * variable of kind K_ALL has as outer value the step values of every row
+ * of its sequences (time axis first) and as `rep` one sequence it was
+ * computed from; K_ONCE ones have their outer value (no time axis). */
+typedef struct seqcls {
+  rg_ctx *C;
+  rg_memo *kind, *outer, *rep;
+} seqcls;
+
+static int kind_of(const seqcls *c, V v) { return (int)(intptr_t)rg_memo_get(c->kind, v); }
+
+static void put(seqcls *c, V v, int k, V outer, V rep) {
+  rg_memo_put(c->kind, v, (void *)(intptr_t)k);
+  rg_memo_put(c->outer, v, outer);
+  if (rep) rg_memo_put(c->rep, v, rep);
+}
+
+/* Whether whole sequences a and b line up row by row: the same sequence,
+ * or the same known length. */
+static bool same_rows(V a, V b) {
+  return a == b || (a->type->shape[0] >= 0 && a->type->shape[0] == b->type->shape[0]);
+}
+
+/* An all-steps value aligned to rank ndim + 1, the time axis first. */
+static V with_rank(V x, int ndim) {
+  int have = x->type->ndim - 1;
+  if (have >= ndim) return x;
+  int64_t order[RG_MAX_NDIM + 1];
+  int k = 0;
+  order[k++] = 0;
+  for (int i = 0; i < ndim - have; i++) order[k++] = -1;
+  for (int d = 1; d <= have; d++) order[k++] = d;
+  return rg_dimshuffle(x, k, order);
+}
+
+/* The outer value of an all-steps node (NULL: it stays inside). */
+static V all_steps(seqcls *c, const rg_node *m, V *in, V *rep) {
+  rg_opcode code = m->op->code;
+  *rep = NULL;
+  for (int i = 0; i < m->nin; i++) {
+    V r = kind_of(c, m->inputs[i]) == K_ALL ? rg_memo_get(c->rep, m->inputs[i]) : NULL;
+    if (r && *rep && !same_rows(*rep, r)) return NULL;
+    if (r && !*rep) *rep = r;
+  }
+  if (rg_opcode_family(code) == RG_FAM_ELEMWISE) {
+    int nd = m->outputs[0]->type->ndim;
+    for (int i = 0; i < m->nin; i++)
+      if (kind_of(c, m->inputs[i]) == K_ALL) in[i] = with_rank(in[i], nd);
+    rg_node *r = rg_make_node(c->C, m->op, m->nin, in);
+    return r ? r->outputs[0] : NULL;
+  }
+  if (code == RG_OP_DIMSHUFFLE) {
+    int n = m->op->nints;
+    int64_t order[RG_MAX_NDIM + 1];
+    order[0] = 0;
+    for (int i = 0; i < n; i++) order[i + 1] = m->op->ints[i] < 0 ? -1 : m->op->ints[i] + 1;
+    return rg_dimshuffle(in[0], n + 1, order);
+  }
+  if (code == RG_OP_DOT && kind_of(c, m->inputs[0]) == K_ALL && kind_of(c, m->inputs[1]) == K_ONCE &&
+      m->inputs[0]->type->ndim == 1 && m->inputs[1]->type->ndim == 2)
+    return rg_dot(in[0], in[1]);
+  return NULL;
+}
+
+static void classify_seq_node(seqcls *c, const rg_node *m) {
+  if (!pure_node(m) || m->nin > 16) return;
+  V in[16];
+  int k = K_ONCE;
+  bool reads = false;
+  for (int i = 0; i < m->nin; i++) {
+    V x = m->inputs[i];
+    if (rg_is_constant(x)) {
+      if (!(in[i] = copy_const(c->C, x))) return;
+      continue;
+    }
+    int ki = kind_of(c, x);
+    if (ki == K_NONE) return;
+    if (ki == K_ALL) k = K_ALL;
+    in[i] = rg_memo_get(c->outer, x), reads = true;
+  }
+  if (!reads) return;
+  V rep = NULL, outer;
+  if (k == K_ONCE) {
+    rg_node *r = rg_make_node(c->C, m->op, m->nin, in);
+    outer = r ? r->outputs[0] : NULL;
+  } else {
+    outer = all_steps(c, m, in, &rep);
+  }
+  if (outer) put(c, m->outputs[0], k, outer, rep);
+  else rg_clear_error(c->C);
+}
+
+/* The all-steps values an inside node or a step output uses. */
+static vlist all_frontier(const seqcls *c, const rg_fgraph *g) {
+  vlist f = {0};
+  for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) {
+    if (m->nout == 1 && kind_of(c, m->outputs[0]) == K_ALL) continue;
+    for (int i = 0; i < m->nin; i++)
+      if (m->inputs[i]->owner && kind_of(c, m->inputs[i]) == K_ALL) vl_add(&f, m->inputs[i]);
+  }
+  for (int o = 0; o < rg_fgraph_noutputs(g); o++) {
+    V v = rg_fgraph_output(g, o);
+    if (v->owner && kind_of(c, v) == K_ALL) vl_add(&f, v);
+  }
+  return f;
+}
+
+/* The number of inner inputs the sequences take (one per tap). */
+static int seq_inner_inputs(const rg_scan_info *s) {
+  int n = 0;
+  for (int k = 0; k < s->n_seqs; k++) n += s->seq_ntaps[k];
+  return n;
+}
+
+static rg_node *push_out_seq(rg_ctx *C, const rg_node *node) {
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s)) return NULL;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  seqcls c = {.C = C, .kind = rg_memo_new(), .outer = rg_memo_new(), .rep = rg_memo_new()};
+  for (int k = 0; k < s.n_seqs; k++)
+    if (s.seq_ntaps[k] == 1) {
+      V x = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SEQ, k)];
+      put(&c, rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_SEQ, k, 0)), K_ALL, x, x);
+    }
+  for (int k = 0; k < s.n_non_seqs; k++)
+    put(&c, rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)), K_ONCE,
+        node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)], NULL);
+  for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) classify_seq_node(&c, m);
+  vlist f = all_frontier(&c, g);
+  if (!f.n) return NULL;
+  int oin = rg_fgraph_ninputs(g), nsi = seq_inner_inputs(&s), nin = oin + f.n, nouter = node->nin + f.n;
+  int seq_end = 1 + s.n_seqs; /* outer: n_steps, then the sequences */
+  V *in = rg_gc_alloc(sizeof(V) * (size_t)nin), *outer_in = rg_gc_alloc(sizeof(V) * (size_t)nouter);
+  rg_memo *memo = rg_memo_new();
+  for (int i = 0, j = 0; i < oin; i++, j++) {
+    if (i == nsi) j += f.n; /* the new sequences' slices follow the old ones */
+    V x = rg_fgraph_input(g, i);
+    rg_memo_put(memo, x, in[j] = rg_input(C, x->name, x->type));
+  }
+  memcpy(outer_in, node->inputs, sizeof(V) * (size_t)seq_end);
+  memcpy(outer_in + seq_end + f.n, node->inputs + seq_end, sizeof(V) * (size_t)(node->nin - seq_end));
+  int *nt = rg_gc_alloc(sizeof(int) * (size_t)(s.n_seqs + f.n));
+  const int64_t **tp = rg_gc_alloc(sizeof(int64_t *) * (size_t)(s.n_seqs + f.n));
+  int64_t *zero = rg_gc_alloc(sizeof(int64_t));
+  for (int k = 0; k < s.n_seqs; k++) nt[k] = s.seq_ntaps[k], tp[k] = s.seq_taps[k];
+  for (int i = 0; i < f.n; i++) {
+    V v = f.v[i];
+    rg_memo_put(memo, v, in[nsi + i] = rg_input(C, v->name, v->type));
+    outer_in[seq_end + i] = rg_memo_get(c.outer, v);
+    nt[s.n_seqs + i] = 1, tp[s.n_seqs + i] = zero;
+  }
+  rg_scan_info t = s;
+  t.n_seqs += f.n, t.seq_ntaps = nt, t.seq_taps = (const int64_t *const *)tp;
+  return rebuild(C, node, &t, nin, in, memo, nouter, outer_in);
+}
+
+/* ------------------------------------------------------------------ backwards: sequence work in */
+
+/* Converting an outer all-steps computation back into step values.
+ * Invariant: `inner` maps an outer variable already converted to its step
+ * value, `kind` to K_ONCE or K_ALL. */
+typedef struct pushin {
+  rg_ctx *C;
+  const rg_node *node;
+  const rg_scan_info *s;
+  int drop;               /* the sequence moving in */
+  V *fresh;               /* the new step's inputs, by old inner index */
+  rg_memo *inner, *kind;
+} pushin;
+
+/* x's time axis then broadcast axes then x's own: with_rank's form. */
+static bool is_with_rank(V v) {
+  const rg_node *m = v->owner;
+  if (!m || m->op->code != RG_OP_DIMSHUFFLE || m->op->nints < 2 || m->op->ints[0] != 0) return false;
+  int i = 1, pad = 0, d = 1;
+  while (i < m->op->nints && m->op->ints[i] < 0) i++, pad++;
+  for (; i < m->op->nints; i++, d++)
+    if (m->op->ints[i] != d) return false;
+  return pad > 0 && d == m->inputs[0]->type->ndim;
+}
+
+static V to_step(pushin *p, V v, int *kind, int depth);
+
+static V leaf_to_step(pushin *p, V v, int *kind) {
+  const rg_scan_info *s = p->s;
+  for (int j = 0; j < s->n_seqs; j++)
+    if (j != p->drop && s->seq_ntaps[j] == 1 && p->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, j)] == v)
+      return *kind = K_ALL, p->fresh[rg_scan_inner_in(s, RG_SCAN_SEQ, j, 0)];
+  for (int j = 0; j < s->n_non_seqs; j++)
+    if (p->node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)] == v)
+      return *kind = K_ONCE, p->fresh[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, j, 0)];
+  if (rg_is_constant(v)) return *kind = K_ONCE, copy_const(p->C, v);
+  return NULL;
+}
+
+static V node_to_step(pushin *p, const rg_node *m, int *kind, int depth) {
+  if (!pure_node(m) || m->nin > 16) return NULL;
+  V in[16];
+  int ks[16], k = K_ONCE;
+  bool elem = rg_opcode_family(m->op->code) == RG_FAM_ELEMWISE;
+  for (int i = 0; i < m->nin; i++) {
+    V x = m->inputs[i];
+    if (elem && is_with_rank(x)) x = x->owner->inputs[0]; /* broadcasting aligns ranks inside */
+    if (!(in[i] = to_step(p, x, &ks[i], depth + 1))) return NULL;
+    if (ks[i] == K_ALL) k = K_ALL;
+  }
+  *kind = k;
+  if (k == K_ONCE || elem) {
+    rg_node *r = rg_make_node(p->C, m->op, m->nin, in);
+    return r ? r->outputs[0] : NULL;
+  }
+  if (m->op->code == RG_OP_DIMSHUFFLE && m->op->ints[0] == 0) {
+    int64_t order[RG_MAX_NDIM];
+    for (int i = 1; i < m->op->nints; i++) order[i - 1] = m->op->ints[i] < 0 ? -1 : m->op->ints[i] - 1;
+    return rg_dimshuffle(in[0], m->op->nints - 1, order);
+  }
+  if (m->op->code == RG_OP_DOT && ks[0] == K_ALL && ks[1] == K_ONCE && m->inputs[0]->type->ndim == 2 &&
+      m->inputs[1]->type->ndim == 2)
+    return rg_dot(in[0], in[1]);
+  return NULL;
+}
+
+static V to_step(pushin *p, V v, int *kind, int depth) {
+  V done = rg_memo_get(p->inner, v);
+  if (done) return *kind = (int)(intptr_t)rg_memo_get(p->kind, v), done;
+  V r = leaf_to_step(p, v, kind);
+  if (!r && v->owner && depth < 64) r = node_to_step(p, v->owner, kind, depth);
+  if (r) {
+    rg_memo_put(p->inner, v, r);
+    rg_memo_put(p->kind, v, (void *)(intptr_t)*kind);
+  }
+  return r;
+}
+
+/* The node with sequence k's outer computation moved into the step. */
+static rg_node *push_in_seq_k(rg_ctx *C, const rg_node *node, const rg_scan_info *s, int k) {
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  int oin = rg_fgraph_ninputs(g), drop_in = rg_scan_inner_in(s, RG_SCAN_SEQ, k, 0);
+  int drop_out = rg_scan_outer_in(s, RG_SCAN_SEQ, k);
+  V *fresh = rg_gc_alloc(sizeof(V) * (size_t)oin), *in = rg_gc_alloc(sizeof(V) * (size_t)oin);
+  V *outer_in = rg_gc_alloc(sizeof(V) * (size_t)node->nin);
+  rg_memo *memo = rg_memo_new();
+  int a = 0;
+  for (int i = 0; i < oin; i++) {
+    V x = rg_fgraph_input(g, i);
+    fresh[i] = rg_input(C, x->name, x->type);
+    if (i != drop_in) rg_memo_put(memo, x, in[a++] = fresh[i]);
+  }
+  pushin p = {.C = C, .node = node, .s = s, .drop = k, .fresh = fresh, .inner = rg_memo_new(), .kind = rg_memo_new()};
+  int kind;
+  V value = to_step(&p, node->inputs[drop_out], &kind, 0);
+  if (!value || kind != K_ALL || !rg_type_equal(value->type, rg_fgraph_input(g, drop_in)->type)) return NULL;
+  rg_memo_put(memo, rg_fgraph_input(g, drop_in), value);
+  int b = 0;
+  for (int i = 0; i < node->nin; i++)
+    if (i != drop_out) outer_in[b++] = node->inputs[i];
+  int *nt = rg_gc_alloc(sizeof(int) * (size_t)(s->n_seqs + 1));
+  const int64_t **tp = rg_gc_alloc(sizeof(int64_t *) * (size_t)(s->n_seqs + 1));
+  for (int j = 0, t = 0; j < s->n_seqs; j++)
+    if (j != k) nt[t] = s->seq_ntaps[j], tp[t++] = s->seq_taps[j];
+  rg_scan_info t = *s;
+  t.n_seqs -= 1, t.seq_ntaps = nt, t.seq_taps = (const int64_t *const *)tp;
+  return rebuild(C, node, &t, a, in, memo, b, outer_in);
+}
+
+static rg_node *push_in_seq(rg_ctx *C, const rg_node *node) {
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s)) return NULL;
+  for (int k = 0; k < s.n_seqs; k++) {
+    if (s.seq_ntaps[k] != 1 || !node->inputs[rg_scan_outer_in(&s, RG_SCAN_SEQ, k)]->owner) continue;
+    rg_node *r = push_in_seq_k(C, node, &s, k);
+    if (r) return r;
+    rg_clear_error(C);
+  }
+  return NULL;
+}
+
 /* ------------------------------------------------------------------ the relation */
 
 /* `a` unified with output `index` of `n` (failing when n is NULL). */
@@ -233,6 +528,15 @@ static rg_goal *nonseq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
   return rg_fail();
 }
 
+static rg_goal *seq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
+  (void)ud;
+  const rg_node *in = scan_of(args[0]), *out = scan_of(args[1]);
+  if (in) return same_output(C, args[1], push_out_seq(C, in), rg_term_var(args[0])->index);
+  if (out && rg_is_var(args[0])) return same_output(C, args[0], push_in_seq(C, out), rg_term_var(args[1])->index);
+  return rg_fail();
+}
+
 void rgr_define_scan_relations(rg_interp *I) {
   rg_interp_define(I, "scan-nonseq-pusho", rg_relation_projecting("scan-nonseq-pusho", 2, nonseq_pusho, NULL));
+  rg_interp_define(I, "scan-seq-pusho", rg_relation_projecting("scan-seq-pusho", 2, seq_pusho, NULL));
 }

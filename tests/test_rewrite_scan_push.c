@@ -29,7 +29,9 @@ static int setup(void **st) {
   return 0;
 }
 
-#define INPUTS "(input h0 float64 (3)) (input W1 float64 (3 3)) (input W2 float64 (3 3)) (input x float64 (5 3)) "
+#define INPUTS \
+  "(input h0 float64 (3)) (input W1 float64 (3 3)) (input W2 float64 (3 3)) (input x float64 (5 3)) " \
+  "(input y float64 (4 3)) (input z float64 (5 3)) "
 
 static rg_fgraph *read_graph(const char *body) {
   char text[2048];
@@ -172,6 +174,81 @@ static void test_tags(void **st) {
   assert_int_equal(count_inner(the_scan(g2, &nscans), RG_OP_ADD), 1);
 }
 
+/* ------------------------------------------------------------------ push_out_seq */
+
+static int seqs(const rg_node *scan) {
+  rg_scan_info s;
+  assert_true(rg_scan_info_of(scan->op, &s));
+  return s.n_seqs;
+}
+
+/* Forwards, the structure after (`op` left `remain` times in the step);
+ * backwards, the original graph again. */
+static void seq_round_trip(const char *scan, int seqs_after, rg_opcode op, int remain, int pushins) {
+  char body[1024];
+  snprintf(body, sizeof body, "(output %s)", scan);
+  rg_fgraph *fg = read_graph(body), *ref = read_graph(body);
+  int nscans;
+  int before = seqs(the_scan(fg, &nscans));
+  assert_true(count_inner(the_scan(fg, &nscans), op) > remain);
+  assert_int_equal(rewrite(fg, "push_out_seq"), 1);
+  rg_node *s = the_scan(fg, &nscans);
+  assert_int_equal(nscans, 1);
+  assert_int_equal(seqs(s), seqs_after);
+  assert_int_equal(count_inner(s, op), remain);
+  same_values(fg, ref);
+  assert_int_equal(rewrite(fg, "scan_pushin"), pushins);
+  assert_int_equal(seqs(the_scan(fg, &nscans)), before);
+  assert_true(equal_graphs(fg, ref));
+  same_values(fg, ref);
+}
+
+/* Elementwise work on the slice: one elementwise op over the sequence. */
+static void test_seq_elementwise(void **st) {
+  (void)st;
+  seq_round_trip("(scan (lambda (x_t h) (tanh (add h (exp (mul x_t 2.0))))) (sequences x) (outputs-info h0))", 2,
+                 RG_OP_EXP, 0, 1);
+}
+
+/* dot(x_t, W1) becomes one product over x's rows (the input projection of
+ * a recurrent net); the recurrent dot stays. */
+static void test_seq_dot(void **st) {
+  (void)st;
+  const char *scan = "(scan (lambda (x_t h) (tanh (add (dot x_t W1) (dot h W2)))) (sequences x) (outputs-info h0))";
+  seq_round_trip(scan, 2, RG_OP_DOT, 1, 1);
+}
+
+/* Two sequences and a non-sequence: (x_t + z_t) W1 computed for all rows. */
+static void test_seq_two_sequences(void **st) {
+  (void)st;
+  const char *scan = "(scan (lambda (x_t z_t h) (mul h (dot (add x_t z_t) (add W1 W2))))"
+                     " (sequences x z) (outputs-info h0))";
+  char body[512];
+  snprintf(body, sizeof body, "(output %s)", scan);
+  rg_fgraph *fg = read_graph(body), *ref = read_graph(body);
+  assert_int_equal(rewrite(fg, "push_out_seq"), 1);
+  int nscans;
+  rg_node *s = the_scan(fg, &nscans);
+  assert_int_equal(seqs(s), 3);
+  assert_int_equal(count_inner(s, RG_OP_DOT), 0);
+  assert_int_equal(count_inner(s, RG_OP_ADD), 0);
+  assert_int_equal(count_inner(s, RG_OP_MUL), 1);
+  same_values(fg, ref);
+  assert_int_equal(rewrite(fg, "scan_pushin"), 1);
+  assert_true(equal_graphs(fg, ref));
+}
+
+/* Nothing moves: the slice meets the state at once; sequences of
+ * different lengths are not combined outside. */
+static void test_seq_nothing(void **st) {
+  (void)st;
+  rg_fgraph *fg = read_graph("(output (scan (lambda (x_t h) (tanh (add h x_t))) (sequences x) (outputs-info h0)))");
+  assert_int_equal(rewrite(fg, "push_out_seq"), 0);
+  assert_int_equal(rewrite(fg, "scan_pushin"), 0);
+  fg = read_graph("(output (scan (lambda (x_t y_t h) (mul h (add x_t y_t))) (sequences x y) (outputs-info h0)))");
+  assert_int_equal(rewrite(fg, "push_out_seq"), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_non_seq_out),
@@ -179,6 +256,10 @@ int main(void) {
       cmocka_unit_test(test_non_seq_chain),
       cmocka_unit_test(test_non_seq_nothing),
       cmocka_unit_test(test_tags),
+      cmocka_unit_test(test_seq_elementwise),
+      cmocka_unit_test(test_seq_dot),
+      cmocka_unit_test(test_seq_two_sequences),
+      cmocka_unit_test(test_seq_nothing),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -146,6 +146,14 @@ static const std_case cases[] = {
      "(scan (lambda (h p q r) (tanh (dot h r))) (outputs-info v) (non-sequences M N (add M N)) (n-steps 3))",
      "scan{lambda h, p, q: tanh((h @ (p + q)))}(3, v, M, N)"},
     {"push_in_non_seq", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))", "="},
+    /* push_out_seq (scan.kn) and backwards, push_in_seq */
+    {"push_out_seq", "(scan (lambda (m_t h) (tanh (add (dot m_t M) h))) (sequences m) (outputs-info v))",
+     "scan{lambda m_t, <1>, h, M: tanh((<float64 (3)> + h))}(2, m, (m @ M), v, M)"},
+    {"push_out_seq", "(scan (lambda (m_t h) (tanh (add m_t h))) (sequences m) (outputs-info v))", "="},
+    {"push_in_seq",
+     "(scan (lambda (m_t p_t h W) (tanh (add p_t h))) (sequences m (dot m M)) (outputs-info v) (non-sequences M))",
+     "scan{lambda m_t, h, W: tanh(((m_t @ W) + h))}(2, m, v, M)"},
+    {"push_in_seq", "(scan (lambda (m_t h) (tanh (add (dot m_t M) h))) (sequences m) (outputs-info v))", "="},
     /* remove_constants_and_unused_inputs_scan */
     {"remove_constants_and_unused_inputs_scan",
      "(scan (lambda (x_t h w a b) (mul h (add w (mul a b)))) (sequences m) (outputs-info v) "
