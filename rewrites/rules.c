@@ -277,9 +277,21 @@ static double answer_cost(rg_rewrite_run *run, rg_variable *v) {
   return cost;
 }
 
+/* A node of several outputs is related through its first output: an
+ * answer must be the first output of a node whose outputs have the same
+ * types, and these replace the node's one by one (the Scan rules of
+ * scan.kn relate Scans this way). */
+static bool replaces_all(const rg_node *node, const rg_variable *v) {
+  const rg_node *m = v->owner;
+  if (!m || v->index != 0 || m->nout != node->nout) return false;
+  for (int j = 0; j < m->nout; j++)
+    if (!rg_type_equal(m->outputs[j]->type, node->outputs[j]->type)) return false;
+  return true;
+}
+
 static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
   relrule *r = ud;
-  if (!single_output(node)) return 0;
+  if (node->nout < 1) return 0;
   rg_ctx *C = run->C;
   rg_query *Q = rule_query(r, C, rg_var_term(node->outputs[0]));
   int k = run->opts.cost && run->opts.answers > 1 ? run->opts.answers : 1;
@@ -300,6 +312,7 @@ static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
     rg_variable *v = eval_answer(C, answer, &status);
     if (status < 0) return status;
     if (!v || v == node->outputs[0]) continue;
+    if (!single_output(node) && !replaces_all(node, v)) continue;
     double c = k > 1 ? answer_cost(run, v) : 0;
     if (!best || c < best_cost) {
       best = v;
@@ -310,7 +323,7 @@ static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
   rg_clear_error(C);
   if (!best) return 0;
   if (run->opts.trace) run->subst = rgr_sprintf("out = %s", rg_to_string(best_answer));
-  out[0] = best;
+  for (int j = 0; j < node->nout; j++) out[j] = single_output(node) ? best : best->owner->outputs[j];
   return 1;
 }
 

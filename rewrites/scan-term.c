@@ -22,7 +22,7 @@
  *   (scan-seq-pusho IN OUT)
  *       likewise for step values IN's step computes from single-tap
  *       sequence slices (and non-sequences, constants) by elementwise ops,
- *       dimshuffles and dot(vector slice, matrix non-sequence): in OUT they
+ *       dimshuffles and dot(slice, matrix non-sequence): in OUT they
  *       are new sequences (tap 0, after IN's), whose outer values compute
  *       every row at once over the whole sequences (the dot as one matrix
  *       product over the sequence's rows).  Sequences combined outside
@@ -267,6 +267,29 @@ static V with_rank(V x, int ndim) {
   return rg_dimshuffle(x, k, order);
 }
 
+/* dot(a_t, W) of matrix slices for all steps: the rows of every step
+ * stacked into one matrix, one product, the steps split again:
+ * reshape(dot(reshape(A, (T*B, K)), W), (T, B, M)). */
+static V dot_rows(rg_ctx *C, V a, V w) {
+  V *sh = rg_shape_of(C, a);
+  V flat = rg_reshape(a, rg_make_vector(C, RG_INT64, 2, (V[]){rg_mul(sh[0], sh[1]), sh[2]}), 2);
+  V prod = rg_dot(flat, w);
+  V *ps = rg_shape_of(C, prod);
+  return rg_reshape(prod, rg_make_vector(C, RG_INT64, 3, (V[]){sh[0], sh[1], ps[1]}), 3);
+}
+
+/* Whether v is dot_rows(A, W) (A and W set). */
+static bool is_dot_rows(rg_ctx *C, V v, V *A, V *W) {
+  const rg_node *r = v->owner, *d, *f, *mv;
+  if (!r || r->op->code != RG_OP_RESHAPE || v->type->ndim != 3) return false;
+  if (!(d = r->inputs[0]->owner) || d->op->code != RG_OP_DOT) return false;
+  if (!(f = d->inputs[0]->owner) || f->op->code != RG_OP_RESHAPE || f->inputs[0]->type->ndim != 3) return false;
+  if (!(mv = r->inputs[1]->owner) || mv->op->code != RG_OP_MAKE_VECTOR || mv->nin != 3) return false;
+  *A = f->inputs[0], *W = d->inputs[1];
+  V *sh = rg_shape_of(C, *A);
+  return sh && rg_equal_computations(2, mv->inputs, sh, 0, NULL, NULL);
+}
+
 /* The outer value of an all-steps node (NULL: it stays inside). */
 static V all_steps(seqcls *c, const rg_node *m, V *in, V *rep) {
   rg_opcode code = m->op->code;
@@ -291,8 +314,8 @@ static V all_steps(seqcls *c, const rg_node *m, V *in, V *rep) {
     return rg_dimshuffle(in[0], n + 1, order);
   }
   if (code == RG_OP_DOT && kind_of(c, m->inputs[0]) == K_ALL && kind_of(c, m->inputs[1]) == K_ONCE &&
-      m->inputs[0]->type->ndim == 1 && m->inputs[1]->type->ndim == 2)
-    return rg_dot(in[0], in[1]);
+      m->inputs[1]->type->ndim == 2)
+    return m->inputs[0]->type->ndim == 1 ? rg_dot(in[0], in[1]) : dot_rows(c->C, in[0], in[1]);
   return NULL;
 }
 
@@ -429,6 +452,13 @@ static V leaf_to_step(pushin *p, V v, int *kind) {
 
 static V node_to_step(pushin *p, const rg_node *m, int *kind, int depth) {
   if (!pure_node(m) || m->nin > 16) return NULL;
+  V A, W;
+  if (is_dot_rows(p->C, m->outputs[0], &A, &W)) {
+    int ka, kw;
+    V a = to_step(p, A, &ka, depth + 1), w = a ? to_step(p, W, &kw, depth + 1) : NULL;
+    if (!w || ka != K_ALL || kw != K_ONCE) return NULL;
+    return *kind = K_ALL, rg_dot(a, w);
+  }
   V in[16];
   int ks[16], k = K_ONCE;
   bool elem = rg_opcode_family(m->op->code) == RG_FAM_ELEMWISE;
