@@ -17,7 +17,10 @@
  *       are the same computations over IN's outer non-sequences.  IN's
  *       non-sequences are all kept (an unused one is dropped later by
  *       remove_constants_and_unused_inputs_scan), so the relation is a
- *       bijection on the Scans it relates.
+ *       bijection on the Scans it relates.  Forwards only: a Scan of one
+ *       output whose step returns a non-sequence (or a constant) and
+ *       nothing else is gone, its trace that value repeated n_steps
+ *       times (alloc); an alloc is never turned back into a loop.
  *
  *   (scan-seq-pusho IN OUT)
  *       likewise for step values IN's step computes from single-tap
@@ -169,6 +172,28 @@ static rg_node *push_out_non_seq(rg_ctx *C, const rg_node *node) {
   rg_scan_info t = s;
   t.n_non_seqs += f.n;
   return rebuild(C, node, &t, nin, in, memo, nouter, outer_in);
+}
+
+/* A Scan of one output with nothing left in its step: the step returns a
+ * non-sequence (or a constant) and reads nothing else, so the trace is
+ * that value repeated for every step (no until, the whole trace kept).
+ * NULL when the Scan is not of that form. */
+static V vanished(rg_ctx *C, const rg_node *node) {
+  rg_scan_info s;
+  if (node->nout != 1 || !rg_scan_info_of(node->op, &s) || s.until || s.n_mit_mot ||
+      (s.store_steps && s.store_steps[0]))
+    return NULL;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  V o = rg_fgraph_output(g, 0), value = NULL;
+  if (rg_is_constant(o)) value = copy_const(C, o);
+  for (int k = 0; !value && k < s.n_non_seqs; k++)
+    if (rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)) == o)
+      value = node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)];
+  if (!value) return NULL;
+  V dims[RG_MAX_NDIM + 1];
+  dims[0] = node->inputs[0];
+  for (int d = 0; d < value->type->ndim; d++) dims[d + 1] = rg_shape_i(value, d);
+  return rg_allocate(value, value->type->ndim + 1, dims);
 }
 
 /* ------------------------------------------------------------------ backwards: non-sequence work in */
@@ -553,7 +578,12 @@ static rg_goal *same_output(rg_ctx *C, rg_term a, const rg_node *n, int index) {
 static rg_goal *nonseq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
   (void)ud;
   const rg_node *in = scan_of(args[0]), *out = scan_of(args[1]);
-  if (in) return same_output(C, args[1], push_out_non_seq(C, in), rg_term_var(args[0])->index);
+  if (in) {
+    rg_node *pushed = push_out_non_seq(C, in);
+    V gone = pushed ? NULL : vanished(C, in);
+    if (gone) return rg_eq(args[1], rg_var_term(gone));
+    return same_output(C, args[1], pushed, rg_term_var(args[0])->index);
+  }
   if (out && rg_is_var(args[0])) return same_output(C, args[0], push_in_non_seq(C, out), rg_term_var(args[1])->index);
   return rg_fail();
 }

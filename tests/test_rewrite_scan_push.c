@@ -281,12 +281,27 @@ static void test_seq_lstm(void **st) {
   close_values(fg, ref, 1e-5);
 }
 
+/* Nothing left inside: the step's value comes from non-sequences only, so
+ * after the push-out the Scan is gone, its trace the value repeated. */
+static void test_non_seq_scan_gone(void **st) {
+  (void)st;
+  const char *body = "(output (scan (lambda (a b) (tanh (add a b))) (outputs-info none) (non-sequences W1 W2) (n-steps 4)))";
+  rg_fgraph *fg = read_graph(body), *ref = read_graph(body);
+  assert_int_equal(rewrite(fg, "push_out_non_seq"), 2); /* pushed out, then gone */
+  int nscans;
+  assert_null(the_scan(fg, &nscans));
+  assert_int_equal(nscans, 0);
+  same_values(fg, ref);
+  assert_int_equal(rewrite(fg, "scan_pushin"), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_non_seq_out),
       cmocka_unit_test(test_non_seq_round_trip),
       cmocka_unit_test(test_non_seq_chain),
       cmocka_unit_test(test_non_seq_nothing),
+      cmocka_unit_test(test_non_seq_scan_gone),
       cmocka_unit_test(test_tags),
       cmocka_unit_test(test_seq_elementwise),
       cmocka_unit_test(test_seq_dot),
