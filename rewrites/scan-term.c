@@ -1,6 +1,6 @@
 /*
- * scan-term.c — relations over Scan nodes for rule files, and the
- * relational push-out of non-sequence work (rules in scan.kn).
+ * scan-term.c — relations over Scan nodes for rule files: the push-outs
+ * of the rules in scan.kn, each runnable both ways.
  *
  * A Scan output reaches a rule as a graph term like any other variable:
  * (nth K ((scan ...) n_steps outer-input ...)).  The relations below read
@@ -35,6 +35,15 @@
  *       other single-tap sequences, its non-sequences and constants moves
  *       into the step (the broadcast dimshuffles the forward direction
  *       adds to align ranks are left to the step's own broadcasting).
+ *
+ *   (scan-dot1-pusho IN OUT)
+ *       IN is trace[-1] of a one-output Scan over one sequence x whose
+ *       sit-sot from a0 steps acc + dot(x_t, W) (either order, W a
+ *       non-sequence, no until, forwards); OUT is
+ *       a0 + dot(sum(x[:n], axis 0), W): the loop is gone.  Backwards,
+ *       that form (the stop of the slice an input or a literal) becomes
+ *       the loop again, built by rg_scan as a graph file's `scan` form
+ *       builds it, and its last state.
  *
  * The relation is projecting: it looks at the values its arguments have
  * when it is called.  With IN a Scan output it computes OUT (forwards: the
@@ -564,6 +573,120 @@ static rg_node *push_in_seq(rg_ctx *C, const rg_node *node) {
   return NULL;
 }
 
+/* ------------------------------------------------------------------ push_out_dot1: an accumulated product */
+
+/* The loop push_out_dot1 reads: a Scan of one sequence x (one tap), one
+ * sit-sot acc from a0, non-sequences, no until, forwards, whose step is
+ * acc + dot(x_t, W) (either order) with W a non-sequence; only its last
+ * state is read (trace[-1]).  Invariant: every field is set when
+ * dot1_match returns true. */
+typedef struct dot1 {
+  V x, a0, W, n;
+  bool acc_first;  /* acc + dot (else dot + acc) */
+} dot1;
+
+static bool is_last_row(const rg_node *m) {
+  return m && m->op->code == RG_OP_SUBTENSOR && m->nin == 1 && m->op->nints == 4 && m->op->ints[0] == RG_IDX_INDEX &&
+         m->op->ints[1] == -1;
+}
+
+static bool dot1_match(V v, dot1 *d) {
+  if (!is_last_row(v->owner)) return false;
+  V trace = v->owner->inputs[0];
+  const rg_node *node = trace->owner;
+  rg_scan_info s;
+  if (!node || node->nout != 1 || !rg_scan_info_of(node->op, &s)) return false;
+  if (s.n_seqs != 1 || s.seq_ntaps[0] != 1 || s.n_sit_sot != 1 || s.n_mit_mot || s.n_mit_sot || s.n_nit_sot ||
+      s.until || s.go_backwards)
+    return false;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  V o = rg_fgraph_output(g, 0), acc = rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_SIT_SOT, 0, 0));
+  V slice = rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_SEQ, 0, 0));
+  if (!o->owner || o->owner->op->code != RG_OP_ADD || o->owner->nin != 2) return false;
+  d->acc_first = o->owner->inputs[0] == acc;
+  V prod = o->owner->inputs[d->acc_first ? 1 : 0];
+  if (o->owner->inputs[d->acc_first ? 0 : 1] != acc || !prod->owner || prod->owner->op->code != RG_OP_DOT ||
+      prod->owner->inputs[0] != slice)
+    return false;
+  for (int k = 0; k < s.n_non_seqs; k++)
+    if (rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)) == prod->owner->inputs[1]) {
+      d->W = node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)];
+      d->x = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SEQ, 0)];
+      d->a0 = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, 0)];
+      d->n = node->inputs[0];
+      return true;
+    }
+  return false;
+}
+
+/* a0 + dot(sum(x[:n], axis 0), W): the steps' products summed at once. */
+static V dot1_out(const dot1 *d) {
+  rg_index rows = {RG_IDX_SLICE, 0, RG_IDX_INPUT, RG_IDX_NONE};
+  int64_t axis0 = 0;
+  V sum = rg_sum(rg_subtensor(d->x, 1, &rows, 1, &d->n), 1, &axis0);
+  V prod = sum ? rg_dot(sum, d->W) : NULL;
+  if (!prod) return NULL;
+  return d->acc_first ? rg_add(d->a0, prod) : rg_add(prod, d->a0);
+}
+
+/* The stop of x[0:n] (an input, or a literal the slice holds), or NULL. */
+static V rows_stop(rg_ctx *C, const rg_node *st) {
+  if (st->op->code != RG_OP_SUBTENSOR || st->op->nints != 4 || st->op->ints[0] != RG_IDX_SLICE ||
+      st->op->ints[1] != 0 || st->op->ints[3] != RG_IDX_NONE)
+    return NULL;
+  int64_t stop = st->op->ints[2];
+  if (stop == RG_IDX_INPUT) return st->nin == 2 ? st->inputs[1] : NULL;
+  return stop >= 0 && st->nin == 1 ? rg_scalar_int(C, stop) : NULL;
+}
+
+/* The other way: a0 + dot(sum(x[:n], axis 0), W) read as such a loop. */
+static bool dot1_unmatch(rg_ctx *C, V v, dot1 *d) {
+  const rg_node *a = v->owner, *p, *sm, *st;
+  if (!a || a->op->code != RG_OP_ADD || a->nin != 2) return false;
+  for (int i = 0; i < 2; i++) {
+    p = a->inputs[i]->owner;
+    if (!p || p->op->code != RG_OP_DOT || !(sm = p->inputs[0]->owner) || sm->op->code != RG_OP_SUM ||
+        sm->op->nints != 1 || sm->op->ints[0] != 0 || !(st = sm->inputs[0]->owner))
+      continue;
+    V n = rows_stop(C, st);
+    if (!n) continue;
+    *d = (dot1){.x = st->inputs[0], .n = n, .W = p->inputs[1], .a0 = a->inputs[1 - i], .acc_first = i == 1};
+    return true;
+  }
+  return false;
+}
+
+/* The loop acc + dot(x_t, W) from a0 over x's first n rows, its last state. */
+static V dot1_in(rg_ctx *C, const dot1 *d) {
+  rg_index first = {RG_IDX_INDEX, 0, RG_IDX_NONE, RG_IDX_NONE}, last = {RG_IDX_INDEX, -1, RG_IDX_NONE, RG_IDX_NONE};
+  V row = rg_subtensor(d->x, 1, &first, 0, NULL);
+  if (!row) return NULL;
+  V step_in[2] = {rg_input(C, "x_t", row->type), rg_input(C, "acc", d->a0->type)};
+  V prod = rg_dot(step_in[0], d->W);
+  V out = prod ? (d->acc_first ? rg_add(step_in[1], prod) : rg_add(prod, step_in[1])) : NULL;
+  if (!out) return NULL;
+  rg_scan_seq seq = {d->x, 0, NULL};
+  rg_scan_output o = {d->a0, 0, NULL};
+  rg_scan_spec spec = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .n_steps = d->n,
+                       .truncate_gradient = -1, .nstep_in = 2, .step_in = step_in, .step_out = &out};
+  V trace;
+  if (!rg_scan(C, &spec, &trace)) return NULL;
+  return rg_subtensor(trace, 1, &last, 0, NULL);
+}
+
+static rg_goal *dot1_pusho(rg_ctx *C, const rg_term *args, void *ud) {
+  (void)ud;
+  V in = rg_term_var(args[0]), out = rg_term_var(args[1]), r = NULL;
+  dot1 d;
+  if (in && dot1_match(in, &d)) r = dot1_out(&d);
+  else if (!in && out && rg_is_var(args[0]) && dot1_unmatch(C, out, &d)) r = dot1_in(C, &d);
+  if (!r) {
+    rg_clear_error(C);
+    return rg_fail();
+  }
+  return rg_eq(args[in ? 1 : 0], rg_var_term(r));
+}
+
 /* ------------------------------------------------------------------ the relation */
 
 /* `a` unified with output `index` of `n` (failing when n is NULL). */
@@ -599,4 +722,5 @@ static rg_goal *seq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
 void rgr_define_scan_relations(rg_interp *I) {
   rg_interp_define(I, "scan-nonseq-pusho", rg_relation_projecting("scan-nonseq-pusho", 2, nonseq_pusho, NULL));
   rg_interp_define(I, "scan-seq-pusho", rg_relation_projecting("scan-seq-pusho", 2, seq_pusho, NULL));
+  rg_interp_define(I, "scan-dot1-pusho", rg_relation_projecting("scan-dot1-pusho", 2, dot1_pusho, NULL));
 }

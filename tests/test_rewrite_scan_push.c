@@ -295,6 +295,39 @@ static void test_non_seq_scan_gone(void **st) {
   assert_int_equal(rewrite(fg, "scan_pushin"), 0);
 }
 
+/* ------------------------------------------------------------------ push_out_dot1 */
+
+#define ACC "((subtensor -1) (scan (lambda (x_t acc) (add acc (dot x_t W1))) (sequences x) (outputs-info h0)))"
+
+/* Only the last state of acc + x_t W1 is read: no loop is left, one
+ * product of the summed rows; backwards, the loop of the graph file. */
+static void test_dot1(void **st) {
+  (void)st;
+  rg_fgraph *fg = read_graph("(output " ACC ")"), *ref = read_graph("(output " ACC ")");
+  assert_int_equal(rewrite(fg, "push_out_dot1"), 1);
+  int nscans;
+  assert_null(the_scan(fg, &nscans));
+  int dots = 0;
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) dots += n->op->code == RG_OP_DOT;
+  assert_int_equal(dots, 1);
+  close_values(fg, ref, 1e-12);
+  assert_int_equal(rewrite(fg, "scan_pushin"), 1);
+  assert_non_null(the_scan(fg, &nscans));
+  assert_true(equal_graphs(fg, ref));
+  close_values(fg, ref, 1e-12);
+}
+
+/* The whole trace read, or a step that is not an accumulation: no change. */
+static void test_dot1_nothing(void **st) {
+  (void)st;
+  rg_fgraph *fg = read_graph("(output (scan (lambda (x_t acc) (add acc (dot x_t W1))) (sequences x) (outputs-info h0)))");
+  assert_int_equal(rewrite(fg, "push_out_dot1"), 0);
+  fg = read_graph("(output ((subtensor -1) (scan (lambda (x_t acc) (mul acc (dot x_t W1))) (sequences x) (outputs-info h0))))");
+  assert_int_equal(rewrite(fg, "push_out_dot1"), 0);
+  fg = read_graph("(output (add h0 (dot ((sum 0) x) W1)))");
+  assert_int_equal(rewrite(fg, "scan_pushin"), 0); /* no slice of the rows: not the loop's form */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_non_seq_out),
@@ -308,6 +341,8 @@ int main(void) {
       cmocka_unit_test(test_seq_two_sequences),
       cmocka_unit_test(test_seq_nothing),
       cmocka_unit_test(test_seq_lstm),
+      cmocka_unit_test(test_dot1),
+      cmocka_unit_test(test_dot1_nothing),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

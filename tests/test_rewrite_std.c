@@ -154,6 +154,13 @@ static const std_case cases[] = {
      "(scan (lambda (m_t p_t h W) (tanh (add p_t h))) (sequences m (dot m M)) (outputs-info v) (non-sequences M))",
      "scan{lambda m_t, h, W: tanh(((m_t @ W) + h))}(2, m, v, M)"},
     {"push_in_seq", "(scan (lambda (m_t h) (tanh (add (dot m_t M) h))) (sequences m) (outputs-info v))", "="},
+    /* push_out_dot1 (scan.kn) and backwards, push_in_dot1 */
+    {"push_out_dot1", "((subtensor -1) (scan (lambda (m_t acc) (add acc (dot m_t M))) (sequences m) (outputs-info v)))",
+     "(v + (sum{0}(m[0:2]) @ M))"},
+    {"push_out_dot1", "(scan (lambda (m_t acc) (add acc (dot m_t M))) (sequences m) (outputs-info v))", "="},
+    {"push_in_dot1", "(add v (dot ((sum 0) ((subtensor (0 2)) m)) M))",
+     "scan{lambda x_t, acc, M: (acc + (x_t @ M))}(2, m, v, M)[-1]"},
+    {"push_in_dot1", "(add v (dot ((sum 0) m) M))", "="},
     /* remove_constants_and_unused_inputs_scan */
     {"remove_constants_and_unused_inputs_scan",
      "(scan (lambda (x_t h w a b) (mul h (add w (mul a b)))) (sequences m) (outputs-info v) "
