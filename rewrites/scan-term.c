@@ -45,6 +45,13 @@
  *       the loop again, built by rg_scan as a graph file's `scan` form
  *       builds it, and its last state.
  *
+ *   (scan-add-pusho IN OUT)
+ *       IN is trace[-1] of a one-output Scan over two sequences a, b
+ *       whose sit-sot from a0 steps acc + dot(a_t, b_t) (matrix slices);
+ *       OUT is a0 + dot(reshape(a[:n]^(1,0,2), (m, n*k)),
+ *       reshape(b[:n], (n*k, p))): one product of the laid-out traces.
+ *       Backwards, that form becomes the loop again.
+ *
  * The relation is projecting: it looks at the values its arguments have
  * when it is called.  With IN a Scan output it computes OUT (forwards: the
  * work moves out); with OUT a Scan output and IN unbound it computes IN
@@ -687,6 +694,134 @@ static rg_goal *dot1_pusho(rg_ctx *C, const rg_term *args, void *ud) {
   return rg_eq(args[in ? 1 : 0], rg_var_term(r));
 }
 
+/* ------------------------------------------------------------------ push_out_scan_output: a sum of products */
+
+/* The loop push_out_scan_output reads: a Scan of two sequences a, b (one
+ * tap each), one sit-sot acc from a0, no until, forwards, whose step is
+ * acc + dot(a_t, b_t) (either order) with matrix slices; only its last
+ * state is read.  The steps' products sum to one product of the laid-out
+ * traces: dot(reshape(A^(1,0,2), (m, n*k)), reshape(B, (n*k, p))). */
+typedef struct pushadd {
+  V a, b, a0, n;
+  bool acc_first;
+} pushadd;
+
+static bool add_match(V v, pushadd *d) {
+  if (!is_last_row(v->owner)) return false;
+  const rg_node *node = v->owner->inputs[0]->owner;
+  rg_scan_info s;
+  if (!node || node->nout != 1 || !rg_scan_info_of(node->op, &s)) return false;
+  if (s.n_seqs != 2 || s.seq_ntaps[0] != 1 || s.seq_ntaps[1] != 1 || s.n_sit_sot != 1 || s.n_mit_mot ||
+      s.n_mit_sot || s.n_nit_sot || s.until || s.go_backwards)
+    return false;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  V o = rg_fgraph_output(g, 0), acc = rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_SIT_SOT, 0, 0));
+  if (!o->owner || o->owner->op->code != RG_OP_ADD || o->owner->nin != 2) return false;
+  d->acc_first = o->owner->inputs[0] == acc;
+  V prod = o->owner->inputs[d->acc_first ? 1 : 0];
+  if (o->owner->inputs[d->acc_first ? 0 : 1] != acc || !prod->owner || prod->owner->op->code != RG_OP_DOT) return false;
+  V x = prod->owner->inputs[0], y = prod->owner->inputs[1];
+  if (x->type->ndim != 2 || y->type->ndim != 2) return false;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      if (i != j && x == rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_SEQ, i, 0)) &&
+          y == rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_SEQ, j, 0))) {
+        d->a = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SEQ, i)];
+        d->b = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SEQ, j)];
+        d->a0 = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, 0)];
+        d->n = node->inputs[0];
+        return true;
+      }
+  return false;
+}
+
+/* The laid-out traces: (m, n*k) from A (n, m, k) and (n*k, p) from B. */
+static V laid_a(rg_ctx *C, V A) {
+  V *sh = rg_shape_of(C, A);
+  int64_t order[3] = {1, 0, 2};
+  return rg_reshape(rg_dimshuffle(A, 3, order), rg_make_vector(C, RG_INT64, 2, (V[]){sh[1], rg_mul(sh[0], sh[2])}), 2);
+}
+
+static V laid_b(rg_ctx *C, V B) {
+  V *sh = rg_shape_of(C, B);
+  return rg_reshape(B, rg_make_vector(C, RG_INT64, 2, (V[]){rg_mul(sh[0], sh[1]), sh[2]}), 2);
+}
+
+static V first_rows(V x, V n) {
+  rg_index rows = {RG_IDX_SLICE, 0, RG_IDX_INPUT, RG_IDX_NONE};
+  return rg_subtensor(x, 1, &rows, 1, &n);
+}
+
+static V add_out(rg_ctx *C, const pushadd *d) {
+  V A = first_rows(d->a, d->n), B = first_rows(d->b, d->n);
+  V prod = A && B ? rg_dot(laid_a(C, A), laid_b(C, B)) : NULL;
+  if (!prod) return NULL;
+  return d->acc_first ? rg_add(d->a0, prod) : rg_add(prod, d->a0);
+}
+
+/* Whether v is laid_a (is_a) or laid_b of x[0:n]; sets *x and *n. */
+static bool is_laid(rg_ctx *C, V v, bool is_a, V *x, V *n) {
+  const rg_node *r = v->owner, *st;
+  if (!r || r->op->code != RG_OP_RESHAPE) return false;
+  V src = r->inputs[0];
+  if (is_a) {
+    const rg_node *t = src->owner;
+    if (!t || t->op->code != RG_OP_DIMSHUFFLE || t->op->nints != 3 || t->op->ints[0] != 1 || t->op->ints[1] != 0 ||
+        t->op->ints[2] != 2)
+      return false;
+    src = t->inputs[0];
+  }
+  if (!(st = src->owner) || !(*n = rows_stop(C, st))) return false;
+  *x = st->inputs[0];
+  V want = is_a ? laid_a(C, src) : laid_b(C, src);
+  return want && rg_equal_computations(1, &r->inputs[1], &want->owner->inputs[1], 0, NULL, NULL);
+}
+
+static bool add_unmatch(rg_ctx *C, V v, pushadd *d) {
+  const rg_node *a = v->owner, *p;
+  if (!a || a->op->code != RG_OP_ADD || a->nin != 2) return false;
+  for (int i = 0; i < 2; i++) {
+    V na, nb;
+    if (!(p = a->inputs[i]->owner) || p->op->code != RG_OP_DOT || !is_laid(C, p->inputs[0], true, &d->a, &na) ||
+        !is_laid(C, p->inputs[1], false, &d->b, &nb) || !rg_equal_computations(1, &na, &nb, 0, NULL, NULL))
+      continue;
+    d->n = na, d->a0 = a->inputs[1 - i], d->acc_first = i == 1;
+    return true;
+  }
+  return false;
+}
+
+/* The loop acc + dot(a_t, b_t) over the first n rows, its last state. */
+static V add_in(rg_ctx *C, const pushadd *d) {
+  rg_index first = {RG_IDX_INDEX, 0, RG_IDX_NONE, RG_IDX_NONE}, last = {RG_IDX_INDEX, -1, RG_IDX_NONE, RG_IDX_NONE};
+  V ra = rg_subtensor(d->a, 1, &first, 0, NULL), rb = rg_subtensor(d->b, 1, &first, 0, NULL);
+  if (!ra || !rb) return NULL;
+  V step_in[3] = {rg_input(C, "a_t", ra->type), rg_input(C, "b_t", rb->type), rg_input(C, "acc", d->a0->type)};
+  V prod = rg_dot(step_in[0], step_in[1]);
+  V out = prod ? (d->acc_first ? rg_add(step_in[2], prod) : rg_add(prod, step_in[2])) : NULL;
+  if (!out) return NULL;
+  rg_scan_seq seqs[2] = {{d->a, 0, NULL}, {d->b, 0, NULL}};
+  rg_scan_output o = {d->a0, 0, NULL};
+  rg_scan_spec spec = {.nseqs = 2, .seqs = seqs, .noutputs = 1, .outputs = &o, .n_steps = d->n,
+                       .truncate_gradient = -1, .nstep_in = 3, .step_in = step_in, .step_out = &out};
+  V trace;
+  if (!rg_scan(C, &spec, &trace)) return NULL;
+  return rg_subtensor(trace, 1, &last, 0, NULL);
+}
+
+static rg_goal *add_pusho(rg_ctx *C, const rg_term *args, void *ud) {
+  (void)ud;
+  V in = rg_term_var(args[0]), out = rg_term_var(args[1]), r = NULL;
+  pushadd d;
+  if (in && add_match(in, &d)) r = add_out(C, &d);
+  else if (!in && out && rg_is_var(args[0]) && add_unmatch(C, out, &d)) r = add_in(C, &d);
+  if (!r) {
+    rg_clear_error(C);
+    return rg_fail();
+  }
+  return rg_eq(args[in ? 1 : 0], rg_var_term(r));
+}
+
 /* ------------------------------------------------------------------ the relation */
 
 /* `a` unified with output `index` of `n` (failing when n is NULL). */
@@ -723,4 +858,5 @@ void rgr_define_scan_relations(rg_interp *I) {
   rg_interp_define(I, "scan-nonseq-pusho", rg_relation_projecting("scan-nonseq-pusho", 2, nonseq_pusho, NULL));
   rg_interp_define(I, "scan-seq-pusho", rg_relation_projecting("scan-seq-pusho", 2, seq_pusho, NULL));
   rg_interp_define(I, "scan-dot1-pusho", rg_relation_projecting("scan-dot1-pusho", 2, dot1_pusho, NULL));
+  rg_interp_define(I, "scan-add-pusho", rg_relation_projecting("scan-add-pusho", 2, add_pusho, NULL));
 }

@@ -33,13 +33,15 @@ static int setup(void **st) {
   "(input h0 float64 (3)) (input W1 float64 (3 3)) (input W2 float64 (3 3)) (input x float64 (5 3)) " \
   "(input y float64 (4 3)) (input z float64 (5 3)) "
 
-static rg_fgraph *read_graph(const char *body) {
+static rg_fgraph *read_graph_over(const char *inputs, const char *body) {
   char text[2048];
-  snprintf(text, sizeof text, "(graph " INPUTS "%s)", body);
+  snprintf(text, sizeof text, "(graph %s%s)", inputs, body);
   rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
   if (!fg) fail_msg("%s\n%s", rg_errmsg(C), text);
   return fg;
 }
+
+static rg_fgraph *read_graph(const char *body) { return read_graph_over(INPUTS, body); }
 
 static rg_node *the_scan(rg_fgraph *fg, int *nscans) {
   rg_node *s = NULL;
@@ -328,6 +330,29 @@ static void test_dot1_nothing(void **st) {
   assert_int_equal(rewrite(fg, "scan_pushin"), 0); /* no slice of the rows: not the loop's form */
 }
 
+/* ------------------------------------------------------------------ push_out_add */
+
+#define SUMPROD "((subtensor -1) (scan (lambda (a_t b_t acc) (add acc (dot a_t b_t))) (sequences A B)" \
+                " (outputs-info P0)))"
+
+/* The last state of acc + a_t b_t: one product of the laid-out traces. */
+static void test_push_add(void **st) {
+  (void)st;
+  const char *in = "(input A float64 (5 2 3)) (input B float64 (5 3 4)) (input P0 float64 (2 4)) ";
+  rg_fgraph *fg = read_graph_over(in, "(output " SUMPROD ")"), *ref = read_graph_over(in, "(output " SUMPROD ")");
+  assert_int_equal(rewrite(fg, "push_out_add"), 1);
+  int nscans;
+  assert_null(the_scan(fg, &nscans));
+  close_values(fg, ref, 1e-12);
+  assert_int_equal(rewrite(fg, "scan_pushin"), 1);
+  assert_non_null(the_scan(fg, &nscans));
+  assert_true(equal_graphs(fg, ref));
+  close_values(fg, ref, 1e-12);
+  /* the whole trace read: the loop stays */
+  fg = read_graph_over(in, "(output (scan (lambda (a_t b_t acc) (add acc (dot a_t b_t))) (sequences A B) (outputs-info P0)))");
+  assert_int_equal(rewrite(fg, "push_out_add"), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_non_seq_out),
@@ -343,6 +368,7 @@ int main(void) {
       cmocka_unit_test(test_seq_lstm),
       cmocka_unit_test(test_dot1),
       cmocka_unit_test(test_dot1_nothing),
+      cmocka_unit_test(test_push_add),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -161,6 +161,16 @@ static const std_case cases[] = {
     {"push_in_dot1", "(add v (dot ((sum 0) ((subtensor (0 2)) m)) M))",
      "scan{lambda x_t, acc, M: (acc + (x_t @ M))}(2, m, v, M)[-1]"},
     {"push_in_dot1", "(add v (dot ((sum 0) m) M))", "="},
+    /* push_out_add (scan.kn) and backwards, push_in_add */
+    {"push_out_add",
+     "((subtensor -1) (scan (lambda (a_t b_t acc) (add acc (dot a_t b_t))) "
+     "(sequences ((dimshuffle 0 x 1) m) ((dimshuffle 0 1 x) m)) (outputs-info ((dimshuffle x x) s))))",
+     "(dimshuffle{x,x}(s) + (reshape{2}(dimshuffle{1,0,2}(dimshuffle{0,x,1}(m)[0:2]), "
+     "make_vector{int64}(1, (shape_i{0}(dimshuffle{0,x,1}(m)[0:2]) * 3))) @ reshape{2}(dimshuffle{0,1,x}(m)[0:2], "
+     "make_vector{int64}((shape_i{0}(dimshuffle{0,1,x}(m)[0:2]) * 3), 1))))"},
+    {"push_out_add", "((subtensor -1) (scan (lambda (m_t acc) (add acc (dot m_t M))) (sequences m) (outputs-info v)))",
+     "="},
+    {"push_in_add", "(add v (dot ((sum 0) ((subtensor (0 2)) m)) M))", "="},
     /* remove_constants_and_unused_inputs_scan */
     {"remove_constants_and_unused_inputs_scan",
      "(scan (lambda (x_t h w a b) (mul h (add w (mul a b)))) (sequences m) (outputs-info v) "
