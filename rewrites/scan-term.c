@@ -52,18 +52,28 @@
  *       reshape(b[:n], (n*k, p))): one product of the laid-out traces.
  *       Backwards, that form becomes the loop again.
  *
- * The relation is projecting: it looks at the values its arguments have
- * when it is called.  With IN a Scan output it computes OUT (forwards: the
- * work moves out); with OUT a Scan output and IN unbound it computes IN
- * (backwards: the first non-sequence, or sequence, whose outer value is a
- * computation of the form the forward direction builds moves into the
- * step, and that input is dropped).  Run forwards then
- * backwards, it gives the original Scan back (rg_equal_computations).
- * With neither argument a Scan output it fails.
+ * The relations are projecting: they look at the values their arguments
+ * have when called.  With IN a graph term of the form they read, they
+ * compute OUT (forwards: the work moves out); with OUT a graph term and IN
+ * unbound they compute IN (backwards: the first non-sequence or sequence
+ * whose outer value has the form the forward direction builds, or the
+ * closed form of an accumulation, moves into a loop).  Run forwards then
+ * backwards, each gives the original graph back (rg_equal_computations).
+ * Otherwise they fail.  The rule file composes them into rules (scan.kn).
+ *
+ * Design.  Each relation relates two whole graphs through C that reads and
+ * builds Scan nodes with the public Scan API, rather than exposing the
+ * step to the relational language as a term with leaves for its inner
+ * inputs: the bridge (core/bridge.c) expands graph terms lazily and
+ * evaluates etuples into nodes, and a Scan's step is a graph of its own
+ * whose inner inputs have no meaning outside it.  A relation over whole
+ * Scans keeps every answer a well-formed Scan (rg_op_scan checks it), and
+ * costs nothing on nodes it does not read.
  *
  * Invariant of every node built here: the inner graph's inputs are in the
  * layout's order (sequence taps, state taps, non-sequences), and the outer
- * inputs are the node's own with non-sequences appended or one removed.
+ * inputs are the node's own with sequences or non-sequences added after
+ * their kind's, or one removed.
  */
 #include "rewrites/rewrite-impl.h"
 #include "relgraph/scan.h"
