@@ -15,7 +15,7 @@
  * inner input stands for its constant or its duplicate), and the scan's
  * outputs map one to one.  The rule tracks Scan nodes.
  */
-#include "rewrites/rewrite-impl.h"
+#include "rewrites/scan-rw.h"
 #include "relgraph/scan.h"
 
 #include <string.h>
@@ -31,10 +31,6 @@ typedef struct plan {
   bool any;
 } plan;
 
-static V copy_const(rg_ctx *C, V x) {
-  V copy = NULL;
-  return rg_clone(C, 0, NULL, 1, &x, NULL, RG_CLONE_CONSTANTS, &copy) == RG_OK ? copy : NULL;
-}
 
 static void plan_non_seqs(rg_ctx *C, const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, plan *p) {
   for (int k = 0; k < s->n_non_seqs; k++) {
@@ -44,7 +40,7 @@ static void plan_non_seqs(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
       p->keep[i] = false, p->any = true;
       continue;
     }
-    if (rg_is_constant(outer) && (p->by[i] = copy_const(C, outer))) {
+    if (rg_is_constant(outer) && (p->by[i] = rgr_copy_const(C, outer))) {
       p->keep[i] = false, p->any = true;
       continue;
     }

@@ -19,7 +19,7 @@
  * The rule tracks Scan nodes; the accumulator's input must feed only the
  * sum, and A and B must not depend on it.
  */
-#include "rewrites/rewrite-impl.h"
+#include "rewrites/scan-rw.h"
 #include "relgraph/scan.h"
 
 #include <string.h>
@@ -104,13 +104,6 @@ static V *new_outer(const rg_node *node, const rg_scan_info *s, int k, int *n) {
   return v;
 }
 
-/* sum over steps of A_t B_t from the traces A (n, m, k) and B (n, k, p). */
-static V product_of_traces(rg_ctx *C, V A, V B) {
-  V *sa = rg_shape_of(C, A), *sb = rg_shape_of(C, B);
-  V wide = rg_reshape(rg_dimshuffle(A, 3, (int64_t[]){1, 0, 2}), rg_make_vector(C, RG_INT64, 2, (V[]){sa[1], rg_mul(sa[0], sa[2])}), 2);
-  V tall = rg_reshape(B, rg_make_vector(C, RG_INT64, 2, (V[]){rg_mul(sb[0], sb[1]), sb[2]}), 2);
-  return rg_dot(wide, tall);
-}
 
 /* The kept trace: the final value as one row, none after zero steps. */
 static V last_row(rg_ctx *C, V value, V n, const rg_type *want) {
@@ -151,7 +144,7 @@ static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
     }
   V A = nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 2)];
   V B = nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 1)];
-  V total = product_of_traces(C, A, B);
+  V total = rg_dot(rgr_laid_a(C, A), rgr_laid_b(C, B));
   if (acc.transposed) total = rg_transpose(total);
   V init = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)];
   int o = rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k);

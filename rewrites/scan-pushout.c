@@ -31,7 +31,7 @@
  * The issue asks for these as relations that also run backwards (pushing
  * work back in); this file is the forward direction in C.
  */
-#include "rewrites/rewrite-impl.h"
+#include "rewrites/scan-rw.h"
 #include "relgraph/scan.h"
 
 #include <string.h>
@@ -58,15 +58,8 @@ static void set(cls *c, V v, int k, V outer) {
 
 /* ------------------------------------------------------------------ outer values */
 
-/* A constant of the step, copied for the outer graph (a constant belongs
- * to one graph). */
-static V outer_const(cls *c, V x) {
-  V copy = NULL;
-  return rg_clone(c->C, 0, NULL, 1, &x, NULL, RG_CLONE_CONSTANTS, &copy) == RG_OK ? copy : NULL;
-}
-
 /* The outer value of input x of a step node (NULL: none). */
-static V outer_of(cls *c, V x) { return rg_is_constant(x) ? outer_const(c, x) : rg_memo_get(c->outer, x); }
+static V outer_of(cls *c, V x) { return rg_is_constant(x) ? rgr_copy_const(c->C, x) : rg_memo_get(c->outer, x); }
 
 /* The rows of outer sequence x the steps read. */
 static V steps_rows(cls *c, V x) {
@@ -82,9 +75,12 @@ static V steps_rows(cls *c, V x) {
   return rg_subtensor(x, 1, &e, 1, idx);
 }
 
-/* An all-steps value with the time axis first and the step value's other
- * dimensions aligned to rank `ndim` + 1 (missing ones broadcast). */
-static V with_rank(V x, int ndim) {
+V rgr_copy_const(rg_ctx *C, V x) {
+  V copy = NULL;
+  return rg_clone(C, 0, NULL, 1, &x, NULL, RG_CLONE_CONSTANTS, &copy) == RG_OK ? copy : NULL;
+}
+
+V rgr_with_rank(V x, int ndim) {
   int have = x->type->ndim - 1;
   if (have >= ndim) return x;
   int64_t order[RG_MAX_NDIM + 1];
@@ -95,15 +91,23 @@ static V with_rank(V x, int ndim) {
   return rg_dimshuffle(x, k, order);
 }
 
-/* dot(a_t, W) for all steps: a's rows stacked into one matrix. */
-static V dot_all(cls *c, V a, V w) {
-  if (a->type->ndim == 2) return rg_dot(a, w);
-  V *sh = rg_shape_of(c->C, a);
-  V rows = rg_mul(sh[0], sh[1]);
-  V flat = rg_reshape(a, rg_make_vector(c->C, RG_INT64, 2, (V[]){rows, sh[2]}), 2);
+V rgr_dot_rows(rg_ctx *C, V a, V w) {
+  V *sh = rg_shape_of(C, a);
+  V flat = rg_reshape(a, rg_make_vector(C, RG_INT64, 2, (V[]){rg_mul(sh[0], sh[1]), sh[2]}), 2);
   V prod = rg_dot(flat, w);
-  V *ps = rg_shape_of(c->C, prod);
-  return rg_reshape(prod, rg_make_vector(c->C, RG_INT64, 3, (V[]){sh[0], sh[1], ps[1]}), 3);
+  V *ps = rg_shape_of(C, prod);
+  return rg_reshape(prod, rg_make_vector(C, RG_INT64, 3, (V[]){sh[0], sh[1], ps[1]}), 3);
+}
+
+V rgr_laid_a(rg_ctx *C, V A) {
+  V *sh = rg_shape_of(C, A);
+  int64_t order[3] = {1, 0, 2};
+  return rg_reshape(rg_dimshuffle(A, 3, order), rg_make_vector(C, RG_INT64, 2, (V[]){sh[1], rg_mul(sh[0], sh[2])}), 2);
+}
+
+V rgr_laid_b(rg_ctx *C, V B) {
+  V *sh = rg_shape_of(C, B);
+  return rg_reshape(B, rg_make_vector(C, RG_INT64, 2, (V[]){rg_mul(sh[0], sh[1]), sh[2]}), 2);
 }
 
 /* A dimshuffle of all steps: the time axis stays first. */
@@ -133,14 +137,14 @@ static V all_steps(cls *c, const rg_node *m) {
   rg_opcode code = m->op->code;
   if (rg_opcode_family(code) == RG_FAM_ELEMWISE) {
     for (int i = 0; i < m->nin; i++)
-      if (kind_of(c, m->inputs[i]) == ALL) in[i] = with_rank(in[i], out_ndim);
+      if (kind_of(c, m->inputs[i]) == ALL) in[i] = rgr_with_rank(in[i], out_ndim);
     rg_node *r = rg_make_node(c->C, m->op, m->nin, in);
     return r ? r->outputs[0] : NULL;
   }
   if (code == RG_OP_DIMSHUFFLE) return dimshuffle_all(m, in[0]);
   if (code == RG_OP_DOT && kind_of(c, m->inputs[0]) == ALL && kind_of(c, m->inputs[1]) == ONCE &&
       m->inputs[1]->type->ndim == 2 && m->inputs[0]->type->ndim >= 1 && m->inputs[0]->type->ndim <= 2)
-    return dot_all(c, in[0], in[1]);
+    return in[0]->type->ndim == 2 ? rg_dot(in[0], in[1]) : rgr_dot_rows(c->C, in[0], in[1]);
   return NULL;
 }
 

@@ -75,7 +75,7 @@
  * inputs are the node's own with sequences or non-sequences added after
  * their kind's, or one removed.
  */
-#include "rewrites/rewrite-impl.h"
+#include "rewrites/scan-rw.h"
 #include "relgraph/scan.h"
 
 #include <string.h>
@@ -90,11 +90,6 @@ static bool pure_node(const rg_node *m) {
          (f == RG_FAM_ELEMWISE || f == RG_FAM_SHAPE || f == RG_FAM_BLAS || f == RG_FAM_REDUCE);
 }
 
-/* A constant copied for another graph (a constant belongs to one). */
-static V copy_const(rg_ctx *C, V x) {
-  V copy = NULL;
-  return rg_clone(C, 0, NULL, 1, &x, NULL, RG_CLONE_CONSTANTS, &copy) == RG_OK ? copy : NULL;
-}
 
 /* The Scan node behind a graph term, or NULL. */
 static const rg_node *scan_of(rg_term t) {
@@ -149,7 +144,7 @@ static void classify_once(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
     bool ok = true, reads = false;
     for (int i = 0; ok && i < m->nin; i++) {
       V x = m->inputs[i];
-      if (rg_is_constant(x)) ok = (in[i] = copy_const(C, x)) != NULL;
+      if (rg_is_constant(x)) ok = (in[i] = rgr_copy_const(C, x)) != NULL;
       else ok = (in[i] = rg_memo_get(outer, x)) != NULL, reads = true;
     }
     if (!ok || !reads) continue;
@@ -211,7 +206,7 @@ static V vanished(rg_ctx *C, const rg_node *node) {
     return NULL;
   const rg_fgraph *g = rg_op_inner_graph(node->op);
   V o = rg_fgraph_output(g, 0), value = NULL;
-  if (rg_is_constant(o)) value = copy_const(C, o);
+  if (rg_is_constant(o)) value = rgr_copy_const(C, o);
   for (int k = 0; !value && k < s.n_non_seqs; k++)
     if (rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)) == o)
       value = node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)];
@@ -306,30 +301,9 @@ static bool same_rows(V a, V b) {
   return a == b || (a->type->shape[0] >= 0 && a->type->shape[0] == b->type->shape[0]);
 }
 
-/* An all-steps value aligned to rank ndim + 1, the time axis first. */
-static V with_rank(V x, int ndim) {
-  int have = x->type->ndim - 1;
-  if (have >= ndim) return x;
-  int64_t order[RG_MAX_NDIM + 1];
-  int k = 0;
-  order[k++] = 0;
-  for (int i = 0; i < ndim - have; i++) order[k++] = -1;
-  for (int d = 1; d <= have; d++) order[k++] = d;
-  return rg_dimshuffle(x, k, order);
-}
 
-/* dot(a_t, W) of matrix slices for all steps: the rows of every step
- * stacked into one matrix, one product, the steps split again:
- * reshape(dot(reshape(A, (T*B, K)), W), (T, B, M)). */
-static V dot_rows(rg_ctx *C, V a, V w) {
-  V *sh = rg_shape_of(C, a);
-  V flat = rg_reshape(a, rg_make_vector(C, RG_INT64, 2, (V[]){rg_mul(sh[0], sh[1]), sh[2]}), 2);
-  V prod = rg_dot(flat, w);
-  V *ps = rg_shape_of(C, prod);
-  return rg_reshape(prod, rg_make_vector(C, RG_INT64, 3, (V[]){sh[0], sh[1], ps[1]}), 3);
-}
 
-/* Whether v is dot_rows(A, W) (A and W set). */
+/* Whether v is rgr_dot_rows(A, W) (A and W set). */
 static bool is_dot_rows(rg_ctx *C, V v, V *A, V *W) {
   const rg_node *r = v->owner, *d, *f, *mv;
   if (!r || r->op->code != RG_OP_RESHAPE || v->type->ndim != 3) return false;
@@ -353,7 +327,7 @@ static V all_steps(seqcls *c, const rg_node *m, V *in, V *rep) {
   if (rg_opcode_family(code) == RG_FAM_ELEMWISE) {
     int nd = m->outputs[0]->type->ndim;
     for (int i = 0; i < m->nin; i++)
-      if (kind_of(c, m->inputs[i]) == K_ALL) in[i] = with_rank(in[i], nd);
+      if (kind_of(c, m->inputs[i]) == K_ALL) in[i] = rgr_with_rank(in[i], nd);
     rg_node *r = rg_make_node(c->C, m->op, m->nin, in);
     return r ? r->outputs[0] : NULL;
   }
@@ -366,7 +340,7 @@ static V all_steps(seqcls *c, const rg_node *m, V *in, V *rep) {
   }
   if (code == RG_OP_DOT && kind_of(c, m->inputs[0]) == K_ALL && kind_of(c, m->inputs[1]) == K_ONCE &&
       m->inputs[1]->type->ndim == 2)
-    return m->inputs[0]->type->ndim == 1 ? rg_dot(in[0], in[1]) : dot_rows(c->C, in[0], in[1]);
+    return m->inputs[0]->type->ndim == 1 ? rg_dot(in[0], in[1]) : rgr_dot_rows(c->C, in[0], in[1]);
   return NULL;
 }
 
@@ -378,7 +352,7 @@ static void classify_seq_node(seqcls *c, const rg_node *m) {
   for (int i = 0; i < m->nin; i++) {
     V x = m->inputs[i];
     if (rg_is_constant(x)) {
-      if (!(in[i] = copy_const(c->C, x))) return;
+      if (!(in[i] = rgr_copy_const(c->C, x))) return;
       continue;
     }
     int ki = kind_of(c, x);
@@ -497,7 +471,7 @@ static V leaf_to_step(pushin *p, V v, int *kind) {
   for (int j = 0; j < s->n_non_seqs; j++)
     if (p->node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)] == v)
       return *kind = K_ONCE, p->fresh[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, j, 0)];
-  if (rg_is_constant(v)) return *kind = K_ONCE, copy_const(p->C, v);
+  if (rg_is_constant(v)) return *kind = K_ONCE, rgr_copy_const(p->C, v);
   return NULL;
 }
 
@@ -745,17 +719,7 @@ static bool add_match(V v, pushadd *d) {
   return false;
 }
 
-/* The laid-out traces: (m, n*k) from A (n, m, k) and (n*k, p) from B. */
-static V laid_a(rg_ctx *C, V A) {
-  V *sh = rg_shape_of(C, A);
-  int64_t order[3] = {1, 0, 2};
-  return rg_reshape(rg_dimshuffle(A, 3, order), rg_make_vector(C, RG_INT64, 2, (V[]){sh[1], rg_mul(sh[0], sh[2])}), 2);
-}
 
-static V laid_b(rg_ctx *C, V B) {
-  V *sh = rg_shape_of(C, B);
-  return rg_reshape(B, rg_make_vector(C, RG_INT64, 2, (V[]){rg_mul(sh[0], sh[1]), sh[2]}), 2);
-}
 
 static V first_rows(V x, V n) {
   rg_index rows = {RG_IDX_SLICE, 0, RG_IDX_INPUT, RG_IDX_NONE};
@@ -764,7 +728,7 @@ static V first_rows(V x, V n) {
 
 static V add_out(rg_ctx *C, const pushadd *d) {
   V A = first_rows(d->a, d->n), B = first_rows(d->b, d->n);
-  V prod = A && B ? rg_dot(laid_a(C, A), laid_b(C, B)) : NULL;
+  V prod = A && B ? rg_dot(rgr_laid_a(C, A), rgr_laid_b(C, B)) : NULL;
   if (!prod) return NULL;
   return d->acc_first ? rg_add(d->a0, prod) : rg_add(prod, d->a0);
 }
@@ -783,7 +747,7 @@ static bool is_laid(rg_ctx *C, V v, bool is_a, V *x, V *n) {
   }
   if (!(st = src->owner) || !(*n = rows_stop(C, st))) return false;
   *x = st->inputs[0];
-  V want = is_a ? laid_a(C, src) : laid_b(C, src);
+  V want = is_a ? rgr_laid_a(C, src) : rgr_laid_b(C, src);
   return want && rg_equal_computations(1, &r->inputs[1], &want->owner->inputs[1], 0, NULL, NULL);
 }
 

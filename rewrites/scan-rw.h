@@ -1,0 +1,23 @@
+/*
+ * scan-rw.h — builders the Scan rewrites share (defined in
+ * scan-pushout.c): values "for all steps" carry a leading time axis.
+ */
+#ifndef RELGRAPH_SCAN_RW_H
+#define RELGRAPH_SCAN_RW_H
+
+#include "rewrites/rewrite-impl.h"
+
+/* A constant copied for another graph (a constant belongs to one). */
+rg_variable *rgr_copy_const(rg_ctx *C, rg_variable *x);
+/* An all-steps value aligned to rank ndim + 1, the time axis first
+ * (missing dimensions broadcast). */
+rg_variable *rgr_with_rank(rg_variable *x, int ndim);
+/* dot(a_t, W) of matrix slices for all steps: every step's rows stacked,
+ * one product, the steps split again (a is (T, B, K), W is (K, M)). */
+rg_variable *rgr_dot_rows(rg_ctx *C, rg_variable *a, rg_variable *w);
+/* Traces laid out for one product over all steps: A (n, m, k) as
+ * (m, n*k), B (n, k, p) as (n*k, p); sum_t A_t B_t = dot(laid A, laid B). */
+rg_variable *rgr_laid_a(rg_ctx *C, rg_variable *A);
+rg_variable *rgr_laid_b(rg_ctx *C, rg_variable *B);
+
+#endif
