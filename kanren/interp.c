@@ -53,11 +53,6 @@ static int ierr(rg_interp *I, rg_term form, int code, const char *fmt, ...) {
   return rg_error(I->C, code, "%s%s%s", w ? w : "", w ? ": " : "", msg);
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void define_global(rg_interp *I, rg_term name, rg_term value) {
   rgk_global_for(I, name)->value = value;
@@ -250,9 +245,9 @@ static int form_time(rg_interp *I, rg_term form, bool bench) {
   for (int64_t r = 0; bench && r < reps; r++)
     if (!rgk_tx_eval(I->C, t, NULL)) return status_of(I);
   for (int64_t r = 0; r < reps; r++) {
-    double t0 = now_s();
+    double t0 = rgk_now();
     if (!rgk_tx_eval(I->C, t, NULL)) return status_of(I);
-    ms[r] = (now_s() - t0) * 1e3;
+    ms[r] = (rgk_now() - t0) * 1e3;
   }
   qsort(ms, (size_t)reps, sizeof(double), cmp_double);
   if (!I->out) return RG_OK;

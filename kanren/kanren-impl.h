@@ -28,6 +28,7 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "relgraph/kanren.h"
@@ -212,6 +213,7 @@ struct rg_ctx {
   rgk_stack stk2;
   rgk_stack rw, rv;     /* work and value stacks of rgk_rebuild */
   void *slots[RG_NSLOTS]; /* higher layers' per-context objects */
+  double deadline;      /* CLOCK_MONOTONIC seconds every search stops at; 0 = none */
 };
 
 /* A thread's allocation cache: free lists of small collected objects by
@@ -331,6 +333,17 @@ rgk_crec *rgk_lookup_c(const rgk_state *st, rg_term x);
 /* Reifies q in state st: walk*, names _.0 _.1 ... by first appearance, and
  * the relevant constraints in faster-miniKanren's printed form. */
 rg_term rgk_reify(rg_ctx *C, rg_term q, const rgk_state *st);
+/* rgk_reify bounded in time: NULL, with RG_STOP_TIMEOUT recorded, when
+ * `deadline` (rgk_now seconds; 0 = none) or C's deadline passes while
+ * the constraints are pruned (quadratic in their number). */
+rg_term rgk_reify_by(rg_ctx *C, rg_term q, const rgk_state *st, double deadline);
+
+/* CLOCK_MONOTONIC in seconds: the clock of every deadline. */
+static inline double rgk_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 /* faster-miniKanren's total order on reified terms (for sorting). */
 int rgk_lex_compare(rg_term a, rg_term b);
 

@@ -235,6 +235,20 @@ static bool a_subsumed_by(rg_term a1, rg_term a2) {
   return rgk_cdr(a1) == rgk_cdr(a2) && member_star(rgk_car(a2), rgk_car(a1));
 }
 
+/* The time bound of one reification: pruning is quadratic in the number
+ * of constraints, so its loops look at the clock every CLOCK_EVERY
+ * elements and give up (late) past the deadline or the context's. */
+typedef struct pruning_clock { double deadline, ctx_deadline; unsigned tick; bool late; } pruning_clock;
+#define CLOCK_EVERY 16
+
+static bool late(pruning_clock *k) {
+  if (k->late) return true;
+  if ((!k->deadline && !k->ctx_deadline) || ++k->tick % CLOCK_EVERY) return false;
+  double now = rgk_now();
+  k->late = (k->deadline && now > k->deadline) || (k->ctx_deadline && now > k->ctx_deadline);
+  return k->late;
+}
+
 /* faster-miniKanren's rem-subsumed: keeps an element unless one of the
  * later elements or one already kept subsumes it. */
 typedef bool (*subsumes_fn)(rg_ctx *C, rg_term x, rg_term by);
@@ -245,9 +259,9 @@ static bool subsumed_by_one(rg_ctx *C, subsumes_fn f, rg_term x, rg_term l) {
   return false;
 }
 
-static rg_term rem_subsumed(rg_ctx *C, subsumes_fn f, rg_term l) {
+static rg_term rem_subsumed(rg_ctx *C, subsumes_fn f, rg_term l, pruning_clock *k) {
   rg_term result = RG_NIL;
-  for (; rgk_is_pair(l); l = rgk_cdr(l)) {
+  for (; rgk_is_pair(l) && !late(k); l = rgk_cdr(l)) {
     rg_term x = rgk_car(l);
     if (!subsumed_by_one(C, f, x, rgk_cdr(l)) && !subsumed_by_one(C, f, x, result))
       result = rg_cons(x, result);
@@ -298,23 +312,23 @@ static void extract(rg_ctx *C, const rgk_state *st, const names *relevant, extra
   }
 }
 
-static rg_term drop_subsumed_D(rg_ctx *C, const rgk_state *st, rg_term D, rg_term A) {
+static rg_term drop_subsumed_D(rg_ctx *C, const rgk_state *st, rg_term D, rg_term A, pruning_clock *k) {
   rg_term keep = RG_NIL;
-  for (; rgk_is_pair(D); D = rgk_cdr(D)) {
+  for (; rgk_is_pair(D) && !late(k); D = rgk_cdr(D)) {
     rg_term d = rgk_car(D);
     if (!d_subsumed_by_T(st, d) && !d_subsumed_by_A(C, st, d, A)) keep = rg_cons(d, keep);
   }
-  return rem_subsumed(C, d_sub, rgk_reverse(keep));
+  return rem_subsumed(C, d_sub, rgk_reverse(keep), k);
 }
 
-static rg_term drop_subsumed_A(rg_ctx *C, const rgk_state *st, rg_term A) {
+static rg_term drop_subsumed_A(rg_ctx *C, const rgk_state *st, rg_term A, pruning_clock *k) {
   rg_term keep = RG_NIL;
   for (rg_term l = A; rgk_is_pair(l); l = rgk_cdr(l)) {
     rg_term a = rgk_car(l);
     if (!absento_rhs_atomic(st, a) && !rgk_occurs(C, rgk_cdr(a), rgk_car(a), st->S))
       keep = rg_cons(a, keep);
   }
-  return rem_subsumed(C, a_sub, rgk_reverse(keep));
+  return rem_subsumed(C, a_sub, rgk_reverse(keep), k);
 }
 
 /* ------------------------------------------------------------------ formatting */
@@ -360,7 +374,7 @@ static rg_term form(rg_term v, rg_term D, rg_term T[3], rg_term A) {
   return rg_cons(v, rgk_reverse(parts));
 }
 
-rg_term rgk_reify(rg_ctx *C, rg_term q, const rgk_state *st) {
+static rg_term reify_within(rg_ctx *C, rg_term q, const rgk_state *st, pruning_clock *k) {
   names nm = {0};
   if (!st->C) {
     walk_name w = {st->S, &nm};
@@ -371,10 +385,23 @@ rg_term rgk_reify(rg_ctx *C, rg_term q, const rgk_state *st) {
   extracted e;
   extract(C, st, &nm, &e);
   rg_term D = filter_relevant(e.D, &nm), A = filter_relevant(e.A, &nm);
-  D = drop_subsumed_D(C, st, D, A);
-  A = drop_subsumed_A(C, st, A);
+  D = drop_subsumed_D(C, st, D, A, k);
+  A = drop_subsumed_A(C, st, A, k);
+  if (k->late) {
+    rg_error(C, RG_STOP_TIMEOUT, "search stopped at its time limit (while reifying an answer)");
+    return NULL;
+  }
   for (int i = 0; i < 3; i++) e.T[i] = rgk_rebuild(C, e.T[i], pre_name, &nm);
   return form(rgk_rebuild(C, v, pre_name, &nm), rgk_rebuild(C, D, pre_name, &nm), e.T,
               rgk_rebuild(C, A, pre_name, &nm));
 }
 
+rg_term rgk_reify(rg_ctx *C, rg_term q, const rgk_state *st) {
+  pruning_clock unbounded = {0};
+  return reify_within(C, q, st, &unbounded);
+}
+
+rg_term rgk_reify_by(rg_ctx *C, rg_term q, const rgk_state *st, double deadline) {
+  pruning_clock k = {.deadline = deadline, .ctx_deadline = C->deadline};
+  return reify_within(C, q, st, &k);
+}

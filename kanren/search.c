@@ -70,6 +70,7 @@ enum { M_APPLY, M_FORCE, M_RETURN };
 
 #define CALL_CHAIN_LIMIT 1000 /* bare relation calls before one suspends */
 #define CLOCK_EVERY 4096
+#define CLOCK_EVERY_TIMED 128 /* with a deadline: steps can be costly (big unifications) */
 
 typedef struct machine {
   rg_ctx *C;
@@ -131,11 +132,6 @@ const char rgk_err_marker = 0;
 static const char abort_marker = 0;
 #define ABORT ((void *)&abort_marker)
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* Counts a step; true when a limit is reached.  The common case is one
  * comparison against `next_check`, the step at which limits are examined. */
@@ -145,7 +141,9 @@ static inline bool over_limit(machine *M) {
 }
 
 static bool check_limits(machine *M) {
-  M->next_check = M->steps + CLOCK_EVERY;
+  double ctx_deadline = M->C->deadline;
+  bool timed = M->deadline || ctx_deadline;
+  M->next_check = M->steps + (timed ? CLOCK_EVERY_TIMED : CLOCK_EVERY);
   if (M->max_steps && M->next_check > M->max_steps + 1) M->next_check = M->max_steps + 1;
   if (M->max_steps && M->steps > M->max_steps) {
     M->status = RG_STOP_STEPS;
@@ -153,12 +151,17 @@ static bool check_limits(machine *M) {
              (long long)M->max_steps);
     return true;
   }
-  if (M->deadline && now_s() > M->deadline) {
+  double now = timed ? rgk_now() : 0;
+  if ((M->deadline && now > M->deadline) || (ctx_deadline && now > ctx_deadline)) {
     M->status = RG_STOP_TIMEOUT;
     rg_error(M->C, RG_STOP_TIMEOUT, "search stopped at its time limit");
     return true;
   }
   return false;
+}
+
+void rg_ctx_set_deadline(rg_ctx *C, double seconds) {
+  C->deadline = seconds > 0 ? rgk_now() + seconds : 0;
 }
 
 static void fail_machine(machine *M) {
@@ -636,7 +639,7 @@ static void query_start(rg_query *Q, rgk_state *st0) {
   M->steps = M->next_check = 0;
   M->status = 0;
   M->chain = 0;
-  M->deadline = Q->timeout_s > 0 ? now_s() + Q->timeout_s : 0;
+  M->deadline = Q->timeout_s > 0 ? rgk_now() + Q->timeout_s : 0;
   Q->pending = susp(M, SU_CALLBODY, Q->root, Q->env, st0);
 }
 
@@ -678,8 +681,9 @@ static int next_answer(rg_query *Q, rg_term *answer, bool reify);
 int rg_query_next(rg_query *Q, rg_term *answer) { return next_answer(Q, answer, true); }
 int rg_query_next_walked(rg_query *Q, rg_term *answer) { return next_answer(Q, answer, false); }
 
+/* NULL when reifying ran past a deadline (the error is recorded). */
 static rg_term answer_of(rg_query *Q, rgk_state *st, bool reify) {
-  return reify ? rgk_reify(Q->C, Q->q, st) : rgk_walk_star(Q->C, Q->q, st->S);
+  return reify ? rgk_reify_by(Q->C, Q->q, st, Q->M.deadline) : rgk_walk_star(Q->C, Q->q, st->S);
 }
 
 /* The query whose machine runs on this thread, if any.  Relations that
@@ -735,7 +739,10 @@ static int force_state(rg_query *Q, rgk_state **out) {
 static int next_answer(rg_query *Q, rg_term *answer, bool reify) {
   rgk_state *st;
   int rc = next_state(Q, &st);
-  if (rc == 1) *answer = answer_of(Q, st, reify);
+  if (rc != 1) return rc;
+  rg_term a = answer_of(Q, st, reify);
+  if (!a) return Q->M.status = RG_STOP_TIMEOUT;
+  *answer = a;
   return rc;
 }
 

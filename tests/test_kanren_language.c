@@ -238,6 +238,40 @@ static void test_run_options(void **st) {
   assert_string_equal(tu_eval(I, "(run* (q) (fresh (x) (== x `(1 . ,x))))"), "()");
 }
 
+/* A context's deadline stops every search of the context, whatever the
+ * search's own limits, and can be removed. */
+static void test_ctx_deadline(void **st) {
+  (void)st;
+  rg_ctx *D = rg_ctx_new();
+  rg_interp *I = rg_interp_new(D);
+  rg_interp_set_output(I, NULL);
+  rg_ctx_set_deadline(D, 0.05);
+  assert_int_equal(rg_interp_load_string(I, "d.kn", "(run* (q) (alwayso))"), RG_STOP_TIMEOUT);
+  assert_non_null(strstr(rg_errmsg(D), "time limit"));
+  /* a search started after the deadline passed stops at once */
+  assert_int_equal(rg_interp_load_string(I, "d.kn", "(run 1 (q) (nevero))"), RG_STOP_TIMEOUT);
+  rg_ctx_set_deadline(D, 0);
+  assert_int_equal(rg_interp_load_string(I, "d.kn", "(run 1 (q) (== q 1))"), RG_OK);
+  /* a search's own step limit still applies under a deadline */
+  rg_ctx_set_deadline(D, 60);
+  rg_run_opts o = {.max_steps = 500};
+  rg_interp_set_run_opts(I, &o);
+  assert_int_equal(rg_interp_load_string(I, "d.kn", "(run 1 (q) (nevero))"), RG_STOP_STEPS);
+  /* pruning many disequalities while reifying (quadratic) stops too */
+  o = (rg_run_opts){.timeout_s = 0.02};
+  rg_interp_set_run_opts(I, &o);
+  assert_int_equal(rg_interp_load_string(I, "d.kn",
+                                         "(defrel (diseqo x l) (conde ((== l '()))"
+                                         "  ((fresh (a d) (== l (cons a d)) (=/= x (list 'f a)) (diseqo x d)))))"
+                                         "(run 1 (q) (diseqo q (iota 1500)))"),
+                   RG_STOP_TIMEOUT);
+  assert_non_null(strstr(rg_errmsg(D), "time limit"));
+  o = (rg_run_opts){0};
+  rg_interp_set_run_opts(I, &o);
+  assert_string_equal(tu_eval(I, "(run 1 (q) (diseqo q (iota 3)))"),
+                      "((_.0 (=/= ((_.0 (f 0))) ((_.0 (f 1))) ((_.0 (f 2))))))");
+}
+
 /* Every class of bad input: a message with a position, an error status. */
 static void check_program_error(const char *text, int code, const char *msg) {
   int rc;
@@ -312,6 +346,7 @@ int main(void) {
       cmocka_unit_test(test_eval_and_define), cmocka_unit_test(test_shadowing),
       cmocka_unit_test(test_added_form),      cmocka_unit_test(test_test_counts),
       cmocka_unit_test(test_time_and_bench),  cmocka_unit_test(test_run_options),
+      cmocka_unit_test(test_ctx_deadline),
       cmocka_unit_test(test_program_errors),  cmocka_unit_test(test_load_file),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

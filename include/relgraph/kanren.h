@@ -95,6 +95,11 @@ void rg_gc_collect(void);
  * include the first-touch page faults of a new process. */
 void rg_gc_warm(void);
 rg_ctx *rg_ctx_new(void);
+/* Every search of C, including those already started, stops with
+ * RG_STOP_TIMEOUT once `seconds` from now have passed (on top of each
+ * search's own limits): a time budget for a whole program or request.
+ * seconds <= 0 removes it. */
+void rg_ctx_set_deadline(rg_ctx *C, double seconds);
 const char *rg_errmsg(const rg_ctx *C); /* "" when no error */
 int rg_errcode(const rg_ctx *C);
 void rg_clear_error(rg_ctx *C);
