@@ -235,12 +235,12 @@ static double *cache_slot(rg_cost_model *cm, const rg_node *node, int out, bool 
   return &cm->cache[s].cost;
 }
 
-static double relation_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable *out) {
-  rg_term c = rg_var(eg->C), args[2] = {rg_var_term(out), c}, answers;
+static double relation_cost(rg_ctx *C, const rg_cost_model *cm, rg_variable *out) {
+  rg_term c = rg_var(C), args[2] = {rg_var_term(out), c}, answers;
   rg_run_opts o = {.max_steps = 2000000};
-  int rc = rg_run(eg->C, 1, c, rg_call(cm->rel, 2, args), &o, &answers);
+  int rc = rg_run(C, 1, c, rg_call(cm->rel, 2, args), &o, &answers);
   if (rc != RG_OK || !rg_is_pair(answers)) {
-    rg_clear_error(eg->C);
+    rg_clear_error(C);
     return INFINITY;
   }
   rg_term a = rg_car(answers);
@@ -249,19 +249,23 @@ static double relation_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable 
   return INFINITY;
 }
 
-static double dynamic_cost(rg_egraph *eg, const rg_cost_model *cm_, const eg_head *h, int n,
+/* A measured or relational cost, cached per (op, input types, output). */
+static double cached_dynamic(rg_ctx *C, rg_cost_model *cm, const rg_node *node, int out) {
+  bool found;
+  double *slot = cache_slot(cm, node, out, &found);
+  if (found) return *slot;
+  double v = cm->kind == CM_TIME ? cm->measure(node, cm->ud) : relation_cost(C, cm, node->outputs[out]);
+  return *slot = v < 0 ? INFINITY : v;
+}
+
+static double dynamic_cost(rg_egraph *eg, const rg_cost_model *cm, const eg_head *h, int n,
                            rg_variable **in) {
-  rg_cost_model *cm = (rg_cost_model *)cm_;
   rg_node *node = rg_make_node(eg->C, h->op, n, in);
   if (!node) {
     rg_clear_error(eg->C);
     return INFINITY;
   }
-  bool found;
-  double *slot = cache_slot(cm, node, h->out, &found);
-  if (found) return *slot;
-  double v = cm->kind == CM_TIME ? cm->measure(node, cm->ud) : relation_cost(eg, cm, node->outputs[h->out]);
-  return *slot = v < 0 ? INFINITY : v;
+  return cached_dynamic(eg->C, (rg_cost_model *)cm, node, h->out);
 }
 
 static double node_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable **sized, uint32_t id) {
@@ -294,22 +298,27 @@ double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm) {
 
 /* ------------------------------------------------------------------ costs of graph nodes */
 
+/* t with its statically unknown dimensions at the size "?" (the driver
+ * sees inner values, which have no names to size them by); t itself when
+ * it has none or no "?" size was given (they then count as 0). */
+static const rg_type *sized_type(const rg_cost_model *cm, const rg_type *t) {
+  int64_t q = -1, shape[RG_MAX_NDIM];
+  bool unknown = false;
+  for (int d = 0; d < t->ndim; d++) unknown |= t->shape[d] < 0;
+  if (!unknown || (q = size_of(cm, "?")) < 0) return t;
+  for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d] < 0 ? q : t->shape[d];
+  return rg_type_new(t->dtype, t->ndim, shape);
+}
+
 double rgr_node_cost(rg_cost_model *cm, const rg_node *node) {
   if (!node->nout) return 0;
   int n = node->nin;
   const rg_type *ts[n ? n : 1];
-  for (int i = 0; i < n; i++) ts[i] = node->inputs[i]->type;
-  const rg_type *out = node->outputs[0]->type;
+  for (int i = 0; i < n; i++) ts[i] = sized_type(cm, node->inputs[i]->type);
+  const rg_type *out = sized_type(cm, node->outputs[0]->type);
   switch (cm->kind) {
   case CM_FLOPS: return flops(node->op->code, n, ts, out);
   case CM_BYTES: return bytes(node->op->code, n, ts, out);
-  case CM_TIME: {
-    bool found;
-    double *slot = cache_slot(cm, node, 0, &found);
-    if (found) return *slot;
-    double v = cm->measure(node, cm->ud);
-    return *slot = v < 0 ? INFINITY : v;
-  }
-  default: return INFINITY;
+  default: return cached_dynamic(node->outputs[0]->ctx, cm, node, 0);
   }
 }

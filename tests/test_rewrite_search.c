@@ -458,6 +458,37 @@ static void test_driver_search_mode(void **st) {
   assert_true(rg_fgraph_output(cheapest, 0) == rg_fgraph_input(cheapest, 0));
 }
 
+/* The driver's search mode with the size of unknown dimensions, and with
+ * a cost relation (one that failed would cost every answer infinity and
+ * keep the first). */
+#define ABS_OR_SQRT                                                                   \
+  "(defrel (unlogo in out) (fresh (x) (== in `(exp (log ,x)))"                        \
+  "  (conde ((== out `(sqrt (mul ,x ,x)))) ((== out `(abs ,x))))))"                   \
+  "(defrule unlog (in out) (unlogo in out) :tracks (exp))"
+
+static void test_driver_relation_cost(void **st) {
+  const char *g = "(graph (input x float64 (?)) (output (exp (log x))))";
+  rg_rewriter *rw = rules(ABS_OR_SQRT, NULL);
+  rg_rewrite_opts o = {.answers = 2, .cost = rg_cost_flops()};
+  rg_fgraph *unsized = graph(g);
+  assert_non_null(rg_rewrite(unsized, rw, &o)); /* every cost 0: the first answer */
+  assert_string_equal(show(unsized), "sqrt((x * x))\n");
+  assert_int_equal(rg_cost_set_size(o.cost, "?", 1000), RG_OK);
+  rg_fgraph *sized = graph(g);
+  assert_non_null(rg_rewrite(sized, rw, &o));
+  assert_string_equal(show(sized), "abs(x)\n");
+  rg_interp *I = rg_interp_new(C);
+  rg_interp_set_output(I, NULL);
+  rg_rule_set_new(I);
+  assert_int_equal(rg_interp_load_string(I, "<cost>",
+                                         "(defrel (costo n c) (conde ((fresh (a) (== n `(sqrt ,a)) (== c 1000)))"
+                                         " ((fresh (h r) (== n `(,h . ,r)) (=/= h 'sqrt) (== c 1)))))"), RG_OK);
+  o.cost = rg_cost_relation(rg_interp_lookup(I, "costo"));
+  rg_fgraph *by_relation = graph(g);
+  assert_non_null(rg_rewrite(by_relation, rw, &o));
+  assert_string_equal(show(by_relation), "abs(x)\n");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_matrix_chain_dp, fresh),
@@ -474,6 +505,7 @@ int main(void) {
       cmocka_unit_test_setup(test_bad_input, fresh),
       cmocka_unit_test_setup(test_multi_output_pattern, fresh),
       cmocka_unit_test_setup(test_driver_search_mode, fresh),
+      cmocka_unit_test_setup(test_driver_relation_cost, fresh),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

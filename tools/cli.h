@@ -47,7 +47,12 @@ struct rg_fgraph *cli_load_graph(struct rg_ctx *C, const char *path);
 /* The printer of a format name (pprint, dprint, sexp, dot, json) or NULL. */
 typedef int (*cli_printer_fn)(FILE *f, struct rg_fgraph *fg);
 cli_printer_fn cli_printer(const char *format);
-/* A formatted string in collected memory. */
+/* A cost model by name (flops, bytes, time) or from a rule file defining
+ * (costo node c); NULL with an error in C. */
+struct rg_cost_model;
+struct rg_cost_model *cli_cost_model(struct rg_ctx *C, const char *spec);
+/* Applies --size NAME=N options; EXIT_OK or EXIT_USAGE (with a message). */
+int cli_cost_sizes(struct rg_cost_model *cm, const char *cmd, int n, const char *const *sizes);
 /* Prints "relgraph NAME: message" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define cli_sprintf rg_gc_sprintf /* from relgraph/kanren.h */

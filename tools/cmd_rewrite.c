@@ -4,6 +4,7 @@
  *
  *   relgraph rewrite GRAPH [--rules FILE]... [--query Q] [--format F]
  *                    [--profile] [--trace] [--why NODE] [--max-use-ratio R]
+ *                    [--answers K [--cost flops|bytes|time|FILE] [--size NAME=N]...]
  *                    [--describe]
  *
  * Rules from --rules files form the database "rules" (nested in the
@@ -11,6 +12,10 @@
  * "fast_run".  The result goes to standard output (pprint: one output per
  * line); the profile, trace and provenance follow it.  A run that stops on
  * a budget or a cycle says why on standard error and exits with 4.
+ *
+ * Search mode (--answers K, K > 1): each relational rule takes up to K
+ * answers of its relation and keeps the one whose new nodes cost least by
+ * the --cost model (tools/cli_cost.c), instead of the first.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +34,22 @@ void usage_rewrite(void) {
          "  --trace             print every rewrite, in order\n"
          "  --why NODE          print how node NODE came to be (ids as --trace shows them)\n"
          "  --max-use-ratio R   budget of each rewriter: R x the largest graph size (default 8)\n"
+         "  --answers K         search mode: a relational rule takes up to K answers and\n"
+         "                      keeps the cheapest (default 1: the first answer)\n"
+         "  --cost M            cost of the answers: flops (default), bytes, time (measured\n"
+         "                      on the CPU), or a rule file defining (costo node c)\n"
+         "  --size ?=N          the size of every dimension not known statically, for\n"
+         "                      the cost (otherwise such dimensions count as 0)\n"
          "  --describe          print the database instead of rewriting\n");
 }
 
+#define MAX_FILES 64
+
 typedef struct rewrite_args {
-  const char *graph, *query, *format;
-  const char *rules[64];
-  int nrules;
+  const char *graph, *query, *format, *cost;
+  const char *rules[MAX_FILES], *sizes[MAX_FILES];
+  int nrules, nsizes;
+  int64_t answers;
   bool profile, trace, describe;
   int64_t why;
   double ratio;
@@ -44,6 +58,8 @@ typedef struct rewrite_args {
 static int parse(int argc, char **argv, rewrite_args *a) {
   memset(a, 0, sizeof *a);
   a->format = "pprint";
+  a->cost = "flops";
+  a->answers = 1;
   a->why = -1;
   for (int i = 1; i < argc; i++) {
     bool missing;
@@ -52,8 +68,14 @@ static int parse(int argc, char **argv, rewrite_args *a) {
     else if (!strcmp(argv[i], "--trace")) a->trace = true;
     else if (!strcmp(argv[i], "--describe")) a->describe = true;
     else if ((v = cli_option(argc, argv, &i, "--rules", &missing))) {
-      if (a->nrules == 64) return cli_error("rewrite", "too many rule files"), EXIT_USAGE;
+      if (a->nrules == MAX_FILES) return cli_error("rewrite", "too many rule files"), EXIT_USAGE;
       a->rules[a->nrules++] = v;
+    } else if ((v = cli_option(argc, argv, &i, "--size", &missing))) {
+      if (a->nsizes == MAX_FILES) return cli_error("rewrite", "too many --size options"), EXIT_USAGE;
+      a->sizes[a->nsizes++] = v;
+    } else if ((v = cli_option(argc, argv, &i, "--cost", &missing))) a->cost = v;
+    else if ((v = cli_option(argc, argv, &i, "--answers", &missing))) {
+      if (!cli_parse_int("--answers", v, 1, 10000, &a->answers)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--query", &missing))) a->query = v;
     else if ((v = cli_option(argc, argv, &i, "--format", &missing))) a->format = v;
     else if ((v = cli_option(argc, argv, &i, "--why", &missing))) {
@@ -124,7 +146,14 @@ int cmd_rewrite(int argc, char **argv) {
   rg_rewriter *rw = rg_db_query(C, db, q);
   if (!rw) return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_USAGE;
   rg_rewrite_opts o = {.max_use_ratio = a.ratio, .profile = a.profile, .trace = a.trace,
-                       .provenance = a.why >= 0, .fold = fold};
+                       .provenance = a.why >= 0, .fold = fold, .answers = (int)a.answers};
+  if (a.answers > 1) {
+    if (!(o.cost = cli_cost_model(C, a.cost))) return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_INPUT;
+    for (int i = 0; i < a.nsizes; i++)
+      if (strncmp(a.sizes[i], "?=", 2))
+        return cli_error("rewrite", "--size: only ?=N (inner values have no names), got '%s'", a.sizes[i]), EXIT_USAGE;
+    if ((rc = cli_cost_sizes(o.cost, "rewrite", a.nsizes, a.sizes))) return rc;
+  }
   rg_rewrite_run *run = rg_rewrite(fg, rw, &o);
   if (cli_printer(a.format)(stdout, fg) != RG_OK)
     return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_INPUT;

@@ -14,11 +14,9 @@
  * measured-time model compiles and times each candidate node on the CPU
  * backend.  Exit status 0 when saturated, 4 at a limit, 3 on bad input.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "relgraph/backend.h"
 #include "relgraph/rewrite.h"
@@ -123,86 +121,6 @@ static int parse(int argc, char **argv, search_args *a) {
   return EXIT_OK;
 }
 
-/* ------------------------------------------------------------------ cost models */
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Seconds per run of node on random inputs of its inputs' types (the
- * median of five runs after one warm-up); -1 when it cannot run. */
-static double measure_node(const rg_node *node, void *ud) {
-  rg_ctx *C = ud;
-  int n = node->nin;
-  rg_variable **ins = calloc((size_t)n + 1, sizeof *ins), **vars = calloc((size_t)n + 1, sizeof *vars);
-  rg_tensor **vals = calloc((size_t)n + 1, sizeof *vals);
-  int nvar = 0;
-  for (int i = 0; i < n; i++) {
-    const rg_type *t = node->inputs[i]->type;
-    ins[i] = rg_is_constant(node->inputs[i]) ? node->inputs[i] : (vars[nvar] = rg_input(C, NULL, t));
-    if (rg_is_constant(node->inputs[i])) continue;
-    vals[nvar] = rg_tensor_new(t->dtype, t->ndim, t->shape);
-    for (int64_t e = 0; vals[nvar] && e < rg_tensor_numel(vals[nvar]); e++)
-      rg_tensor_set_f64(vals[nvar], e, (double)((e * 7919) % 13) / 13.0 + 0.5);
-    nvar++;
-  }
-  rg_variable *out = rg_apply(C, node->op, n, ins);
-  rg_compile_opts co = {.mode = {.query = "none"}};
-  rg_function *f = out ? rg_compile(C, nvar, vars, 1, &out, &co) : NULL;
-  double times[6], best = -1;
-  for (int r = 0; f && r < 6; r++) {
-    rg_tensor *res = NULL;
-    double t0 = now();
-    if (rg_function_call(f, vals, &res)) break;
-    times[r] = now() - t0;
-    rg_tensor_free(res);
-    if (r == 5) {
-      for (int x = 1; x < 6; x++)
-        for (int y = x; y > 1 && times[y] < times[y - 1]; y--) {
-          double s = times[y]; times[y] = times[y - 1]; times[y - 1] = s;
-        }
-      best = times[3];
-    }
-  }
-  rg_clear_error(C);
-  rg_function_free(f);
-  for (int i = 0; i < nvar; i++) rg_tensor_free(vals[i]);
-  free(ins);
-  free(vars);
-  free(vals);
-  return best;
-}
-
-static rg_cost_model *cost_model(rg_ctx *C, const search_args *a) {
-  if (!strcmp(a->cost, "flops")) return rg_cost_flops();
-  if (!strcmp(a->cost, "bytes")) return rg_cost_bytes();
-  if (!strcmp(a->cost, "time")) return rg_cost_measured(measure_node, C);
-  rg_interp *I = rg_interp_new(C);
-  rg_interp_set_output(I, NULL);
-  rg_rule_set_new(I); /* typeo, dtypeo, ndimo and the graph evaluator */
-  if (rg_interp_load_file(I, a->cost) != RG_OK) return NULL;
-  rg_term rel = rg_interp_lookup(I, "costo");
-  if (!rel || rg_kind_of(rel) != RG_K_PROC) {
-    rg_error(C, RG_ERR_NAME, "%s: defines no relation costo (costo node c)", a->cost);
-    return NULL;
-  }
-  return rg_cost_relation(rel);
-}
-
-static int set_sizes(rg_cost_model *cm, const search_args *a) {
-  for (int i = 0; i < a->nsizes; i++) {
-    const char *eq = strrchr(a->sizes[i], '=');
-    int64_t n;
-    if (!eq || eq == a->sizes[i])
-      return cli_error("search", "--size: expected NAME=N, got '%s'", a->sizes[i]), EXIT_USAGE;
-    if (!cli_parse_int("--size", eq + 1, 0, INT64_MAX / 4, &n)) return EXIT_USAGE;
-    rg_cost_set_size(cm, cli_sprintf("%.*s", (int)(eq - a->sizes[i]), a->sizes[i]), n);
-  }
-  return EXIT_OK;
-}
-
 /* ------------------------------------------------------------------ the run */
 
 static rg_rewriter *rules(rg_ctx *C, const search_args *a) {
@@ -251,9 +169,9 @@ static int search(rg_ctx *C, const search_args *a) {
   if (!fg) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;
   rg_rewriter *sel = rules(C, a);
   if (!sel) return cli_error("search", "%s", rg_errmsg(C)), rg_errcode(C) == RG_ERR_SYNTAX ? EXIT_INPUT : EXIT_USAGE;
-  rg_cost_model *cm = cost_model(C, a);
+  rg_cost_model *cm = cli_cost_model(C, a->cost);
   if (!cm) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;
-  int rc = set_sizes(cm, a);
+  int rc = cli_cost_sizes(cm, "search", a->nsizes, a->sizes);
   if (rc) return rc;
   rg_egraph *eg = rg_egraph_new(fg);
   if (!eg || rg_egraph_add_rules(eg, sel) < 0) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;

@@ -185,10 +185,10 @@ typedef struct rg_rewrite_opts {
    * constant folding. */
   int (*fold)(const rg_node *node, rg_tensor **outputs, char *err, size_t errlen);
   /* Search mode: a relational rule takes up to `answers` answers of its
-   * relation and keeps the cheapest by `cost` (rg_cost_flops,
-   * rg_cost_bytes or rg_cost_measured below: the summed cost of the nodes
-   * the answer adds to the graph, by their static types; ties go to the
-   * earlier answer).  answers <= 1 or no cost: the first answer. */
+   * relation and keeps the cheapest by `cost` (any model below: the summed
+   * cost of the nodes the answer adds to the graph, by their static types,
+   * dimensions unknown statically at the model's size "?" or else 0; ties
+   * go to the earlier answer).  answers <= 1 or no cost: the first answer. */
   int answers;
   struct rg_cost_model *cost;
 } rg_rewrite_opts;
