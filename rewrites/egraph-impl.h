@@ -190,6 +190,9 @@ static inline uint32_t eg_level(const rg_egraph *eg, uint32_t c, int d) {
 /* The representative variable of a class (a graph variable computing a
  * term of the class), built on first use. */
 rg_variable *eg_rep(rg_egraph *eg, uint32_t c);
+/* A graph node computing e-node id from its children's representatives;
+ * NULL for a leaf or when the node does not build. */
+rg_node *eg_rep_node(rg_egraph *eg, uint32_t id);
 /* A node's op as a printable name ("dot", "(sum 0)", a leaf's name). */
 const char *eg_head_str(const rg_egraph *eg, uint32_t head);
 

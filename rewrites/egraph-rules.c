@@ -52,7 +52,7 @@ typedef struct pat {
   struct pat **ch;
 } pat;
 
-enum { R_PATTERN, R_RELATION, R_SUBST, R_REMOVE };
+enum { R_PATTERN, R_RELATION, R_SUBST, R_REMOVE, R_NATIVE };
 
 struct eg_rule {
   const char *name;
@@ -62,8 +62,9 @@ struct eg_rule {
   int nvars;
   rg_term guard;
   int *gvars, ngvars;
-  /* relational rules: the ops of the e-nodes tried (those the relation
-   * requires of either argument; all when it cannot be told) */
+  /* relational and C rules: the ops of the e-nodes tried (those the
+   * relation requires of either argument, or the C rule tracks; all when
+   * it cannot be told) */
   rg_rewriter *rw;
   bool track_all;
   uint64_t tracks[(RG_OP_COUNT + 63) / 64];
@@ -309,7 +310,7 @@ static bool guard_ok(matcher *m) {
   rg_term args[r->ngvars > 0 ? r->ngvars : 1];
   for (int i = 0; i < r->ngvars; i++) {
     int v = r->gvars[i];
-    args[i] = m->tbinds[v] ? m->tbinds[v] : rg_var_term(eg_rep(m->eg, m->binds[v]));
+    args[i] = m->tbinds && m->tbinds[v] ? m->tbinds[v] : rg_var_term(eg_rep(m->eg, m->binds[v]));
   }
   rg_run_opts o = {.max_steps = REL_STEP_LIMIT};
   rg_term q = rg_var(m->eg->C), answers;
@@ -844,6 +845,130 @@ static int apply_relation(rg_egraph *eg, eg_rule *r) {
   return RG_OK;
 }
 
+/* ------------------------------------------------------------------ rules written in C */
+
+/* Whether a child of e-node id is the e-node's own class (after x + 0 = x,
+ * the class of x holds x + 0 itself). */
+static bool self_loop(const rg_egraph *eg, uint32_t id) {
+  const eg_node *x = &eg->nodes[id];
+  uint32_t c = eg_find(eg, x->cls);
+  const uint32_t *k = eg_kids(eg, id);
+  for (uint32_t i = 0; i < x->nch; i++)
+    if (eg_find(eg, k[i]) == c) return true;
+  return false;
+}
+
+/* A node rewriter (rg_node_rewriter) as an equality: tried on each e-node
+ * it tracks, as graph nodes whose inputs are the e-nodes of its children's
+ * classes (each built over representatives; at most NATIVE_ALTS per child
+ * and the search's rel_terms combinations per e-node, each combination
+ * once, as relations' terms are), so that one rule can see what another
+ * made (dot -> gemv, then add(gemv, b) -> gemv).  A replacement of the
+ * e-node's output is added and merged with its class.  E-nodes that are
+ * their own child are left out: a rule that looks into its inputs' nodes
+ * (flattening x + (y + 0)) would otherwise make a longer term of the same
+ * class on every iteration.  The rewriter sees a run with the context and
+ * the search's fold, no graph: what it may read of a run.  Matches go to
+ * mterms as (class . variable), applied like a relation's answers. */
+#define NATIVE_ALTS 8
+
+typedef struct native_alts { rg_variable *v[NATIVE_ALTS]; uint64_t h[NATIVE_ALTS]; int n; } native_alts;
+
+static bool self_loop(const rg_egraph *eg, uint32_t id);
+
+/* The variables of class c's e-nodes (its representative first; not those
+ * that are their own child, whose terms only grow: x * 1 * 1 ...). */
+static void class_vars(rg_egraph *eg, uint32_t c, native_alts *a) {
+  c = eg_find(eg, c);
+  a->n = 0;
+  rg_variable *rep = eg_rep(eg, c);
+  if (rep) {
+    a->v[0] = rep;
+    a->h[a->n++] = hmix(0xc1a55, c);
+  }
+  const eg_ids *ns = &eg->cls[c].nodes;
+  for (uint32_t i = 0; i < ns->n && a->n < NATIVE_ALTS; i++) {
+    uint32_t m = ns->v[i];
+    const eg_head *h = &eg->heads[eg->nodes[m].head];
+    if (eg->nodes[m].dead || self_loop(eg, m)) continue;
+    rg_node *node = h->leaf ? NULL : eg_rep_node(eg, m);
+    rg_variable *v = h->leaf ? h->leaf : node ? node->outputs[h->out] : NULL;
+    if (!v || v == rep) continue;
+    a->v[a->n] = v;
+    a->h[a->n++] = hmix(0xe40de, m);
+  }
+}
+
+/* Runs the rule on node (e-node id's op over one combination); a match
+ * goes to mterms. */
+static int try_native(rg_egraph *eg, eg_rule *r, rg_rewrite_run *run, uint32_t id, rg_node *node) {
+  const eg_node *x = &eg->nodes[id];
+  int k = eg->heads[x->head].out;
+  if (node->op->code == RG_OP_OPAQUE && !rgr_tracks(r->rw, node)) return RG_OK;
+  rg_variable *out[node->nout];
+  memset(out, 0, sizeof out);
+  int rc = r->rw->nfn(run, node, out, r->rw->ud);
+  if (rc < 0 && rg_errcode(eg->C) == RG_ERR_NAME) return rc;
+  rg_clear_error(eg->C);
+  if (rc != 1 || !out[k] || out[k] == node->outputs[k]) return RG_OK;
+  r->mterms = rg_cons(rg_cons(rg_int(eg_find(eg, x->cls)), rg_var_term(out[k])), r->mterms);
+  r->nmatches++;
+  return RG_OK;
+}
+
+static int search_node_native(rg_egraph *eg, eg_rule *r, rg_rewrite_run *run, uint32_t id, int cap) {
+  const eg_node *x = &eg->nodes[id];
+  const eg_head *h = &eg->heads[x->head];
+  int n = (int)x->nch;
+  native_alts kids[n ? n : 1];
+  for (int i = 0; i < n; i++) {
+    class_vars(eg, eg_kids(eg, id)[i], &kids[i]);
+    if (!kids[i].n) return RG_OK;
+  }
+  int idx[n ? n : 1];
+  memset(idx, 0, sizeof idx);
+  rg_variable *in[n ? n : 1];
+  for (int made = 0; made < cap; made++) {
+    uint64_t hh = hmix(0x4a71e, id);
+    for (int i = 0; i < n; i++) hh = hmix(hh, kids[i].h[idx[i]]);
+    if (seen_add(r, hh)) {
+      for (int i = 0; i < n; i++) in[i] = kids[i].v[idx[i]];
+      rg_node *node = rg_make_node(eg->C, h->op, n, in);
+      if (!node || h->out >= node->nout) rg_clear_error(eg->C);
+      else if (try_native(eg, r, run, id, node) != RG_OK) return rg_errcode(eg->C);
+    }
+    int i = n - 1;
+    while (i >= 0 && ++idx[i] == kids[i].n) idx[i--] = 0;
+    if (i < 0) break;
+  }
+  return RG_OK;
+}
+
+static int search_native(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int64_t limit) {
+  rg_rewrite_run run = {.C = eg->C, .opts = {.fold = o->fold}};
+  uint32_t n = eg->nnodes;
+  for (uint32_t id = 0; id < n && r->nmatches <= limit; id++) {
+    const eg_node *x = &eg->nodes[id];
+    if (x->dead || !tracks_head(r, &eg->heads[x->head])) continue;
+    if (out_of_time(eg, r, 0)) break;
+    if (r->since && !rel_dirty(eg, id, o->rel_depth, r->since)) continue;
+    if (self_loop(eg, id)) continue;
+    int rc = search_node_native(eg, r, &run, id, o->rel_terms);
+    if (rc) return rc;
+  }
+  return RG_OK;
+}
+
+static eg_rule *rule_new(const char *name, int kind);
+
+static eg_rule *native_rule(rg_rewriter *rw) {
+  eg_rule *r = rule_new(rw->name, R_NATIVE);
+  r->rw = rw;
+  r->track_all = rw->track_all;
+  memcpy(r->tracks, rw->tracks, sizeof r->tracks);
+  return r;
+}
+
 /* ------------------------------------------------------------------ rules from a selection */
 
 static eg_rule *rule_new(const char *name, int kind) {
@@ -922,7 +1047,10 @@ static eg_rule *make_rule(rg_egraph *eg, rg_rewriter *rw) {
     r->op_to = pp.op_to;
     return r;
   }
-  default: eg->skipped++; return NULL;
+  default:
+    if (rw->kind == RW_NODE && rw->nfn) return native_rule(rw);
+    eg->skipped++;
+    return NULL;
   }
 }
 
@@ -981,14 +1109,16 @@ static int search_rule(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int64
   switch (r->kind) {
   case R_PATTERN: search_pattern(eg, r, limit); return RG_OK;
   case R_RELATION: return search_relation(eg, r, o, limit);
+  case R_NATIVE: return search_native(eg, r, o, limit);
   default: search_op(eg, r, limit); return RG_OK;
   }
 }
 
 static int apply_rule(rg_egraph *eg, eg_rule *r) {
   eg->cur_rule = r->name;
-  int rc = r->kind == R_PATTERN ? apply_pattern(eg, r) : r->kind == R_RELATION ? apply_relation(eg, r)
-                                                                               : apply_op(eg, r);
+  int rc = r->kind == R_PATTERN                               ? apply_pattern(eg, r)
+           : r->kind == R_RELATION || r->kind == R_NATIVE ? apply_relation(eg, r)
+                                                          : apply_op(eg, r);
   if (!rc && r->to_apply) r->since = r->searched;
   r->to_apply = false;
   clear_matches(r);
@@ -1055,7 +1185,9 @@ static int levels_needed(const rg_egraph *eg, const rg_search_opts *o) {
   int d = 0;
   for (int i = 0; i < eg->nrules; i++) {
     const eg_rule *r = eg->rules[i];
-    int need = r->kind == R_PATTERN ? r->lhs->depth - 1 : r->kind == R_RELATION ? o->rel_depth - 1 : 0;
+    int need = r->kind == R_PATTERN                               ? r->lhs->depth - 1
+               : r->kind == R_RELATION || r->kind == R_NATIVE ? o->rel_depth - 1
+                                                              : 0;
     if (need > d) d = need;
   }
   return d;

@@ -413,6 +413,12 @@ static void build_rep(rg_egraph *eg, uint32_t c) {
   free(st.v);
 }
 
+rg_node *eg_rep_node(rg_egraph *eg, uint32_t id) {
+  const eg_node *x = &eg->nodes[id];
+  const eg_head *h = &eg->heads[x->head];
+  return h->leaf ? NULL : make_rep_node(eg, h, x->nch, eg_kids(eg, id));
+}
+
 rg_variable *eg_rep(rg_egraph *eg, uint32_t c) {
   c = eg_find(eg, c);
   if (!eg->reps[c]) build_rep(eg, c);
@@ -590,9 +596,14 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   const rg_type *ta = eg->types[a], *tb = eg->types[b];
   bool eq = ta == tb || rg_type_equal(ta, tb);
   if (!eq && !rg_type_is_subtype(ta, tb) && !rg_type_is_subtype(tb, ta)) return reject(eg, a, b);
-  /* the representative comes from the side with the more precise type
-   * (with equal types, the side that has one built) */
-  uint32_t from = eq ? (eg->reps[a] || !eg->reps[b] ? a : b) : rg_type_is_subtype(ta, tb) ? a : b;
+  /* the representative comes from the side with the more precise type;
+   * with equal types, a constant (what rules written in C look for), else
+   * the side that has one built */
+  bool ca = eg->reps[a] && rg_is_constant(eg->reps[a]), cb = eg->reps[b] && rg_is_constant(eg->reps[b]);
+  uint32_t from = !eq                            ? (rg_type_is_subtype(ta, tb) ? a : b)
+                  : ca != cb                     ? (ca ? a : b)
+                  : eg->reps[a] || !eg->reps[b] ? a
+                                                 : b;
   const rg_type *t = eg->types[from];
   rg_variable *rep = eg->reps[from];
   bool plain = eg->cls[from].plain;

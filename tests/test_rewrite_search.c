@@ -489,6 +489,51 @@ static void test_driver_relation_cost(void **st) {
   assert_string_equal(show(by_relation), "abs(x)\n");
 }
 
+/* ------------------------------------------------------------------ rules written in C */
+
+static int fold_node(const rg_node *n, rg_tensor **outs, char *err, size_t len) {
+  return rg_eval_node(n, outs, err, len);
+}
+
+/* Node rewriters of the standard database are equalities of the search:
+ * mul-one and add-zero, constant folding (with the search's fold), and a
+ * BLAS form; extraction then picks the cheapest. */
+static void test_c_rules(void **st) {
+  rg_fgraph *fg = graph("(graph (input x float64 (3)) (output (add (mul x (add 0.5 0.5)) 0.0)))");
+  rg_egraph *eg = rg_egraph_new(fg);
+  assert_true(rg_egraph_add_rules(eg, rg_db_query(C, rg_std_db(C), "canonicalize")) > 0);
+  rg_search_opts o = {.fold = fold_node};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+  assert_int_equal(rg_egraph_class_of(eg, rg_fgraph_output(fg, 0)), rg_egraph_class_of(eg, rg_fgraph_input(fg, 0)));
+  rg_fgraph *g;
+  double cost;
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_flops(), 1, &g, &cost, NULL), 1);
+  assert_string_equal(show(g), "x\n");
+  assert_near(cost, 0, 0);
+  rg_egraph_free(eg);
+
+  /* without a fold, 0.5 + 0.5 stays: mul-one cannot see a 1 */
+  fg = graph("(graph (input x float64 (3)) (output (mul x (add 0.5 0.5))))");
+  eg = rg_egraph_new(fg);
+  rg_egraph_add_rules(eg, rg_db_query(C, rg_std_db(C), "canonicalize"));
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  assert_true(rg_egraph_class_of(eg, rg_fgraph_output(fg, 0)) != rg_egraph_class_of(eg, rg_fgraph_input(fg, 0)));
+  rg_egraph_free(eg);
+
+  /* dot + vector -> gemv, one class with the sum; by bytes moved the
+   * fused gemv is cheaper (by FLOPs it is not: it scales b) */
+  fg = graph("(graph (input W float64 (4 3)) (input x float64 (3)) (input b float64 (4))"
+             " (output (add (dot W x) b)))");
+  eg = rg_egraph_new(fg);
+  assert_true(rg_egraph_add_rules(eg, rg_db_query(C, rg_std_db(C), "specialize")) > 0);
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_bytes(), 1, &g, &cost, NULL), 1);
+  assert_non_null(strstr(show(g), "gemv"));
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_flops(), 1, &g, &cost, NULL), 1);
+  assert_null(strstr(show(g), "gemv"));
+  rg_egraph_free(eg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_matrix_chain_dp, fresh),
@@ -506,6 +551,7 @@ int main(void) {
       cmocka_unit_test_setup(test_multi_output_pattern, fresh),
       cmocka_unit_test_setup(test_driver_search_mode, fresh),
       cmocka_unit_test_setup(test_driver_relation_cost, fresh),
+      cmocka_unit_test_setup(test_c_rules, fresh),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

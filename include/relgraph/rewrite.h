@@ -282,6 +282,9 @@ typedef struct rg_search_opts {
                              * it is banned (default 1000, doubled per ban) */
   int ban_length;           /* backoff: iterations of the first ban (default 5,
                              * doubled per ban) */
+  /* Constant folding for rules written in C (as rg_rewrite_opts.fold);
+   * NULL: they fold nothing. */
+  int (*fold)(const rg_node *node, rg_tensor **outputs, char *err, size_t errlen);
 } rg_search_opts;
 
 /* An e-graph holding the graph's outputs (each the root of its class).
@@ -290,8 +293,9 @@ typedef struct rg_search_opts {
 rg_egraph *rg_egraph_new(rg_fgraph *fg);
 void rg_egraph_free(rg_egraph *eg);
 /* The rules a query selected (rg_db_query's rewriter): pattern, relational,
- * op substitution and removal rules; other rewriters are skipped and
- * counted.  Returns the number of rules added or an error (a pattern the
+ * op substitution and removal rules, and node rewriters written in C
+ * (tried on each e-node built from its children's representatives); graph
+ * rewriters are skipped and counted.  Returns the number of rules added or an error (a pattern the
  * e-graph cannot match). */
 int rg_egraph_add_rules(rg_egraph *eg, rg_rewriter *selection);
 /* Runs the rules to saturation or a limit; opts may be NULL. */
