@@ -94,7 +94,9 @@ void rgb_release(rgb_runtime *rt, rg_tensor **cell) {
   rg_tensor *t = *cell;
   *cell = NULL;
   if (!t) return;
-  if (rt->use_pool && rg_storage_refcount(t) == 1) pool_put(&rt->pool, t);
+  /* the pool holds only storage of our own: a wrapped tensor (a Scan's
+   * trace row, the caller's memory) is never handed to another output */
+  if (rt->use_pool && rg_storage_refcount(t) == 1 && !rg_storage_is_external(t)) pool_put(&rt->pool, t);
   else rg_tensor_free(t);
 }
 

@@ -58,6 +58,7 @@ int64_t rg_storage_refcount(const rg_tensor *t) {
 
 void *rg_storage_base(const rg_tensor *t) { return t->storage->base; }
 size_t rg_storage_nbytes(const rg_tensor *t) { return t->storage->nbytes; }
+bool rg_storage_is_external(const rg_tensor *t) { return !t->storage->owned; }
 
 /* ------------------------------------------------------------------ shapes */
 

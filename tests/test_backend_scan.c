@@ -4,7 +4,8 @@
  * taps -2 -1), sequence taps -1 0 1, a nit-sot of unknown shape,
  * non-sequences and free variables, go_backwards, until, zero steps, a
  * scan inside a scan, an ifelse in the step, an RNN with a matrix state,
- * store_steps smaller than the trace, a hand-built mit-mot scan, and the
+ * store_steps smaller than the trace, outputs computed straight into
+ * their trace rows (and those that cannot be), a hand-built mit-mot scan, and the
  * run-time errors (negative and inconsistent lengths).
  */
 #include "tests/test_backend_cpu.h"
@@ -328,6 +329,67 @@ static void test_rnn_matrix_state(void **st) {
   for (int i = 0; i < 3; i++) rg_tensor_free(vals[i]);
 }
 
+/* Rows large enough to be preallocated (8 KB): the state and a product
+ * computed straight into their traces, next to outputs that cannot be (the
+ * state's variable a second time, a transposed view, a non-sequence
+ * passed through), each checked against a plain loop, over two calls. */
+enum { PB = 4, PH = 256, PT = 3 };
+
+static int step_wide(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
+  rg_variable *h = rg_tanh(rg_add(in[0], rg_dot(in[1], in[2])));
+  outs[0] = h;
+  outs[1] = h;
+  outs[2] = rg_mul(h, rg_constant_scalar(c, RG_FLOAT64, 2));
+  outs[3] = rg_dimshuffle(h, 2, SHAPE(1, 0));
+  outs[4] = in[2];
+  return RG_OK;
+}
+
+static void test_preallocated_rows(void **st) {
+  rg_variable *x = var(RG_FLOAT64, 3, SHAPE(PT, PB, PH)), *h0 = var(RG_FLOAT64, 2, SHAPE(PB, PH));
+  rg_variable *W = var(RG_FLOAT64, 2, SHAPE(PH, PH));
+  rg_scan_seq seq = {.x = x};
+  rg_scan_output o[5] = {{.init = h0}};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 5, .outputs = o, .nnon_seqs = 1,
+                     .non_seqs = &W, .fn = step_wide, .truncate_gradient = -1};
+  rg_variable *ys[5];
+  scan_or_fail(&sp, ys);
+  rg_function *f = rg_compile(C, 3, (rg_variable *[]){x, h0, W}, 5, ys, NULL);
+  if (!f) fail_msg("%s", rg_errmsg(C));
+  rg_tensor *vals[3] = {tens_rand(RG_FLOAT64, 3, SHAPE(PT, PB, PH), -1, 1),
+                        tens_rand(RG_FLOAT64, 2, SHAPE(PB, PH), -1, 1),
+                        tens_rand(RG_FLOAT64, 2, SHAPE(PH, PH), -0.1, 0.1)};
+  static double h[PB * PH], hn[PB * PH];
+  rg_tensor *res[5];
+  for (int rep = 0; rep < 2; rep++) {
+    assert_int_equal(rg_function_call(f, vals, res), RG_OK);
+    for (int i = 0; i < PB * PH; i++) h[i] = rg_tensor_get_f64(vals[1], i);
+    for (int t = 0; t < PT; t++) {
+      for (int b = 0; b < PB; b++)
+        for (int j = 0; j < PH; j++) {
+          double a = rg_tensor_get_f64(vals[0], (t * PB + b) * PH + j);
+          for (int k = 0; k < PH; k++) a += h[b * PH + k] * rg_tensor_get_f64(vals[2], k * PH + j);
+          hn[b * PH + j] = tanh(a);
+        }
+      memcpy(h, hn, sizeof h);
+      for (int b = 0; b < PB; b++)
+        for (int j = 0; j < PH; j++) {
+          int64_t e = (t * PB + b) * PH + j;
+          double want = h[b * PH + j];
+          assert_true(fabs(rg_tensor_get_f64(res[0], e) - want) < 1e-12);
+          assert_true(fabs(rg_tensor_get_f64(res[1], e) - want) < 1e-12);
+          assert_true(fabs(rg_tensor_get_f64(res[2], e) - 2 * want) < 1e-12);
+          assert_true(fabs(rg_tensor_get_f64(res[3], (t * PH + j) * PB + b) - want) < 1e-12);
+        }
+      for (int e = 0; e < PH * PH; e += 97)
+        assert_true(rg_tensor_get_f64(res[4], t * PH * PH + e) == rg_tensor_get_f64(vals[2], e));
+    }
+    for (int i = 0; i < 5; i++) rg_tensor_free(res[i]);
+  }
+  rg_function_free(f);
+  for (int i = 0; i < 3; i++) rg_tensor_free(vals[i]);
+}
+
 /* store_steps: the same Fibonacci keeping 1, 2, 3 and 20 steps. */
 static void test_store_steps(void **st) {
   for (int keep = 1; keep <= 4; keep++) {
@@ -454,6 +516,7 @@ int main(void) {
       cmocka_unit_test(test_scan_in_scan),
       cmocka_unit_test(test_rnn_matrix_state),
       cmocka_unit_test(test_store_steps),
+      cmocka_unit_test(test_preallocated_rows),
       cmocka_unit_test(test_mit_mot),
       cmocka_unit_test(test_small_vectors),
       cmocka_unit_test(test_runtime_errors),

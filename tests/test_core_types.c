@@ -177,6 +177,8 @@ static void test_tensor_wrap_and_cast(void **st) {
   assert_int_equal(rg_tensor_get_i64(i, 3), 0);
   rg_tensor *w = rg_tensor_copy(v);
   assert_true(rg_tensor_equal(v, w)); /* NaN in the same place */
+  assert_true(rg_storage_is_external(v));
+  assert_false(rg_storage_is_external(w));
   assert_true(rg_tensor_allclose(v, w, 0, 0));
   rg_tensor_set_f64(w, 0, 1.5 + 1e-12);
   assert_false(rg_tensor_equal(v, w));

@@ -24,6 +24,12 @@ typedef struct trace {
   int nout;
   const int64_t *out_taps; /* mit-mot output taps; else the one tap 0 */
   int first_in, first_out; /* inner input / output of tap 0 */
+  /* Preallocation: the step's output is computed straight into its row.
+   * out_cell is the inner output's cell (-1: copied instead); row_out, a
+   * tensor wrapping the row, is ours only while it sits in that cell (a
+   * kernel that replaces it frees it). */
+  int32_t out_cell;
+  rg_tensor *row_out;
 } trace;
 
 typedef struct run {

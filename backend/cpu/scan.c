@@ -24,8 +24,20 @@
  *
  * Views.  Every inner input that is a slice (a sequence tap, a state
  * tap) is one tensor header made before the loop; a step only moves its
- * data pointer.  Each step's inner outputs are copied into their rows
- * (a memcpy for contiguous rows), then checked against the row's shape.
+ * data pointer.
+ *
+ * Preallocation (Aesara's).  Before a step, the cell of an inner output
+ * computed by an inner node holds a tensor wrapping the row of the trace
+ * the step writes, so the node's kernel, which reuses the buffer in its
+ * cell when it has the right shape, computes the value straight into the
+ * trace.  A kernel that makes its output some other way (a view, an input
+ * reused in place, another shape) replaces the tensor; that value is then
+ * copied into its row (a memcpy for contiguous rows) after being checked
+ * against the row's shape, as are outputs that are not preallocated:
+ * mit-mots, outputs that are inner inputs or constants, a second output
+ * of one variable, and rows under PREALLOC_MIN_BYTES, where wrapping a row
+ * each step costs more than the copy it saves.  The pool of released
+ * buffers never takes a wrapped row (backend/runtime.c).
  */
 #include "backend/cpu/scan-impl.h"
 #include "base/base.h"
@@ -35,6 +47,8 @@
 #include <string.h>
 
 static const int64_t zero_tap = 0, minus_one = -1;
+
+#define PREALLOC_MIN_BYTES 4096
 
 static int64_t min_tap(int n, const int64_t *t) {
   int64_t m = t[0];
@@ -226,6 +240,57 @@ static void place_inputs(run *r, int64_t t) {
   }
 }
 
+/* ------------------------------------------------------------------ preallocation */
+
+/* Which outputs are computed in place: the cell of an inner output made
+ * by an inner node, the first trace using it, not a mit-mot. */
+static void plan_prealloc(run *r) {
+  const rgb_program *p = r->p;
+  for (int o = 0; o < r->ntr; o++) {
+    trace *tr = &r->tr[o];
+    int32_t c = p->out_cells[tr->first_out];
+    tr->out_cell = -1;
+    if (tr->kind == RG_SCAN_MIT_MOT || p->producer[c] < 0) continue;
+    bool taken = false;
+    for (int q = 0; q < o && !taken; q++) taken = r->tr[q].out_cell == c;
+    if (!taken) tr->out_cell = c;
+  }
+}
+
+/* Takes our row tensor back out of its cell, if it is still there. */
+static void unbind_row(run *r, trace *tr) {
+  rg_tensor **cell = &r->p->cells[tr->out_cell];
+  if (tr->row_out && *cell == tr->row_out) {
+    *cell = NULL;
+    rg_tensor_free(tr->row_out);
+  }
+  tr->row_out = NULL;
+}
+
+/* Puts a tensor wrapping the row of step t in the cell of each
+ * preallocated output whose buffer exists. */
+static int bind_rows(run *r, int64_t t) {
+  for (int o = 0; o < r->ntr; o++) {
+    trace *tr = &r->tr[o];
+    if (tr->out_cell < 0 || !tr->buf || row_bytes(tr->buf) < PREALLOC_MIN_BYTES) continue;
+    unbind_row(r, tr);
+    rg_tensor **cell = &r->p->cells[tr->out_cell];
+    if (*cell) rgb_release(r->p->rt, cell);
+    int64_t row = tr->kind == RG_SCAN_NIT_SOT ? rgbc_wrap_row(tr, t) : rgbc_wrap_row(tr, t + tr->ninit);
+    const rg_tensor *b = tr->buf;
+    tr->row_out = rg_tensor_wrap(b->dtype, b->ndim - 1, b->shape + 1, b->strides + 1, b->data + row * b->strides[0],
+                                 (size_t)row_bytes(b), NULL, NULL);
+    if (!tr->row_out) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+    *cell = tr->row_out;
+  }
+  return RG_OK;
+}
+
+static void unbind_rows(run *r) {
+  for (int o = 0; r->tr && o < r->ntr; o++)
+    if (r->tr[o].out_cell >= 0) unbind_row(r, &r->tr[o]);
+}
+
 /* ------------------------------------------------------------------ a step's outputs */
 
 static bool same_row_shape(const rg_tensor *buf, const rg_tensor *v) {
@@ -313,9 +378,12 @@ static bool until_holds(run *r) {
 }
 
 static int loop(run *r) {
+  plan_prealloc(r);
   for (int64_t t = 0; t < r->n; t++) {
     place_inputs(r, t);
-    int rc = rgb_program_step(r->p, r->in);
+    int rc = bind_rows(r, t);
+    if (rc) return rc;
+    rc = rgb_program_step(r->p, r->in);
     if (rc) {
       rgb_program_unbind(r->p);
       return rgb_error(r->x, rc, "step %lld: %s", (long long)t,
@@ -379,6 +447,7 @@ static int set_outputs(run *r) {
 }
 
 static void run_free(run *r) {
+  unbind_rows(r);
   for (int i = 0; r->in && i < r->nin; i++)
     if (r->own[i]) rg_tensor_free(r->in[i]);
   for (int o = 0; r->tr && o < r->ntr; o++) rg_tensor_free(r->tr[o].buf);

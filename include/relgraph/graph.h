@@ -175,6 +175,8 @@ int64_t rg_storage_refcount(const rg_tensor *t);
  * may be reshaped in place anywhere inside it). */
 void *rg_storage_base(const rg_tensor *t);
 size_t rg_storage_nbytes(const rg_tensor *t);
+/* Whether t's storage wraps memory relgraph did not allocate (rg_tensor_wrap). */
+bool rg_storage_is_external(const rg_tensor *t);
 /* Address of the element at a multi-index (no bounds check). */
 void *rg_tensor_at(const rg_tensor *t, const int64_t *idx);
 /* Element i in C order of the logical shape, as double / int64. */
