@@ -2,9 +2,15 @@
  * scan-outputs.c — a Scan's outputs pared down.
  *
  * scan_merge_inouts (Aesara's name, the outputs' half; the inputs' half
- * is in scan-inputs.c): two sit-sots with equal initial values whose step
- * computes the same from their states (the states paired) trace the same
- * values: the second's users read the first.
+ * is in scan-inputs.c): sit-sots paired with earlier ones of equal initial
+ * values trace the same values when each one's step computes what its
+ * partner's does, all the pairs assumed at once (so the LSTM's h and c,
+ * which read each other, merge with another copy of h and c: a Scan
+ * merged with its recording twin).  The pairing is the greatest one found
+ * by refinement: a pair whose steps differ under the current pairing
+ * moves to the next candidate or is dropped, until every pair holds under
+ * the pairing itself, which then holds at every step by induction.  The
+ * second of each pair's users read the first.
  *
  * scan_prune_nit_sots: a nit-sot nobody reads is no longer recorded (the
  * step stops computing what only it needed), and two nit-sots whose step
@@ -30,32 +36,99 @@ static bool same_nit_sot(const rg_scan_info *s, const rg_fgraph *g, int j, int k
   return a == b || rg_equal_computations(1, &a, &b, 0, NULL, NULL);
 }
 
-static bool same_sit_sot(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, int j, int k) {
-  if (!same_value(node->inputs[rg_scan_outer_in(s, RG_SCAN_SIT_SOT, j)], node->inputs[rg_scan_outer_in(s, RG_SCAN_SIT_SOT, k)]))
-    return false;
-  if (s->store_steps[s->n_mit_sot + j] != s->store_steps[s->n_mit_sot + k]) return false;
-  V a = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_SIT_SOT, j, 0));
-  V b = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_SIT_SOT, k, 0));
-  V ia = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, j, 0));
-  V ib = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0));
-  return rg_equal_computations(1, &a, &b, 1, &ia, &ib);
+/* Whether sit-sots j and k start from the same value and keep as much. */
+static bool same_start(const rg_node *node, const rg_scan_info *s, int j, int k) {
+  return s->store_steps[s->n_mit_sot + j] == s->store_steps[s->n_mit_sot + k] &&
+         same_value(node->inputs[rg_scan_outer_in(s, RG_SCAN_SIT_SOT, j)],
+                    node->inputs[rg_scan_outer_in(s, RG_SCAN_SIT_SOT, k)]);
+}
+
+/* The next candidate partner of sit-sot k after j (-1: none). */
+static int next_partner(const rg_node *node, const rg_scan_info *s, int k, int j) {
+  for (j++; j < k; j++)
+    if (same_start(node, s, j, k)) return j;
+  return -1;
+}
+
+/* Refines pair[] until every pair's steps agree under the pairing. */
+static void refine_pairs(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, int *pair) {
+  int n = s->n_sit_sot;
+  V xs[n], ys[n];
+  for (bool changed = true; changed;) {
+    changed = false;
+    int m = 0;
+    for (int k = 0; k < n; k++)
+      if (pair[k] >= 0) {
+        xs[m] = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, pair[k], 0));
+        ys[m++] = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0));
+      }
+    for (int k = 0; k < n && !changed; k++) {
+      if (pair[k] < 0) continue;
+      V a = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_SIT_SOT, pair[k], 0));
+      V b = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_SIT_SOT, k, 0));
+      if (rg_equal_computations(1, &a, &b, m, xs, ys)) continue;
+      pair[k] = next_partner(node, s, k, pair[k]);
+      changed = true;
+    }
+  }
+}
+
+/* Whether the step reads the state of a paired sit-sot. */
+static bool reads_paired(const rg_scan_info *s, const rg_fgraph *g, const int *pair) {
+  for (int k = 0; k < s->n_sit_sot; k++)
+    if (pair[k] >= 0 && rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0))->nclients) return true;
+  return false;
+}
+
+/* The Scan with every paired state read from its partner instead: the
+ * two copies of the step become one computation (merged here), and the
+ * second state is read by nobody. */
+static rg_node *read_partners(rg_ctx *C, const rg_node *node, const rg_scan_info *s, const rg_fgraph *g,
+                              const int *pair) {
+  int nin = rg_fgraph_ninputs(g), nout = rg_fgraph_noutputs(g);
+  V *in = rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), *gout = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1));
+  V *cloned = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1));
+  for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(g, i);
+  for (int o = 0; o < nout; o++) gout[o] = rg_fgraph_output(g, o);
+  rg_memo *subst = rg_memo_new();
+  for (int k = 0; k < s->n_sit_sot; k++)
+    if (pair[k] >= 0)
+      rg_memo_put(subst, in[rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0)], in[rg_scan_inner_in(s, RG_SCAN_SIT_SOT, pair[k], 0)]);
+  if (rg_clone(C, nin, in, nout, gout, subst, 0, cloned) != RG_OK) return NULL;
+  rg_fgraph *ng = rg_fgraph_new(C, nin, in, nout, cloned, RG_FG_CLONE);
+  if (ng && rg_fgraph_merge(ng, NULL) != RG_OK) return NULL;
+  const rg_op *op = ng ? rg_op_scan(C, s, ng) : NULL;
+  return op ? rg_make_node(C, op, node->nin, node->inputs) : NULL;
 }
 
 static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
-  (void)run, (void)ud;
+  (void)ud;
   rg_scan_info s;
-  if (!rg_scan_info_of(node->op, &s)) return 0;
+  if (!rg_scan_info_of(node->op, &s) || s.n_sit_sot < 2) return 0;
   const rg_fgraph *g = rg_op_inner_graph(node->op);
-  int changed = 0;
-  for (int k = 1; k < s.n_sit_sot; k++) {
-    V v = node->outputs[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k)];
-    if (!v->nclients) continue;
-    for (int j = 0; j < k; j++)
-      if (same_sit_sot(node, &s, g, j, k)) {
-        out[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k)] = node->outputs[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, j)];
-        changed = 1;
-        break;
-      }
+  int n = s.n_sit_sot, pair[n];
+  bool any = false;
+  for (int k = 0; k < n; k++) any |= (pair[k] = next_partner(node, &s, k, -1)) >= 0;
+  if (!any) return 0;
+  refine_pairs(node, &s, g, pair);
+  const rg_node *from = node;
+  if (reads_paired(&s, g, pair)) {
+    rg_ctx *C = rg_rewrite_ctx(run);
+    rg_node *nw = read_partners(C, node, &s, g, pair);
+    if (!nw) {
+      rg_clear_error(C);
+      return 0;
+    }
+    for (int o = 0; o < node->nout; o++)
+      if (node->outputs[o]->nclients) out[o] = nw->outputs[o];
+    from = nw;
+  }
+  int changed = from != node;
+  for (int k = 0; k < n; k++) {
+    int o = rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k);
+    if (pair[k] < 0 || !node->outputs[o]->nclients) continue;
+    out[o] = from->outputs[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, pair[k])];
+    changed = 1;
   }
   return changed;
 }

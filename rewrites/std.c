@@ -67,6 +67,12 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
    * push_out_scan_output fire, which then leaves other rewrites to do */
   rg_db_register(canon, "scan_save_mem", rgr_scan_save_mem_rewriter(), 0, "fast_run fast_compile canonicalize scan scan_save_mem");
   rg_db_register(canon, "scan_merge", rgr_scan_merge_rewriter(), 0, "fast_run fast_compile canonicalize scan scan_merge");
+  /* merging equal expressions when the worklist drains (as Aesara's
+   * canonicalize ends with its merge): rewrites that build the same value
+   * twice (two push-outs of one product) hand it on as one, and the Scan
+   * rewrites that compare inputs by identity see it */
+  rg_db_register(canon, "merge_canonicalize", rgr_merge_rewriter("merge_canonicalize"), 0,
+                 "fast_run fast_compile canonicalize merge");
   if (load_std_rules(C, canon, stab, spec, rel) != RG_OK) {
     fprintf(stderr, "relgraph: the standard rules failed to load: %s\n", rg_errmsg(C));
     return NULL;

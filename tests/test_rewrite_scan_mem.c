@@ -189,6 +189,37 @@ static void test_push_out_lstm_projection(void **st) {
   assert_int_equal(proj->type->ndim, 3);
 }
 
+/* The LSTM's loss and gradients under fast_run: the forward loop and the
+ * recording twin its gradient reads from merge into one loop whose step
+ * computes the cell once (one product h W_hh^T, not two: the twin's h
+ * and c are paired with the loop's own, which read each other), and the
+ * values stay those of the unrewritten graph. */
+static void test_lstm_twin_merged(void **st) {
+  rg_fgraph *fg = rg_graph_load(C, tu_source_path("examples/graphs/lstm_loss.graph"));
+  assert_non_null(fg);
+  int nout = rg_fgraph_noutputs(fg);
+  rg_tensor *want[8], *got[8];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  run(fg, "none", got);
+  for (int k = 0; k < nout; k++) {
+    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
+      assert_true(fabs(rg_tensor_get_f64(got[k], i) - rg_tensor_get_f64(want[k], i)) <= 1e-9 * (1 + fabs(rg_tensor_get_f64(want[k], i))));
+    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+  }
+  int forward = 0;
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) {
+    rg_scan_info info;
+    if (n->op->code != RG_OP_SCAN || !rg_scan_info_of(n->op, &info) || info.n_mit_mot) continue;
+    forward++;
+    assert_int_equal(count_inner(n, RG_OP_DOT) + count_inner(n, RG_OP_GEMM) + count_inner(n, RG_OP_GEMV), 1);
+    assert_int_equal(count_inner(n, RG_OP_SIGMOID), 3);
+    assert_int_equal(count_inner(n, RG_OP_TANH), 2);
+  }
+  assert_int_equal(forward, 1);
+}
+
 /* Sequences of different lengths line up (cut to the steps run), and
  * go_backwards reads the same rows. */
 static void test_push_out_seq_lengths(void **st) {
@@ -337,6 +368,7 @@ int main(void) {
       cmocka_unit_test(test_long_loop),
       cmocka_unit_test(test_push_out_non_seq),
       cmocka_unit_test(test_push_out_lstm_projection),
+      cmocka_unit_test(test_lstm_twin_merged),
       cmocka_unit_test(test_push_out_seq_lengths),
       cmocka_unit_test(test_push_out_nothing),
       cmocka_unit_test(test_remove_inputs),
