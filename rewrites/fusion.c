@@ -54,11 +54,21 @@ static bool fusible(const rg_node *n) {
  * a chain dominated by tanh and sigmoid is even either way). */
 #define FUSION_MIN_ELEMENTS 65536
 
-static bool large_static_shape(const rg_type *t) {
+/* Whether the seed's output has at least FUSION_MIN_ELEMENTS elements.  A
+ * dimension its type does not know may be known to an input of the same
+ * rank (its type was inferred before a rewrite made the input's more
+ * precise: x[0:n] -> x over n rows); elementwise, the sizes agree. */
+static bool large_static_shape(const rg_node *seed) {
+  const rg_type *t = seed->outputs[0]->type;
   int64_t n = 1;
   for (int d = 0; d < t->ndim; d++) {
-    if (t->shape[d] < 0) return false;
-    n *= t->shape[d];
+    int64_t k = t->shape[d];
+    for (int i = 0; k < 0 && i < seed->nin; i++) {
+      const rg_type *u = seed->inputs[i]->type;
+      if (u->ndim == t->ndim && u->shape[d] > 1) k = u->shape[d];
+    }
+    if (k < 0) return false;
+    n *= k;
     if (n >= FUSION_MIN_ELEMENTS) n = FUSION_MIN_ELEMENTS; /* no overflow */
   }
   return n >= FUSION_MIN_ELEMENTS;
@@ -227,7 +237,7 @@ static int fusion_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   for (int i = 0; i < n; i++) {
     rg_node *seed = order[i];
     if (rg_memo_get(done, seed) || rg_memo_get(gone, seed) || !fusible(seed)) continue;
-    if (!large_static_shape(seed->outputs[0]->type)) continue;
+    if (!large_static_shape(seed)) continue;
     group g = {fg, seed->outputs[0]->type, rg_memo_new(), NULL, 0, 0};
     add_member(&g, seed);
     grow(&g);

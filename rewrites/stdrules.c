@@ -397,6 +397,48 @@ static int dimshuffle_useless(rg_rewrite_run *run, rg_node *node, rg_variable **
   return give(run, node, out, x);
 }
 
+/* Index inputs of the subtensor family that are constants become the
+ * op's own parameters, so the result's type knows the sizes they give
+ * (x[0:n] with n a constant: a static length, which fusion and the
+ * rules after it need). */
+static int subtensor_constant_index(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  const rg_op *op = node->op;
+  int first = op->code == RG_OP_SUBTENSOR ? 1 : 2, nent = op->nints / 4, k = first, kept = first;
+  rg_index e[nent > 0 ? nent : 1];
+  rg_variable *in[node->nin];
+  for (int i = 0; i < first; i++) in[i] = node->inputs[i];
+  bool any = false;
+  for (int i = 0; i < nent; i++) {
+    int64_t *w = &e[i].kind;
+    memcpy(w, op->ints + 4 * i, 4 * sizeof *w);
+    for (int j = 1; j <= (w[0] == RG_IDX_INDEX ? 1 : 3); j++) {
+      if (w[j] != RG_IDX_INPUT) continue;
+      int64_t v;
+      rg_variable *x = node->inputs[k++];
+      if (rg_is_constant(x) && rg_constant_get_i64(x, &v) && v > RG_IDX_INPUT) w[j] = v, any = true;
+      else in[kept++] = x;
+    }
+  }
+  if (!any) return 0;
+  return give(run, node, out, built(run->C, rg_apply(run->C, rg_op_subtensor(op->code, nent, e), kept, in)));
+}
+
+/* x[:], x[0:n] over a dimension of static size n, ...: every element in
+ * order, x itself. */
+static int subtensor_useless(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  const rg_op *op = node->op;
+  const rg_type *t = node->inputs[0]->type;
+  if (node->nin != 1) return 0;
+  for (int i = 0; i < op->nints / 4; i++) {
+    const int64_t *w = op->ints + 4 * i, n = t->shape[i];
+    if (w[0] == RG_IDX_INDEX) return 0;
+    bool from0 = w[1] == RG_IDX_NONE || w[1] == 0 || (n >= 0 && w[1] <= -n);
+    bool to_end = w[2] == RG_IDX_NONE || (n >= 0 && w[2] >= n);
+    if (!from0 || !to_end || (w[3] != RG_IDX_NONE && w[3] != 1)) return 0;
+  }
+  return give(run, node, out, node->inputs[0]);
+}
+
 /* cast(x) to x's own dtype; cast(cast(x, d1), d2) -> cast(x, d2) when the
  * first conversion loses nothing. */
 static int cast_simplify(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
@@ -792,6 +834,10 @@ static const c_rule canonicalize[] = {
      "((dimshuffle 0 1) ?x)"},
     {"cast-simplify", cast_simplify, T1(CAST), "cast to x's own dtype -> x, lossless cast chains merged",
      "((cast float64) ((cast float32) ?x)) ((cast float32) ?x)"},
+    {"subtensor-constant-index", subtensor_constant_index, {RG_OP_SUBTENSOR, RG_OP_INC_SUBTENSOR, RG_OP_SET_SUBTENSOR}, 3,
+     "x[0:k] with k a constant input -> x[0:k] with k a parameter (static sizes)", "((subtensor (0 ?)) ?x 1)"},
+    {"subtensor-useless", subtensor_useless, T1(SUBTENSOR), "x[:], x[0:n] over all n rows -> x",
+     "((subtensor (none none none)) ?x)"},
     {"log-exp", log_exp, T1(LOG), "log(exp(x)) -> x", "(log (exp ?x))"},
     {"switch-const", switch_const, T1(SWITCH), "switch with a constant condition -> the branch taken",
      "(switch #t ?a ?b) (switch #f ?a ?b)"},

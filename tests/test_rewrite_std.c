@@ -35,7 +35,8 @@ static int fold(const rg_node *n, rg_tensor **outs, char *err, size_t len) {
   "(input x float32 (3)) (input y float32 (3)) (input z float32 (3)) (input i int8 (3)) " \
   "(input u uint8 (3)) (input b bool (3)) (input d float64 (3)) (input m float64 (2 3)) "  \
   "(input M float64 (3 3)) (input N float64 (3 3)) (input v float64 (3)) (input w float64 (3)) " \
-  "(input s float64 ()) (input c float64 (3 1)) (input r float64 (1 3)) (input k float64 (?)) "
+  "(input s float64 ()) (input c float64 (3 1)) (input r float64 (1 3)) (input k float64 (?)) " \
+  "(input s_i int64 ()) "
 
 typedef struct std_case {
   const char *rule;    /* the query: a rule's name */
@@ -46,6 +47,14 @@ typedef struct std_case {
 static const std_case cases[] = {
     /* ---- canonicalize */
     {"constant_folding", "(add x (mul 2.0 3.0))", "(x + 6.0)"},
+    {"subtensor-constant-index", "((subtensor (0 ?)) M (constant int64 () (2)))", "M[0:2]"},
+    {"subtensor-constant-index", "((subtensor (0 ?)) m (constant int64 () (1)))", "="}, /* size 1 would become broadcastable */
+    {"subtensor-constant-index", "((subtensor (0 ?)) m s_i)", "="},
+    {"subtensor-useless", "((subtensor (0 2)) m)", "m"},
+    {"subtensor-useless", "((subtensor (none none none) (0 5)) m)", "m"},
+    {"subtensor-useless", "((subtensor (0 1)) m)", "="},
+    {"subtensor-useless", "((subtensor (none none -1)) m)", "="},
+    {"subtensor-useless", "((subtensor 0) m)", "="},
     {"add-zero", "(add x 0)", "x"},
     {"add-zero", "(add 0 x y)", "(x + y)"},
     {"add-zero", "(add i (constant int16 () (0)))", "cast{int16}(i)"},
