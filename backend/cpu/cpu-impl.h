@@ -194,6 +194,21 @@ int rgbc_status_error(rgb_exec *x, const rgbc_status *st);
 int64_t rgbc_scalar_i64(const rg_tensor *t);
 double rgbc_scalar_f64(const rg_tensor *t);
 
+/* ------------------------------------------------------------------ generated kernels */
+
+/* codegen.c: a kernel generated for a composite's inner program whose
+ * values are all of dtype dt (float32 or float64): out[k], in[j] hold m <=
+ * RGBC_CODEGEN_BLOCK contiguous elements; vf is rgbc_codegen_vfns(dt ==
+ * RG_FLOAT32).  NULL when the program has ops or dtypes it does not
+ * generate, generation is off (RELGRAPH_CODEGEN=0) or no compiler works;
+ * the interpreter runs it then. */
+#define RGBC_CODEGEN_BLOCK 1024
+typedef void (*rgbc_kernel_fn)(void *const *out, const void *const *in, int64_t m, const void *vf);
+rgbc_kernel_fn rgbc_codegen(const struct rgb_program *p, rg_dtype dt);
+const void *rgbc_codegen_vfns(bool f32);
+/* The source the generator writes for p (rg_free it), or NULL (tests). */
+char *rgbc_codegen_source(const struct rgb_program *p, rg_dtype dt);
+
 /* ------------------------------------------------------------------ kernels */
 
 /* elemwise.c */

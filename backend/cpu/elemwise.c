@@ -38,6 +38,7 @@
  * writing the same element, so the aliasing is safe.
  */
 #include "backend/cpu/cpu-impl.h"
+#include "backend/cpu/scalar-float.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -75,48 +76,8 @@ static inline int64_t ipow64(int64_t base, int64_t e, void *aux) {
   return (int64_t)r;
 }
 
-/* Float floor division and remainder with Python's signs (NumPy's divmod):
- * the quotient is snapped to the nearest integer of (a - mod) / b. */
-#define FLOAT_HELPERS(S, T)                                                              \
-  static inline T s_fdivmod_##S(T a, T b, T *mod) {                                      \
-    T m = RGBC_FN(S, fmod)(a, b);                                                        \
-    if (b == 0) {                                                                        \
-      *mod = m;                                                                          \
-      return a / b;                                                                      \
-    }                                                                                    \
-    T d = (a - m) / b;                                                                   \
-    if (m != 0) {                                                                        \
-      if ((b < 0) != (m < 0)) {                                                          \
-        m += b;                                                                          \
-        d -= 1;                                                                          \
-      }                                                                                  \
-    } else {                                                                             \
-      m = RGBC_FN(S, copysign)(0, b);                                                    \
-    }                                                                                    \
-    T q;                                                                                 \
-    if (d != 0) {                                                                        \
-      q = RGBC_FN(S, floor)(d);                                                          \
-      if (d - q > (T)0.5) q += 1;                                                        \
-    } else {                                                                             \
-      q = RGBC_FN(S, copysign)(0, a / b);                                                \
-    }                                                                                    \
-    *mod = m;                                                                            \
-    return q;                                                                            \
-  }                                                                                      \
-  static inline T s_floordiv_##S(T a, T b) {                                             \
-    T m;                                                                                 \
-    return s_fdivmod_##S(a, b, &m);                                                      \
-  }                                                                                      \
-  static inline T s_remainder_##S(T a, T b) {                                            \
-    T m;                                                                                 \
-    s_fdivmod_##S(a, b, &m);                                                             \
-    return m;                                                                            \
-  }                                                                                      \
-  static inline T s_sign_##S(T x) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }    \
-  static inline T s_maxnan_##S(T x, T y) { return x > y || x != x ? x : y; }             \
-  static inline T s_minnan_##S(T x, T y) { return x < y || x != x ? x : y; }
-FLOAT_HELPERS(f32, float)
-FLOAT_HELPERS(f64, double)
+RGBC_FLOAT_HELPERS(f32, float)
+RGBC_FLOAT_HELPERS(f64, double)
 
 /* ------------------------------------------------------------------ loop generators */
 
@@ -256,36 +217,25 @@ SIGNED_LOOPS(i32, int32_t, RG_INT32, uint32_t)
 SIGNED_LOOPS(i64, int64_t, RG_INT64, uint64_t)
 UN_LOOP(sign_u8, uint8_t, uint8_t, (uint8_t)(x > 0))
 
-/* Floats. */
+/* Floats: the arithmetic from scalar-float.h, the transcendental
+ * functions from vmath.c. */
+#define DEF_BIN(C, name, S, T, EXPR) BIN_LOOP(name##_##S, T, T, EXPR)
+#define DEF_UN(C, name, S, T, EXPR) UN_LOOP(name##_##S, T, T, EXPR)
+#define DEF_TER(C, name, S, T, EXPR) TER_LOOP(name##_##S, T, T, T, EXPR)
 #define FLOAT_LOOPS(S, T, D, UT)                                                         \
-  BIN_LOOP(add_##S, T, T, x + y)                                                         \
-  BIN_LOOP(sub_##S, T, T, x - y)                                                         \
-  BIN_LOOP(mul_##S, T, T, x * y)                                                         \
-  BIN_LOOP(true_div_##S, T, T, x / y)                                                    \
-  BIN_LOOP(int_div_##S, T, T, s_floordiv_##S(x, y))                                      \
-  BIN_LOOP(mod_##S, T, T, s_remainder_##S(x, y))                                         \
-  BIN_LOOP(pow_##S, T, T, RGBC_FN(S, pow)(x, y))                                         \
-  BIN_LOOP(maximum_##S, T, T, s_maxnan_##S(x, y))                                        \
-  BIN_LOOP(minimum_##S, T, T, s_minnan_##S(x, y))                                        \
-  UN_LOOP(neg_##S, T, T, -x)                                                             \
-  UN_LOOP(abs_##S, T, T, RGBC_FN(S, fabs)(x))                                            \
-  UN_LOOP(sqr_##S, T, T, x * x)                                                          \
-  UN_LOOP(sign_##S, T, T, s_sign_##S(x))                                                 \
-  VUN_LOOP(exp_##S, T, rgbc_vexp_##S)                                             \
-  VUN_LOOP(log_##S, T, rgbc_vlog_##S)                                             \
-  VUN_LOOP(log1p_##S, T, rgbc_vlog1p_##S)                                         \
-  VUN_LOOP(expm1_##S, T, rgbc_vexpm1_##S)                                         \
-  UN_LOOP(sqrt_##S, T, T, RGBC_FN(S, sqrt)(x))                                           \
-  VUN_LOOP(sin_##S, T, rgbc_vsin_##S)                                             \
-  VUN_LOOP(cos_##S, T, rgbc_vcos_##S)                                             \
-  VUN_LOOP(tanh_##S, T, rgbc_vtanh_##S)                                           \
-  VUN_LOOP(sigmoid_##S, T, rgbc_vsigmoid_##S)                                           \
-  VUN_LOOP(softplus_##S, T, rgbc_vsoftplus_##S)                                         \
-  VUN_LOOP(erf_##S, T, rgbc_verf_##S)                                             \
-  UN_LOOP(floor_##S, T, T, RGBC_FN(S, floor)(x))                                         \
-  UN_LOOP(ceil_##S, T, T, RGBC_FN(S, ceil)(x))                                           \
-  UN_LOOP(round_##S, T, T, RGBC_FN(S, rint)(x))                                          \
-  TER_LOOP(clip_##S, T, T, T, s_minnan_##S(s_maxnan_##S(x, y), z))
+  RGBC_FLOAT_BINARY(DEF_BIN, S, T)                                                       \
+  RGBC_FLOAT_UNARY(DEF_UN, S, T)                                                         \
+  RGBC_FLOAT_TERNARY(DEF_TER, S, T)                                                      \
+  VUN_LOOP(exp_##S, T, rgbc_vexp_##S)                                                    \
+  VUN_LOOP(log_##S, T, rgbc_vlog_##S)                                                    \
+  VUN_LOOP(log1p_##S, T, rgbc_vlog1p_##S)                                                \
+  VUN_LOOP(expm1_##S, T, rgbc_vexpm1_##S)                                                \
+  VUN_LOOP(sin_##S, T, rgbc_vsin_##S)                                                    \
+  VUN_LOOP(cos_##S, T, rgbc_vcos_##S)                                                    \
+  VUN_LOOP(tanh_##S, T, rgbc_vtanh_##S)                                                  \
+  VUN_LOOP(sigmoid_##S, T, rgbc_vsigmoid_##S)                                            \
+  VUN_LOOP(softplus_##S, T, rgbc_vsoftplus_##S)                                          \
+  VUN_LOOP(erf_##S, T, rgbc_verf_##S)
 RGBC_FLOATS(FLOAT_LOOPS)
 
 /* Bool (0 or 1 in a byte). */

@@ -22,14 +22,21 @@
  * where none is needed: a contiguous input is read in place, and the op
  * computing an output writes straight into the output tensor.
  *
+ * Generated kernels (codegen.c).  On its first run a composite asks for a
+ * kernel generated for its inner program (kept in the node's memo); when
+ * there is one and every input and output has its dtype, each block runs
+ * it instead of the interpreter, with every input as a contiguous block
+ * (a single element filled across the block).
+ *
  * op_from_graph runs its linked inner program with rgb_run_inner.
  */
 #include "backend/cpu/cpu-impl.h"
 #include "base/base.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-#define CB 1024
+#define CB RGBC_CODEGEN_BLOCK
 #define ALIGN64(n) (((n) + 63) & ~(size_t)63)
 
 /* Where a cell's block lives: p[i * s] for i < block length (s 0: one
@@ -233,7 +240,25 @@ typedef struct cjob {
   size_t ws;          /* exec_block's workspace */
   rgbc_status st;
   const char *why;    /* first error */
+  rgbc_kernel_fn gen; /* the generated kernel, or NULL: the interpreter */
+  const void *vf;     /* its vector functions */
 } cjob;
+
+/* One block through the generated kernel: every input contiguous. */
+static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *area, int64_t m) {
+  const void *in[64];
+  for (int i = 0; i < j->nin; i++) {
+    if (ins[i].s) {
+      in[i] = ins[i].p;
+      continue;
+    }
+    size_t es = rgbc_size(j->in_dt[i]);
+    char *b = area + (size_t)i * CB * 8; /* a single element, filled across the block */
+    for (int64_t e = 0; e < m; e++) memcpy(b + (size_t)e * es, ins[i].p, es);
+    in[i] = b;
+  }
+  j->gen((void *const *)outs, in, m, j->vf);
+}
 
 /* One block [b0, b0 + m) with workspace ws (then the gather areas). */
 static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
@@ -256,6 +281,10 @@ static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
     rgbc_plan_run(&j->gather[i], b0, b0 + m, cursor_loop, &c);
   }
   for (int k = 0; k < j->nout; k++) outs[k] = j->out[k]->data + b0 * rgbc_size(j->out_dt[k]);
+  if (j->gen) {
+    run_generated(j, ins, outs, area, m);
+    return;
+  }
   const char *why = exec_block(j->p, j->in_dt, ins, outs, j->out_dt, m, ws, &j->st);
   if (why) j->why = why;
 }
@@ -307,6 +336,38 @@ static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
   return rgbc_status_error(x, &j->st);
 }
 
+/* The node's generated kernel, asked for on its first run and kept in
+ * the memo; NULL: the interpreter. */
+typedef struct gen_memo {
+  bool tried;
+  rg_dtype dt;
+  rgbc_kernel_fn fn;
+} gen_memo;
+_Static_assert(sizeof(gen_memo) <= sizeof(((rgb_node *)0)->memo), "the memo does not fit");
+
+static rgbc_kernel_fn generated(const rgb_node *n, rg_dtype *dt) {
+  gen_memo m;
+  memcpy(&m, n->memo, sizeof m);
+  if (!m.tried) {
+    m = (gen_memo){.tried = true, .dt = n->nout ? n->out[0].dtype : RG_NDTYPES};
+    m.fn = n->nout ? rgbc_codegen(n->inner, m.dt) : NULL;
+    memcpy((void *)(uintptr_t)n->memo, &m, sizeof m);
+  }
+  *dt = m.dt;
+  return m.fn;
+}
+
+/* The generated kernel for this call: the values have its dtype. */
+static void choose_kernel(const rgb_node *n, cjob *j) {
+  rg_dtype dt;
+  j->gen = generated(n, &dt);
+  for (int i = 0; j->gen && i < j->nin; i++)
+    if (j->in[i]->dtype != dt) j->gen = NULL;
+  for (int k = 0; j->gen && k < j->nout; k++)
+    if (n->out[k].dtype != dt) j->gen = NULL;
+  j->vf = rgbc_codegen_vfns(dt == RG_FLOAT32);
+}
+
 int rgb_cpu_composite(rgb_exec *x) {
   const rgb_node *n = x->node;
   const rgb_program *p = n->inner;
@@ -325,6 +386,7 @@ int rgb_cpu_composite(rgb_exec *x) {
   if (n->nin && rgbc_broadcast_shape(x, n->nin, in, n->in, &nd, shape)) return x->rt->errcode;
   cjob j = {.p = p, .nin = n->nin, .nout = n->nout, .in = in, .out = out, .gather = gather,
             .one_in = one_in, .in_dt = in_dt, .out_dt = out_dt, .ws = ws_bytes(p)};
+  choose_kernel(n, &j);
   return composite_run(x, &j, nd, shape);
 }
 

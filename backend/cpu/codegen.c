@@ -1,0 +1,391 @@
+/*
+ * codegen.c — C kernels generated for fused groups (composite ops).
+ *
+ * The composite interpreter (inner.c) runs each inner op as its own loop
+ * over a block of 1024 elements.  For a composite whose values are all of
+ * one float dtype and whose ops this file knows, a kernel is generated
+ * instead: the arithmetic between two transcendental functions becomes one
+ * loop computing in registers (the compiler vectorises it for the host,
+ * -march=native), each transcendental function a call of the vector
+ * function of vmath.c on the block, as the interpreter makes.  The
+ * expressions and their helper functions come from scalar-float.h, the
+ * interpreter's own definitions, written out as text, and the kernel is
+ * compiled without contracting a * b + c into one rounding
+ * (-ffp-contract=off), so a generated kernel gives the interpreter's bits.
+ *
+ * Contract of a kernel: rg_kernel(out, in, m, vf) with m <= CB elements,
+ * in[j] and out[k] contiguous arrays of m elements (the caller gathers
+ * broadcast and strided inputs into blocks, as for the interpreter), vf
+ * the vector functions in RGBC_VMATH order.
+ *
+ * Compiling.  The source is hashed; the shared object lives in the cache
+ * directory ($RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
+ * $HOME/.cache/relgraph) under the hash, so a kernel is compiled once per
+ * machine (about 0.1 s with cc) and later loaded with dlopen, which also
+ * shares one loaded copy within a process.  The compiler is $RELGRAPH_CC
+ * or cc; RELGRAPH_CODEGEN=0 turns generation off.  A compiler that is
+ * missing or fails leaves the interpreter in charge: generation is an
+ * optimisation, never a requirement.  Two processes compiling one kernel
+ * write their own temporary files and rename the result into place.
+ * Loaded objects stay loaded for the life of the process.
+ */
+#include "backend/cpu/cpu-impl.h"
+#include "backend/cpu/scalar-float.h"
+#include "base/base.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STR_(...) #__VA_ARGS__
+#define XSTR(...) STR_(__VA_ARGS__)
+
+/* ------------------------------------------------------------------ the vector functions */
+
+/* The opcodes of RGBC_VMATH, in its order. */
+static const rg_opcode vcodes[] = {RG_OP_EXP,  RG_OP_LOG, RG_OP_LOG1P, RG_OP_EXPM1,   RG_OP_TANH,
+                                   RG_OP_ERF,  RG_OP_SIN, RG_OP_COS,   RG_OP_SIGMOID, RG_OP_SOFTPLUS};
+
+#define VPTR32(name) rgbc_v##name##_f32,
+#define VPTR64(name) rgbc_v##name##_f64,
+static void (*const vf32[])(const float *, float *, int64_t) = {RGBC_VMATH(VPTR32)};
+static void (*const vf64[])(const double *, double *, int64_t) = {RGBC_VMATH(VPTR64)};
+_Static_assert(sizeof vcodes / sizeof vcodes[0] == sizeof vf32 / sizeof vf32[0], "RGBC_VMATH order");
+
+const void *rgbc_codegen_vfns(bool f32) { return f32 ? (const void *)vf32 : (const void *)vf64; }
+
+static int vindex(rg_opcode c) {
+  for (int i = 0; i < (int)(sizeof vcodes / sizeof vcodes[0]); i++)
+    if (vcodes[i] == c) return i;
+  return -1;
+}
+
+/* ------------------------------------------------------------------ the expressions */
+
+#define CASE(C, name, S, T, EXPR) \
+  case RG_OP_##C: return XSTR(EXPR);
+
+static const char *binary_expr(rg_opcode c, bool f32) {
+  if (f32) switch (c) { RGBC_FLOAT_BINARY(CASE, f32, float) default: return NULL; }
+  switch (c) { RGBC_FLOAT_BINARY(CASE, f64, double) default: return NULL; }
+}
+
+static const char *unary_expr(rg_opcode c, bool f32) {
+  if (f32) switch (c) { RGBC_FLOAT_UNARY(CASE, f32, float) default: return NULL; }
+  switch (c) { RGBC_FLOAT_UNARY(CASE, f64, double) default: return NULL; }
+}
+
+static const char *ternary_expr(rg_opcode c, bool f32) {
+  if (f32) switch (c) { RGBC_FLOAT_TERNARY(CASE, f32, float) default: return NULL; }
+  switch (c) { RGBC_FLOAT_TERNARY(CASE, f64, double) default: return NULL; }
+}
+
+static const char helpers_f32[] = XSTR(RGBC_FLOAT_HELPERS(f32, float));
+static const char helpers_f64[] = XSTR(RGBC_FLOAT_HELPERS(f64, double));
+
+/* ------------------------------------------------------------------ a growing string */
+
+typedef struct sbuf {
+  char *s;
+  size_t n, cap;
+  bool failed;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+      b->failed = true;
+      return;
+    }
+    if (b->s && b->n + (size_t)k < b->cap) {
+      b->n += (size_t)k;
+      return;
+    }
+    size_t cap = (b->cap ? 2 * b->cap : 4096) + (size_t)k;
+    char *s = rg_realloc(b->s, cap);
+    if (!s) {
+      b->failed = true;
+      return;
+    }
+    b->s = s;
+    b->cap = cap;
+  }
+}
+
+/* ------------------------------------------------------------------ generating a kernel */
+
+/* What generation knows of a cell.  Invariant: an arithmetic value lives
+ * in the register r<c> within its loop, and also in the array a<c> when a
+ * vector function or a later loop reads it (`array`). */
+typedef struct cellinfo {
+  int input;      /* index of the kernel input, or -1 */
+  int producer;   /* thunk, or -1 */
+  int loop;       /* the loop computing it (arithmetic), -1 for a vector result */
+  bool array;     /* has a block array a<c> */
+  bool constant;
+} cellinfo;
+
+typedef struct gen {
+  const rgb_program *p;
+  rg_dtype dt;
+  bool f32;
+  const char *T;
+  cellinfo *cells;
+  int *loop_of;   /* per thunk: its loop, -1 for a vector function */
+  sbuf src;
+} gen;
+
+static bool is_vector(const rgb_node *n) { return vindex(n->code) >= 0; }
+
+/* The arity an op's expression takes (0: not generated). */
+static int arity(const rgb_node *n, bool f32) {
+  if (n->nout != 1) return 0;
+  if (is_vector(n)) return n->nin == 1;
+  if ((n->code == RG_OP_ADD || n->code == RG_OP_MUL) && n->nin >= 2) return 2;
+  if (binary_expr(n->code, f32)) return n->nin == 2 ? 2 : 0;
+  if (unary_expr(n->code, f32)) return n->nin == 1 ? 1 : 0;
+  if (ternary_expr(n->code, f32)) return n->nin == 3 ? 3 : 0;
+  return 0;
+}
+
+static bool is_const_cell(const rgb_program *p, int32_t c) {
+  for (int32_t k = 0; k < p->nconst; k++)
+    if (p->const_cells[k] == c) return true;
+  return false;
+}
+
+/* Whether every value of the program is of dtype dt (constants are
+ * converted, as the interpreter converts them) and every op known. */
+static bool supported(gen *g) {
+  const rgb_program *p = g->p;
+  for (int32_t t = 0; t < p->nthunks; t++) {
+    const rgb_thunk *th = &p->thunks[t];
+    const rgb_node *n = &th->node;
+    if (n->inner || !arity(n, g->f32) || n->out[0].dtype != g->dt) return false;
+    for (int k = 0; k < n->nin; k++)
+      if (n->in[k].dtype != g->dt && !is_const_cell(p, th->in_cells[k])) return false;
+  }
+  for (int32_t k = 0; k < p->nconst; k++) {
+    const rg_tensor *c = p->cells[p->const_cells[k]];
+    if (!c || rg_tensor_numel(c) != 1) return false;
+  }
+  for (int32_t j = 0; j < p->nout; j++)
+    if (p->producer[p->out_cells[j]] < 0) return false;
+  return true;
+}
+
+/* Loops: arithmetic thunks between two vector functions share one; a cell
+ * needs an array when a vector function or another loop reads it. */
+static void plan(gen *g) {
+  const rgb_program *p = g->p;
+  for (int32_t c = 0; c < p->ncells; c++) g->cells[c] = (cellinfo){-1, p->producer[c], -1, false, false};
+  for (int32_t i = 0; i < p->nin; i++) g->cells[p->in_cells[i]].input = i;
+  for (int32_t k = 0; k < p->nconst; k++) g->cells[p->const_cells[k]].constant = true;
+  int loop = 0;
+  for (int32_t t = 0; t < p->nthunks; t++) {
+    const rgb_node *n = &p->thunks[t].node;
+    if (is_vector(n)) {
+      g->loop_of[t] = -1;
+      loop++;
+    } else {
+      g->loop_of[t] = loop;
+      g->cells[p->thunks[t].out_cells[0]].loop = loop;
+    }
+  }
+  for (int32_t t = 0; t < p->nthunks; t++) {
+    const rgb_thunk *th = &p->thunks[t];
+    for (int k = 0; k < th->node.nin; k++) {
+      cellinfo *ci = &g->cells[th->in_cells[k]];
+      if (ci->producer < 0) continue;
+      if (g->loop_of[t] < 0 || ci->loop != g->loop_of[t]) ci->array = true;
+    }
+  }
+}
+
+/* The text reading cell c at element i inside loop `loop`. */
+static void operand(gen *g, int32_t c, int loop) {
+  const cellinfo *ci = &g->cells[c];
+  if (ci->input >= 0) put(&g->src, "i%d[i]", ci->input);
+  else if (ci->constant) put(&g->src, "((%s)%a)", g->T, rgbc_scalar_f64(g->p->cells[c]));
+  else if (ci->loop == loop && ci->loop >= 0) put(&g->src, "r%d", c);
+  else put(&g->src, "a%d[i]", c);
+}
+
+/* The array a vector function reads cell c from. */
+static bool vector_source(gen *g, int32_t c) {
+  const cellinfo *ci = &g->cells[c];
+  if (ci->input >= 0) put(&g->src, "i%d", ci->input);
+  else if (ci->array) put(&g->src, "a%d", c);
+  else return false; /* a constant: folded before it gets here */
+  return true;
+}
+
+static void emit_arith(gen *g, const rgb_thunk *th, int loop) {
+  const rgb_node *n = &th->node;
+  int32_t c = th->out_cells[0];
+  const char *e = n->nin == 1 ? unary_expr(n->code, g->f32)
+                  : n->nin == 3 ? ternary_expr(n->code, g->f32)
+                                : binary_expr(n->code, g->f32);
+  static const char *const names[3] = {"x", "y", "z"};
+  if (n->nin <= 3 && !((n->code == RG_OP_ADD || n->code == RG_OP_MUL) && n->nin > 2)) {
+    put(&g->src, "    %s r%d; { ", g->T, c);
+    for (int k = 0; k < n->nin; k++) {
+      put(&g->src, "const %s %s = ", g->T, names[k]);
+      operand(g, th->in_cells[k], loop);
+      put(&g->src, "; ");
+    }
+    put(&g->src, "r%d = (%s); }\n", c, e);
+    return;
+  }
+  /* n-ary add and mul, folded from the left as the interpreter does */
+  put(&g->src, "    %s r%d; { %s acc = ", g->T, c, g->T);
+  operand(g, th->in_cells[0], loop);
+  put(&g->src, ";");
+  for (int k = 1; k < n->nin; k++) {
+    put(&g->src, " { const %s x = acc, y = ", g->T);
+    operand(g, th->in_cells[k], loop);
+    put(&g->src, "; acc = (%s); }", e);
+  }
+  put(&g->src, " r%d = acc; }\n", c);
+}
+
+/* Stores of cell c at element i: its array, the outputs it is. */
+static void emit_stores(gen *g, int32_t c, const char *value) {
+  if (g->cells[c].array && strcmp(value, "a")) put(&g->src, "    a%d[i] = %s%d;\n", c, value, c);
+  for (int32_t j = 0; j < g->p->nout; j++)
+    if (g->p->out_cells[j] == c) put(&g->src, "    o%d[i] = %s%d%s;\n", j, value, c, strcmp(value, "a") ? "" : "[i]");
+}
+
+static bool emit_body(gen *g) {
+  const rgb_program *p = g->p;
+  bool open = false;
+  for (int32_t t = 0; t < p->nthunks; t++) {
+    const rgb_thunk *th = &p->thunks[t];
+    int32_t c = th->out_cells[0];
+    if (g->loop_of[t] < 0) {
+      if (open) put(&g->src, "  }\n"), open = false;
+      put(&g->src, "  vf[%d](", vindex(th->node.code));
+      if (!vector_source(g, th->in_cells[0])) return false;
+      put(&g->src, ", a%d, m);\n", c);
+      g->cells[c].array = true;
+      bool is_out = false;
+      for (int32_t j = 0; j < p->nout; j++) is_out |= p->out_cells[j] == c;
+      if (is_out) {
+        put(&g->src, "  for (int64_t i = 0; i < m; i++) {\n");
+        emit_stores(g, c, "a");
+        put(&g->src, "  }\n");
+      }
+      continue;
+    }
+    if (!open) put(&g->src, "  for (int64_t i = 0; i < m; i++) {\n"), open = true;
+    emit_arith(g, th, g->loop_of[t]);
+    emit_stores(g, c, "r");
+  }
+  if (open) put(&g->src, "  }\n");
+  return true;
+}
+
+/* The kernel's source for program p, or NULL (rg_free the result). */
+static char *kernel_source(const rgb_program *p, rg_dtype dt) {
+  gen g = {.p = p, .dt = dt, .f32 = dt == RG_FLOAT32, .T = dt == RG_FLOAT32 ? "float" : "double"};
+  if (!supported(&g)) return NULL;
+  g.cells = rg_calloc((size_t)p->ncells + 1, sizeof *g.cells);
+  g.loop_of = rg_calloc((size_t)p->nthunks + 1, sizeof *g.loop_of);
+  if (!g.cells || !g.loop_of) goto fail;
+  plan(&g);
+  put(&g.src, "#include <math.h>\n#include <stdint.h>\n%s\n", g.f32 ? helpers_f32 : helpers_f64);
+  put(&g.src, "typedef void (*rgv)(const %s *, %s *, int64_t);\n", g.T, g.T);
+  put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t m, const rgv *vf) {\n", g.T, g.T);
+  for (int32_t i = 0; i < p->nin; i++) put(&g.src, "  const %s *restrict i%d = in[%d];\n", g.T, i, i);
+  for (int32_t j = 0; j < p->nout; j++) put(&g.src, "  %s *restrict o%d = out[%d];\n", g.T, j, j);
+  for (int32_t c = 0; c < p->ncells; c++)
+    if (g.cells[c].array || (g.cells[c].producer >= 0 && g.loop_of[g.cells[c].producer] < 0))
+      put(&g.src, "  %s a%d[%d];\n", g.T, c, RGBC_CODEGEN_BLOCK);
+  if (!emit_body(&g)) goto fail;
+  put(&g.src, "}\n");
+  if (g.src.failed) goto fail;
+  rg_free(g.cells);
+  rg_free(g.loop_of);
+  return g.src.s;
+fail:
+  rg_free(g.cells);
+  rg_free(g.loop_of);
+  rg_free(g.src.s);
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ compiling and loading */
+
+static uint64_t fnv1a(const char *s, uint64_t h) {
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return h;
+}
+
+/* The cache directory (created), or false. */
+static bool cache_dir(char *dir, size_t len) {
+  const char *env = getenv("RELGRAPH_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int k = env && *env   ? snprintf(dir, len, "%s", env)
+          : xdg && *xdg ? snprintf(dir, len, "%s/relgraph", xdg)
+          : home && *home ? snprintf(dir, len, "%s/.cache/relgraph", home)
+                          : -1;
+  if (k < 0 || (size_t)k >= len) return false;
+  for (char *q = dir + 1; *q; q++) /* mkdir -p */
+    if (*q == '/') {
+      *q = 0;
+      if (mkdir(dir, 0755) && errno != EEXIST) return false;
+      *q = '/';
+    }
+  return !mkdir(dir, 0755) || errno == EEXIST;
+}
+
+#define CFLAGS "-O3 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared"
+
+/* Compiles src into path (through temporary files renamed into place). */
+static bool compile(const char *src, const char *path) {
+  const char *cc = getenv("RELGRAPH_CC");
+  char csrc[4200], tmp[4200], cmd[9000];
+  if (snprintf(csrc, sizeof csrc, "%s.%ld.c", path, (long)getpid()) >= (int)sizeof csrc ||
+      snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
+    return false;
+  FILE *f = fopen(csrc, "w");
+  if (!f) return false;
+  bool ok = fputs(src, f) >= 0;
+  ok = !fclose(f) && ok;
+  int k = snprintf(cmd, sizeof cmd, "%s " CFLAGS " -o '%s' '%s' -lm >/dev/null 2>&1", cc && *cc ? cc : "cc", tmp, csrc);
+  ok = ok && k < (int)sizeof cmd && system(cmd) == 0 && rename(tmp, path) == 0;
+  unlink(csrc);
+  unlink(tmp);
+  return ok;
+}
+
+rgbc_kernel_fn rgbc_codegen(const rgb_program *p, rg_dtype dt) {
+  const char *on = getenv("RELGRAPH_CODEGEN");
+  if ((on && !strcmp(on, "0")) || (dt != RG_FLOAT32 && dt != RG_FLOAT64)) return NULL;
+  char *src = kernel_source(p, dt);
+  if (!src) return NULL;
+  char dir[4096], path[4200];
+  rgbc_kernel_fn fn = NULL;
+  if (cache_dir(dir, sizeof dir)) {
+    snprintf(path, sizeof path, "%s/rgk-%016llx.so", dir,
+             (unsigned long long)fnv1a(CFLAGS, fnv1a(src, 0xcbf29ce484222325ull)));
+    if (access(path, R_OK) == 0 || compile(src, path)) {
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (h) fn = (rgbc_kernel_fn)dlsym(h, "rg_kernel");
+    }
+  }
+  rg_free(src);
+  return fn;
+}
+
+char *rgbc_codegen_source(const rgb_program *p, rg_dtype dt) { return kernel_source(p, dt); }
