@@ -410,14 +410,31 @@ static rg_goal *rel_map_anyo(rg_ctx *C, const rg_term *args, void *ud) {
  * handed to the search one at a time by %py-pull.  Each branch forks its
  * state into a new scope, so no state's variables are written in place.
  * Pulling recurses on the C stack in proportion to the nesting of the
- * walked term (its depth plus the length of its lists), as Python does. */
+ * walked term (its depth plus the length of its lists), as Python does;
+ * past GEN_MAX_DEPTH nested pulls it stops with an error, as Python stops
+ * at its recursion limit, instead of running out of stack. */
 
 typedef struct gen gen;
-typedef struct gen_run { int err; } gen_run;
+/* One generator run: its error (the first), the pulls now nested. */
+typedef struct gen_run { int err; int depth; } gen_run;
 typedef rgk_state *(*gen_next_fn)(rg_ctx *C, gen *g);
 struct gen { gen_next_fn next; gen_run *run; };
 
-static rgk_state *gnext(rg_ctx *C, gen *g) { return g->next(C, g); }
+#define GEN_MAX_DEPTH 1000
+
+static rgk_state *gnext(rg_ctx *C, gen *g) {
+  gen_run *run = g->run;
+  if (run->err) return NULL;
+  if (run->depth >= GEN_MAX_DEPTH) {
+    run->err = rg_error(C, RG_ERR_LIMIT, "a term nested more than %d levels deep for Python kanren's answer order "
+                        "(walko, map-anyo, eq-assoc, ...)", GEN_MAX_DEPTH);
+    return NULL;
+  }
+  run->depth++;
+  rgk_state *st = g->next(C, g);
+  run->depth--;
+  return st;
+}
 
 static rgk_state *fork_state(rg_ctx *C, rgk_state *st) {
   return rgk_state_new(C, rgk_new_scope(C), st->S, st->C);
