@@ -149,6 +149,69 @@ static void bench_compile(const char *name, int reps) {
   printf("{\"bench\": \"scan_compile_%s\", \"ms\": %.3f}\n", name, t * 1e3);
 }
 
+/* A Scan with 50 outputs whose step has 50 * depth nodes: state k goes
+ * through `depth` ops, each mixing in another state (Theano issue 3056:
+ * push-outs that took hours on Scans with tens of outputs).  Compiling
+ * it (fast_run on the outer graph and on the step, linking) is timed for
+ * 500 and 5000 step nodes: the time should grow linearly. */
+enum { WIDE = 50 };
+
+static char *wide_scan_text(int depth) {
+  size_t cap = (size_t)WIDE * (size_t)depth * 48 + 8192;
+  char *src = malloc(cap), *q = src;
+  q += sprintf(q, "(graph (input w float32 (8))");
+  for (int k = 0; k < WIDE; k++) q += sprintf(q, " (input i%d float32 (8))", k);
+  q += sprintf(q, "\n (define (");
+  for (int k = 0; k < WIDE; k++) q += sprintf(q, "%so%d", k ? " " : "", k);
+  q += sprintf(q, ") (scan (lambda (");
+  for (int k = 0; k < WIDE; k++) q += sprintf(q, "s%d ", k);
+  q += sprintf(q, "ww)\n");
+  static const char *const ops[] = {"add", "mul", "sub", "maximum"};
+  for (int k = 0; k < WIDE; k++) {
+    q += sprintf(q, "  (define v%d_0 (tanh s%d))", k, k);
+    for (int j = 1; j < depth; j++) {
+      q += sprintf(q, " (define v%d_%d (%s v%d_%d ", k, j, ops[j % 4], k, j - 1);
+      q += j % 5 ? sprintf(q, "s%d))", (k + j) % WIDE) : sprintf(q, "ww))");
+    }
+    q += sprintf(q, "\n");
+  }
+  q += sprintf(q, "  (values");
+  for (int k = 0; k < WIDE; k++) q += sprintf(q, " v%d_%d", k, depth - 1);
+  q += sprintf(q, "))\n (outputs-info");
+  for (int k = 0; k < WIDE; k++) q += sprintf(q, " i%d", k);
+  q += sprintf(q, ") (non-sequences w) (n-steps 10)))\n");
+  for (int k = 0; k < WIDE; k++) q += sprintf(q, " (output o%d)", k);
+  q += sprintf(q, ")");
+  return src;
+}
+
+static void compile_graph(void *ud) {
+  rg_fgraph *g = ud;
+  int n = rg_fgraph_ninputs(g), m = rg_fgraph_noutputs(g);
+  rg_variable *in[WIDE + 2], *out[WIDE + 2];
+  for (int i = 0; i < n; i++) in[i] = rg_fgraph_input(g, i);
+  for (int j = 0; j < m; j++) out[j] = rg_fgraph_output(g, j);
+  rg_function *f = rg_compile(C, n, in, m, out, NULL);
+  if (!f) die("compile");
+  rg_function_free(f);
+}
+
+static void bench_wide_scan(int reps) {
+  double per[2];
+  for (int i = 0; i < 2; i++) {
+    int depth = i ? 100 : 10;
+    char *src = wide_scan_text(depth);
+    rg_fgraph *g = rg_graph_read(C, "wide", src, strlen(src));
+    free(src);
+    if (!g) die("wide scan");
+    double t = bu_time(compile_graph, g, reps);
+    per[i] = t / (WIDE * depth);
+    printf("{\"bench\": \"scan_wide_compile\", \"outputs\": %d, \"step_nodes\": %d, \"ms\": %.2f, "
+           "\"us_per_step_node\": %.2f}\n", WIDE, WIDE * depth, t * 1e3, per[i] * 1e6);
+  }
+  printf("{\"bench\": \"scan_wide_compile_growth\", \"per_node_ratio_10x\": %.2f}\n", per[1] / per[0]);
+}
+
 /* ------------------------------------------------------------------ LSTM */
 
 enum { T = 100, B = 32, I = 256, H = 256 };
@@ -257,6 +320,7 @@ int main(int argc, char **argv) {
   bench_affine(reps);
   bench_compile("rnn", reps * 3);
   bench_compile("lstm", reps * 3);
+  bench_wide_scan(reps > 5 ? 5 : reps);
   bench_lstm(reps);
   return 0;
 }
