@@ -737,7 +737,7 @@ static int force_state(rg_query *Q, rgk_state **out) {
 }
 
 static int next_answer(rg_query *Q, rg_term *answer, bool reify) {
-  rgk_state *st;
+  rgk_state *st = NULL;
   int rc = next_state(Q, &st);
   if (rc != 1) return rc;
   rg_term a = answer_of(Q, st, reify);
@@ -766,7 +766,7 @@ rgk_state *rgk_query_next_state(rg_query *Q) {
   rg_query *outer = running;
   if (outer) inherit_limits(&Q->M, &outer->M);
   int64_t before = Q->M.steps;
-  rgk_state *st;
+  rgk_state *st = NULL;
   int rc = next_state(Q, &st);
   if (outer) { /* the steps count in the enclosing search, which checks its limits next */
     outer->M.steps += Q->M.steps - before;
