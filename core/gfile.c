@@ -113,8 +113,8 @@ static rg_variable *read_constant(reader *r, rg_term form) {
     rerr(r, form, RG_ERR_SYNTAX, "expected (constant DTYPE (SHAPE) (VALUES...))");
     return NULL;
   }
-  rg_dtype dt;
-  int nd;
+  rg_dtype dt = RG_FLOAT64;
+  int nd = 0;
   int64_t shape[RG_MAX_NDIM];
   if (read_dtype(r, form, nth(form, 1), &dt) || read_shape(r, form, nth(form, 2), false, &nd, shape))
     return NULL;
@@ -335,8 +335,8 @@ static int bind_name(reader *r, rg_term form, rg_term name, rg_variable *v) {
 static int form_input(reader *r, rg_term form) {
   int64_t n = len(form);
   if (n != 4 && n != 5) return rerr(r, form, RG_ERR_SYNTAX, "expected (input NAME DTYPE (SHAPE) [DEVICE])");
-  rg_dtype dt;
-  int nd;
+  rg_dtype dt = RG_FLOAT64;
+  int nd = 0;
   int64_t shape[RG_MAX_NDIM];
   rg_device dev = RG_DEVICE_HOST;
   if (read_dtype(r, form, nth(form, 2), &dt) || read_shape(r, form, nth(form, 3), true, &nd, shape) ||
@@ -363,8 +363,8 @@ static int form_opaque(reader *r, rg_term form) {
         rg_int_value(nth(opt, 1)) >= 0 && rg_int_value(nth(opt, 1)) <= 1024) {
       nout = rg_int_value(nth(opt, 1));
     } else if (len(opt) == 3 && is_sym(rg_car(opt), "type")) {
-      rg_dtype dt;
-      int nd;
+      rg_dtype dt = RG_FLOAT64;
+      int nd = 0;
       int64_t shape[RG_MAX_NDIM];
       if (read_dtype(r, form, nth(opt, 1), &dt) || read_shape(r, form, nth(opt, 2), true, &nd, shape))
         return RG_ERR_SYNTAX;
