@@ -7,6 +7,12 @@
  * outputs, variables (with kind, name, type, and the values of constants)
  * and nodes (op name, parameters as the op term, inputs, outputs), all by
  * number.  Both are written in topological order, in one pass: linear.
+ *
+ * Inner graphs (a Scan's step, a composite's scalar graph, op_from_graph)
+ * are written as graphs too: in DOT a dashed cluster after the node, its
+ * ids prefixed by the node's (n3_v0, n3_n1, ...), the node joined to the
+ * step's outputs by dotted edges; in JSON an "inner" object of the same
+ * form inside the node, numbered on its own.
  */
 #include "core/core-impl.h"
 
@@ -59,9 +65,19 @@ static const char *leaf_label(const rg_variable *v) {
 
 /* ------------------------------------------------------------------ DOT */
 
-static void dot_leaf(FILE *f, numbering *nb, const rg_variable *v) {
+/* A DOT graph being written: its numbering and the prefix of its ids
+ * ("" at the top, "n3_" inside node n3). */
+typedef struct dotg {
+  numbering *nb;
+  const char *pre;
+} dotg;
+
+static void dot_graph(FILE *f, const dotg *g, rg_fgraph *fg);
+
+static void dot_leaf(FILE *f, const dotg *g, const rg_variable *v) {
+  numbering *nb = g->nb;
   if (rg_memo_get(nb->ids, v)) return;
-  fprintf(f, "  v%d [shape=ellipse, label=\"", num(nb, v));
+  fprintf(f, "  %sv%d [shape=ellipse, label=\"", g->pre, num(nb, v));
   put_escaped(f, leaf_label(v), false);
   fprintf(f, "\\n%s\"%s];\n", rg_type_str(v->type), rg_is_constant(v) ? ", style=dashed" : "");
 }
@@ -77,38 +93,57 @@ static void dot_edge_label(FILE *f, const rg_node *n, int i) {
   fprintf(f, "%s\"]", rg_type_str(x->type));
 }
 
-static void dot_node(FILE *f, numbering *nb, const rg_node *n) {
+/* The inner graph of node n<id>: a dashed cluster of its own ids. */
+static void dot_inner(FILE *f, const dotg *g, int id, const rg_fgraph *inner) {
+  numbering nb = {rg_memo_new(), 0, g->nb->labels};
+  dotg in = {&nb, rgk_sprintf("%sn%d_", g->pre, id)};
+  fprintf(f, "  subgraph cluster_%sn%d {\n  label=\"inner graph of %sn%d\";\n  style=dashed;\n", g->pre, id, g->pre, id);
+  dot_graph(f, &in, (rg_fgraph *)inner);
+  fputs("  }\n", f);
+  for (int k = 0; k < inner->nout; k++) fprintf(f, "  %sn%d -> %sout%d [style=dotted];\n", g->pre, id, in.pre, k);
+}
+
+static void dot_node(FILE *f, const dotg *g, const rg_node *n) {
+  numbering *nb = g->nb;
   for (int i = 0; i < n->nin; i++)
-    if (!n->inputs[i]->owner) dot_leaf(f, nb, n->inputs[i]);
+    if (!n->inputs[i]->owner) dot_leaf(f, g, n->inputs[i]);
   int id = num(nb, n);
-  fprintf(f, "  n%d [shape=box, label=\"", id);
+  fprintf(f, "  %sn%d [shape=box, label=\"", g->pre, id);
   put_escaped(f, rgc_op_label_cached(nb->labels, n->op), false);
   fputs("\"];\n", f);
   for (int i = 0; i < n->nin; i++) {
     const rg_variable *x = n->inputs[i];
-    if (x->owner) fprintf(f, "  n%d -> n%d", num(nb, x->owner), id);
-    else fprintf(f, "  v%d -> n%d", num(nb, x), id);
+    if (x->owner) fprintf(f, "  %sn%d -> %sn%d", g->pre, num(nb, x->owner), g->pre, id);
+    else fprintf(f, "  %sv%d -> %sn%d", g->pre, num(nb, x), g->pre, id);
     dot_edge_label(f, n, i);
     fputs(";\n", f);
+  }
+  const rg_fgraph *inner = rg_op_inner_graph(n->op);
+  if (inner) dot_inner(f, g, id, inner);
+}
+
+/* The statements of one graph (the top one or an inner one). */
+static void dot_graph(FILE *f, const dotg *g, rg_fgraph *fg) {
+  for (int i = 0; i < fg->nin; i++) dot_leaf(f, g, fg->inputs[i]);
+  size_t n;
+  rg_node *const *order = rg_fgraph_toposort(fg, &n);
+  for (size_t k = 0; k < n; k++) dot_node(f, g, order[k]);
+  for (int k = 0; k < fg->nout; k++) {
+    const rg_variable *v = fg->outputs[k];
+    fprintf(f, "  %sout%d [shape=doubleoctagon, label=\"output %d\\n%s\"];\n", g->pre, k, k, rg_type_str(v->type));
+    if (v->owner) fprintf(f, "  %sn%d -> %sout%d;\n", g->pre, num(g->nb, v->owner), g->pre, k);
+    else {
+      dot_leaf(f, g, v);
+      fprintf(f, "  %sv%d -> %sout%d;\n", g->pre, num(g->nb, v), g->pre, k);
+    }
   }
 }
 
 int rg_fgraph_dot(FILE *f, rg_fgraph *fg) {
   numbering nb = {rg_memo_new(), 0, rg_memo_new()};
+  dotg g = {&nb, ""};
   fputs("digraph relgraph {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n", f);
-  for (int i = 0; i < fg->nin; i++) dot_leaf(f, &nb, fg->inputs[i]);
-  size_t n;
-  rg_node *const *order = rg_fgraph_toposort(fg, &n);
-  for (size_t k = 0; k < n; k++) dot_node(f, &nb, order[k]);
-  for (int k = 0; k < fg->nout; k++) {
-    const rg_variable *v = fg->outputs[k];
-    fprintf(f, "  out%d [shape=doubleoctagon, label=\"output %d\\n%s\"];\n", k, k, rg_type_str(v->type));
-    if (v->owner) fprintf(f, "  n%d -> out%d;\n", num(&nb, v->owner), k);
-    else {
-      dot_leaf(f, &nb, v);
-      fprintf(f, "  v%d -> out%d;\n", num(&nb, v), k);
-    }
-  }
+  dot_graph(f, &g, fg);
   fputs("}\n", f);
   return ferror(f) ? RG_ERR_IO : RG_OK;
 }
@@ -139,9 +174,10 @@ static void json_type(FILE *f, const rg_type *t) {
   else fprintf(f, "], \"device\": \"cuda:%d\"}", (int)t->device - 1);
 }
 
-static void json_var(FILE *f, numbering *nb, const rg_fgraph *fg, const rg_variable *v, bool *first) {
+static void json_var(FILE *f, numbering *nb, const rg_fgraph *fg, const rg_variable *v, bool *first,
+                     const char *ind) {
   if (rg_memo_get(nb->ids, v)) return;
-  fprintf(f, "%s\n    {\"id\": %d, \"kind\": \"%s\"", *first ? "" : ",", num(nb, v),
+  fprintf(f, "%s\n%s    {\"id\": %d, \"kind\": \"%s\"", *first ? "" : ",", ind, num(nb, v),
           v->owner ? "computed" : rg_is_constant(v) ? "constant" : "input");
   *first = false;
   if (v->name) {
@@ -171,8 +207,10 @@ static void json_ids(FILE *f, numbering *nb, int n, rg_variable *const *vs) {
   fputc(']', f);
 }
 
-static void json_node(FILE *f, numbering *nb, numbering *nodes, const rg_node *n, bool first) {
-  fprintf(f, "%s\n    {\"id\": %d, \"op\": \"", first ? "" : ",", num(nodes, n));
+static void json_graph(FILE *f, rg_fgraph *fg, rg_memo *labels, const char *ind);
+
+static void json_node(FILE *f, numbering *nb, numbering *nodes, const rg_node *n, bool first, const char *ind) {
+  fprintf(f, "%s\n%s    {\"id\": %d, \"op\": \"", first ? "" : ",", ind, num(nodes, n));
   put_escaped(f, rg_op_name(n->op), true);
   fputs("\", \"head\": \"", f);
   const char *head = rg_memo_get(nodes->labels, n->op);
@@ -185,27 +223,38 @@ static void json_node(FILE *f, numbering *nb, numbering *nodes, const rg_node *n
   json_ids(f, nb, n->nin, n->inputs);
   fputs(", \"outputs\": ", f);
   json_ids(f, nb, n->nout, n->outputs);
+  const rg_fgraph *inner = rg_op_inner_graph(n->op);
+  if (inner) {
+    fputs(", \"inner\": ", f);
+    json_graph(f, (rg_fgraph *)inner, nodes->labels, rgk_sprintf("%s    ", ind));
+  }
   fputc('}', f);
 }
 
-int rg_fgraph_json(FILE *f, rg_fgraph *fg) {
-  numbering nb = {rg_memo_new(), 0, NULL}, nodes = {rg_memo_new(), 0, rg_memo_new()};
+/* One graph as a JSON object, its lines indented by ind. */
+static void json_graph(FILE *f, rg_fgraph *fg, rg_memo *labels, const char *ind) {
+  numbering nb = {rg_memo_new(), 0, NULL}, nodes = {rg_memo_new(), 0, labels};
   size_t n;
   rg_node *const *order = rg_fgraph_toposort(fg, &n);
   bool first = true;
-  fputs("{\n  \"variables\": [", f);
-  for (int i = 0; i < fg->nin; i++) json_var(f, &nb, fg, fg->inputs[i], &first);
+  fprintf(f, "{\n%s  \"variables\": [", ind);
+  for (int i = 0; i < fg->nin; i++) json_var(f, &nb, fg, fg->inputs[i], &first, ind);
   for (size_t k = 0; k < n; k++) {
-    for (int i = 0; i < order[k]->nin; i++) json_var(f, &nb, fg, order[k]->inputs[i], &first);
-    for (int o = 0; o < order[k]->nout; o++) json_var(f, &nb, fg, order[k]->outputs[o], &first);
+    for (int i = 0; i < order[k]->nin; i++) json_var(f, &nb, fg, order[k]->inputs[i], &first, ind);
+    for (int o = 0; o < order[k]->nout; o++) json_var(f, &nb, fg, order[k]->outputs[o], &first, ind);
   }
-  for (int k = 0; k < fg->nout; k++) json_var(f, &nb, fg, fg->outputs[k], &first);
-  fputs("\n  ],\n  \"nodes\": [", f);
-  for (size_t k = 0; k < n; k++) json_node(f, &nb, &nodes, order[k], k == 0);
-  fputs("\n  ],\n  \"inputs\": ", f);
+  for (int k = 0; k < fg->nout; k++) json_var(f, &nb, fg, fg->outputs[k], &first, ind);
+  fprintf(f, "\n%s  ],\n%s  \"nodes\": [", ind, ind);
+  for (size_t k = 0; k < n; k++) json_node(f, &nb, &nodes, order[k], k == 0, ind);
+  fprintf(f, "\n%s  ],\n%s  \"inputs\": ", ind, ind);
   json_ids(f, &nb, fg->nin, fg->inputs);
-  fputs(",\n  \"outputs\": ", f);
+  fprintf(f, ",\n%s  \"outputs\": ", ind);
   json_ids(f, &nb, fg->nout, fg->outputs);
-  fputs("\n}\n", f);
+  fprintf(f, "\n%s}", ind);
+}
+
+int rg_fgraph_json(FILE *f, rg_fgraph *fg) {
+  json_graph(f, fg, rg_memo_new(), "");
+  fputc('\n', f);
   return ferror(f) ? RG_ERR_IO : RG_OK;
 }
