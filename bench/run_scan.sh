@@ -5,7 +5,9 @@
 # fwd+bwd (loss = sum of the outputs, gradients of the weights and biases)
 # torch.nn.LSTM (1 thread) and a hand-written C + OpenBLAS LSTM when given.
 #   bench/run_scan.sh BUILD_DIR [LSTM_C_BINARY]
-# Each peer is skipped when missing (python3-numpy, python3-torch).
+# Each peer is skipped when missing (python3-numpy, python3-torch).  torch
+# runs with OMP_NUM_THREADS=1 as well as set_num_threads(1): its OpenMP pool
+# otherwise spins on a busy machine and its times mean nothing.
 set -u
 build=${1:?usage: run_scan.sh BUILD_DIR [LSTM_C_BINARY]}
 lstm_c=${2:-}
@@ -18,7 +20,7 @@ for _ in range(7):
     t = time.perf_counter(); np.cumsum(x); ts.append(time.perf_counter() - t)
 print('{"peer": "np.cumsum", "steps": 1000000, "ns_per_step": %.2f}' % (sorted(ts)[3] / 1e6 * 1e9))
 PY
-env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 - <<'PY' 2>/dev/null || echo '{"peer": "torch", "skipped": "python3-torch missing"}'
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 /usr/bin/python3 - <<'PY' 2>/dev/null || echo '{"peer": "torch", "skipped": "python3-torch missing"}'
 import time, torch
 torch.set_num_threads(1)
 T, B, I, H = 100, 32, 256, 256
