@@ -13,11 +13,24 @@
  */
 #include "backend/backend-impl.h"
 #include "base/base.h"
+#include "relgraph/scan.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+struct rgb_program;
+/* A Scan in place writes into every mit-mot buffer: each must be computed
+ * by a node of the program, never a borrowed input or a constant. */
+static bool scan_buffers_owned(const rgb_program *p, const rgb_thunk *t) {
+  char scratch[RG_SCAN_SCRATCH(t->node.nints)];
+  rg_scan_info s;
+  if (!rg_scan_info_decode(t->node.nints, t->node.ints, &s, scratch)) return false;
+  for (int k = 0; k < s.n_mit_mot; k++)
+    if (p->producer[t->in_cells[rg_scan_outer_in(&s, RG_SCAN_MIT_MOT, k)]] < 0) return false;
+  return true;
+}
 
 /* ------------------------------------------------------------------ variable -> cell map */
 
@@ -111,6 +124,7 @@ static bool link_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
   }
   /* never write in place into a borrowed input or a constant */
   if (t->node.inplace >= 0 && p->producer[t->in_cells[t->node.inplace]] < 0) t->node.inplace = -1;
+  if (t->node.inplace >= 0 && t->node.code == RG_OP_SCAN && !scan_buffers_owned(p, t)) t->node.inplace = -1;
   return true;
 }
 

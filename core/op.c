@@ -59,6 +59,7 @@ static bool may_be_inplace(rg_opcode code) {
   switch (code) {
   case RG_OP_GEMM: case RG_OP_GEMV: case RG_OP_GER:
   case RG_OP_INC_SUBTENSOR: case RG_OP_SET_SUBTENSOR:
+  case RG_OP_SCAN: /* its mit-mot buffers (rgc_scan_destroys) */
     return true;
   default: return rg_opcode_family(code) == RG_FAM_ELEMWISE;
   }
@@ -100,6 +101,7 @@ int rgc_inner_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, r
 int rgc_scan_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in, rgc_outs *out);
 int rgc_scan_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
 const rg_op *rgc_scan_op_make(rg_ctx *C, rg_fgraph *g, int nints, const int64_t *ints);
+int rgc_scan_destroys(const rg_op *op, int output);
 const char *rgc_scan_label(const rg_op *op);
 int rgc_opaque_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in, rgc_outs *out);
 int rgc_opaque_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
@@ -127,7 +129,7 @@ int rgc_opaque_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, 
   .view_of = no_view, .destroys = destroys_inplace, COMMON
 #define FAM_LOOP                                                                  \
   .make_node = rgc_scan_make_node, .infer_shape = rgc_scan_infer_shape,           \
-  .view_of = no_view, .destroys = destroys_inplace, .inner_make = rgc_scan_op_make, .label = rgc_scan_label, COMMON
+  .view_of = no_view, .destroys = rgc_scan_destroys, .inner_make = rgc_scan_op_make, .label = rgc_scan_label, COMMON
 #define FAM_OPAQUE                                                                \
   .make_node = rgc_opaque_make_node, .infer_shape = rgc_opaque_infer_shape,       \
   .view_of = no_view, .destroys = destroys_inplace, COMMON

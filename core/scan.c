@@ -357,6 +357,17 @@ const rg_op *rg_op_scan(rg_ctx *C, const rg_scan_info *info, rg_fgraph *inner) {
   return rgc_scan_op_make(C, inner, n, ints);
 }
 
+/* In place (scan_inplace), a Scan computes each mit-mot over its outer
+ * buffer: mit-mot output k destroys that input.  op->inplace is then the
+ * outer input of the first mit-mot buffer. */
+int rgc_scan_destroys(const rg_op *op, int output) {
+  rg_scan_info s;
+  if (op->inplace < 0 || !rg_scan_info_of(op, &s)) return -1;
+  for (int k = 0; k < s.n_mit_mot; k++)
+    if (rg_scan_outer_out(&s, RG_SCAN_MIT_MOT, k) == output) return rg_scan_outer_in(&s, RG_SCAN_MIT_MOT, k);
+  return -1;
+}
+
 const rg_op *rg_op_scan_with_inner(rg_ctx *C, const rg_op *op, rg_fgraph *inner) {
   if (!op || op->code != RG_OP_SCAN || !inner) return NULL;
   return rgc_scan_op_make(C, inner, op->nints, op->ints);

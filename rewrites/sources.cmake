@@ -18,6 +18,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/rewrites/scan-pushadd.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-merge.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-outputs.c
+  ${PROJECT_SOURCE_DIR}/rewrites/scan-inplace.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-term.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph-rules.c

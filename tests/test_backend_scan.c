@@ -11,6 +11,7 @@
 #include "tests/test_backend_cpu.h"
 
 #include "relgraph/backend.h"
+#include "relgraph/rewrite.h"
 #include "relgraph/scan.h"
 
 static rg_tensor *run1(int nin, rg_variable **ins, rg_variable *out, rg_tensor **vals) {
@@ -447,6 +448,48 @@ static void test_mit_mot(void **st) {
   rg_tensor_free(bv);
 }
 
+/* scan_inplace: a mit-mot buffer computed in the graph and read by the
+ * Scan alone is overwritten in place (the op is marked, the values stay);
+ * a buffer something else reads, or a graph input, is not. */
+static void test_mit_mot_in_place(void **st) {
+  rg_variable *a = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64)), *b = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64));
+  rg_variable *out = rg_add(a, rg_mul(b, rg_scalar_float(C, 2)));
+  rg_fgraph *g = rg_fgraph_new(C, 2, (rg_variable *[]){a, b}, 1, &out, 0);
+  rg_scan_info info = {.n_mit_mot = 1, .truncate_gradient = -1, .mit_mot_nin = (int[]){2},
+                       .mit_mot_in_taps = (const int64_t *[]){SHAPE(0, 1)}, .mit_mot_nout = (int[]){1},
+                       .mit_mot_out_taps = (const int64_t *[]){SHAPE(1)}};
+  const rg_op *op = rg_op_scan(C, &info, g);
+  rg_variable *x = var(RG_FLOAT64, 1, SHAPE(5));
+  rg_variable *buf = rg_add(x, rg_constant_scalar(C, RG_FLOAT64, 0.5)); /* computed: may be overwritten */
+  rg_variable *y = rg_apply(C, op, 2, (rg_variable *[]){rg_scalar_int(C, 4), buf});
+  rg_variable *both = rg_add(y, buf); /* the buffer read again after the loop */
+  rg_tensor *xv = tens(RG_FLOAT64, 1, SHAPE(5), VALS(0.5, 1.5, 2.5, 3.5, 4.5));
+  double w[5] = {1, 2, 3, 4, 5};
+  for (int t = 0; t < 4; t++) w[t + 1] = w[t] + w[t + 1] * 2;
+  for (int pass = 0; pass < 2; pass++) {
+    rg_variable *o = pass ? both : y;
+    rg_fgraph *fg = rg_fgraph_new(C, 1, &x, 1, &o, RG_FG_CLONE);
+    rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_inplace"), NULL);
+    const rg_node *sn = NULL;
+    for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n))
+      if (n->op->code == RG_OP_SCAN) sn = n;
+    assert_non_null(sn);
+    assert_int_equal(sn->op->inplace >= 0, pass == 0); /* not when the buffer is read after */
+    rg_variable *fo = rg_fgraph_output(fg, 0), *fi = rg_fgraph_input(fg, 0);
+    rg_tensor *r = run1(1, &fi, fo, &xv);
+    for (int i = 0; i < 5; i++) assert_true(rg_tensor_get_f64(r, i) == w[i] + (pass ? i + 1.0 : 0));
+    rg_tensor_free(r);
+  }
+  /* a graph input as the buffer: never marked */
+  rg_variable *in = var(RG_FLOAT64, 1, SHAPE(5));
+  rg_variable *yi = rg_apply(C, op, 2, (rg_variable *[]){rg_scalar_int(C, 4), in});
+  rg_fgraph *fg = rg_fgraph_new(C, 1, &in, 1, &yi, RG_FG_CLONE);
+  rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_inplace"), NULL);
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n))
+    if (n->op->code == RG_OP_SCAN) assert_true(n->op->inplace < 0);
+  rg_tensor_free(xv);
+}
+
 /* x_t = 0.5 x_{t-1} + s_t on vectors of 3 (the small elementwise path),
  * from a contiguous sequence and from a strided one (the general path). */
 static int step_affine(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
@@ -518,6 +561,7 @@ int main(void) {
       cmocka_unit_test(test_store_steps),
       cmocka_unit_test(test_preallocated_rows),
       cmocka_unit_test(test_mit_mot),
+      cmocka_unit_test(test_mit_mot_in_place),
       cmocka_unit_test(test_small_vectors),
       cmocka_unit_test(test_runtime_errors),
   };

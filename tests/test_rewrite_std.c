@@ -195,6 +195,8 @@ static const std_case cases[] = {
     {"scan_merge", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     /* scan_merge_inouts, scan_prune_nit_sots (see test_rewrite_scan_mem) */
     {"scan_merge_inouts", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    /* scan_inplace: needs a mit-mot (see test_backend_scan); no sit-sot is touched */
+    {"scan_inplace", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     {"scan_prune_nit_sots", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},

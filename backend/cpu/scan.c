@@ -15,7 +15,9 @@
  * row it reads) and the last min(s, steps) positions are copied out in
  * order at the end.  A nit-sot's buffer is allocated after the first
  * step, from the shape of its first value.  A mit-mot works on a copy of
- * its outer buffer, reading and writing rows t + tap - m.
+ * its outer buffer, reading and writing rows t + tap - m, or on the buffer
+ * itself when the node works in place (scan_inplace) and nothing else
+ * holds it.
  *
  * Scalars.  A step whose values are all scalars and whose ops are all
  * elementwise runs without the VM (scan-scalar.c): each op's typed loop on
@@ -155,7 +157,10 @@ static int init_mit_mot(run *r, trace *tr) {
     return rgb_error(r->x, RG_ERR_EVAL, "mit-mot %d has %lld rows: %lld steps with taps %lld..%lld "
                      "need %lld", tr->k, (long long)b->shape[0], (long long)r->n, (long long)lo,
                      (long long)hi, (long long)(r->n + hi - lo));
-  tr->buf = rg_tensor_copy(b);
+  /* in place (scan_inplace; the linker made sure the buffer is computed by
+   * the program): the outer buffer itself, when nothing else holds it */
+  bool own = r->x->node->inplace >= 0 && rg_storage_refcount(b) == 1 && rg_tensor_is_c_contiguous(b);
+  tr->buf = own ? rg_tensor_ref(b) : rg_tensor_copy(b);
   return tr->buf ? RG_OK : rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a mit-mot buffer");
 }
 
