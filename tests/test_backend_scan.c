@@ -420,7 +420,7 @@ static void test_store_steps(void **st) {
 
 /* A hand-built mit-mot: buffer b, input taps 0 1, output tap 1:
  * b[t+1] = b[t] + b[t+1] * 2 for t = 0..n-1 (the buffer is the output). */
-static void test_mit_mot(void **st) {
+static const rg_op *doubling_mit_mot(void) {
   rg_variable *a = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64)), *b = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64));
   rg_variable *out = rg_add(a, rg_mul(b, rg_scalar_float(C, 2)));
   rg_fgraph *g = rg_fgraph_new(C, 2, (rg_variable *[]){a, b}, 1, &out, 0);
@@ -429,6 +429,11 @@ static void test_mit_mot(void **st) {
                        .mit_mot_out_taps = (const int64_t *[]){SHAPE(1)}};
   const rg_op *op = rg_op_scan(C, &info, g);
   if (!op) fail_msg("%s", rg_errmsg(C));
+  return op;
+}
+
+static void test_mit_mot(void **st) {
+  const rg_op *op = doubling_mit_mot();
   rg_variable *buf = var_u(RG_FLOAT64, 1);
   rg_variable *y = rg_apply(C, op, 2, (rg_variable *[]){rg_scalar_int(C, 4), buf});
   assert_non_null(y);
@@ -452,13 +457,7 @@ static void test_mit_mot(void **st) {
  * Scan alone is overwritten in place (the op is marked, the values stay);
  * a buffer something else reads, or a graph input, is not. */
 static void test_mit_mot_in_place(void **st) {
-  rg_variable *a = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64)), *b = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64));
-  rg_variable *out = rg_add(a, rg_mul(b, rg_scalar_float(C, 2)));
-  rg_fgraph *g = rg_fgraph_new(C, 2, (rg_variable *[]){a, b}, 1, &out, 0);
-  rg_scan_info info = {.n_mit_mot = 1, .truncate_gradient = -1, .mit_mot_nin = (int[]){2},
-                       .mit_mot_in_taps = (const int64_t *[]){SHAPE(0, 1)}, .mit_mot_nout = (int[]){1},
-                       .mit_mot_out_taps = (const int64_t *[]){SHAPE(1)}};
-  const rg_op *op = rg_op_scan(C, &info, g);
+  const rg_op *op = doubling_mit_mot();
   rg_variable *x = var(RG_FLOAT64, 1, SHAPE(5));
   rg_variable *buf = rg_add(x, rg_constant_scalar(C, RG_FLOAT64, 0.5)); /* computed: may be overwritten */
   rg_variable *y = rg_apply(C, op, 2, (rg_variable *[]){rg_scalar_int(C, 4), buf});
