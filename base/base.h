@@ -117,20 +117,20 @@ int rg_array_grow(const rg_allocator *a, void **v, size_t *cap, size_t n, size_t
 /* Invariant of every RG_VEC: n <= cap; v holds cap elements (NULL when
  * cap is 0); a is the allocator of v (NULL: rg_heap). */
 #define RG_VEC(name, T)                                                             \
-  typedef struct name { T *v; size_t n, cap; const rg_allocator *a; } name;        \
-  static inline int name##_reserve(name *x, size_t need) {                          \
+  typedef struct name { T *v; size_t n, cap; const rg_allocator *a; } name;         \
+  static inline __attribute__((unused)) int name##_reserve(name *x, size_t need) {  \
     if (need <= x->cap) return 0;                                                   \
     void *v = x->v;                                                                 \
     int rc = rg_array_grow(x->a, &v, &x->cap, x->n, sizeof(T), need);               \
     x->v = v;                                                                       \
     return rc;                                                                      \
   }                                                                                 \
-  static inline int name##_push(name *x, T e) {                                     \
+  static inline __attribute__((unused)) int name##_push(name *x, T e) {             \
     if (x->n == x->cap && name##_reserve(x, x->n + 1)) return -1;                   \
     x->v[x->n++] = e;                                                               \
     return 0;                                                                       \
   }                                                                                 \
-  static inline void name##_free(name *x) {                                         \
+  static inline __attribute__((unused)) void name##_free(name *x) {                 \
     if (x->v) rg_alloc_of(x->a)->free(x->v);                                        \
     x->v = NULL;                                                                    \
     x->n = x->cap = 0;                                                              \

@@ -61,6 +61,13 @@
 RGBC_VMATH(RGBC_VDECL)
 #undef RGBC_VDECL
 
+/* "These iterations are independent": GCC's ivdep, clang's equivalent. */
+#if defined(__clang__)
+#define RGBC_IVDEP /* clang vectorises these loops with run-time checks */
+#else
+#define RGBC_IVDEP _Pragma("GCC ivdep")
+#endif
+
 /* libm by float suffix: RGBC_FN(f32, exp) is expf. */
 #define RGBC_FN(sfx, name) RGBC_FN_##sfx(name)
 #define RGBC_FN_f32(name) name##f

@@ -43,7 +43,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define IVDEP _Pragma("GCC ivdep")
+#define IVDEP RGBC_IVDEP
 
 /* ------------------------------------------------------------------ scalar helpers */
 

@@ -129,7 +129,7 @@ FUNCS(ARRAYS)
     T e[CHUNK];                                                                          \
     for (int j = 0; j < m; j++) e[j] = -RGBC_FN(S, fabs)(x[j]);                          \
     exp_##S##_##W(e, e, m);                                                              \
-    _Pragma("GCC ivdep") for (int j = 0; j < m; j++) {                                   \
+    RGBC_IVDEP for (int j = 0; j < m; j++) {                                   \
       T r = 1 / (1 + e[j]), q = e[j] * r; /* both computed: a select vectorises */        \
       y[j] = signbit(x[j]) ? q : r;       /* NaN in, NaN out: e is NaN then */           \
     }                                                                                    \
@@ -139,7 +139,7 @@ FUNCS(ARRAYS)
     for (int j = 0; j < m; j++) e[j] = -RGBC_FN(S, fabs)(x[j]);                          \
     exp_##S##_##W(e, e, m);                                                              \
     log1p_##S##_##W(e, e, m);                                                            \
-    _Pragma("GCC ivdep") for (int j = 0; j < m; j++) {                                   \
+    RGBC_IVDEP for (int j = 0; j < m; j++) {                                   \
       T v = x[j], p = v > 0 ? v : 0; /* NaN in, NaN out: e is NaN then */                \
       y[j] = p + e[j];                                                                   \
     }                                                                                    \
