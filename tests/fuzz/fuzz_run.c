@@ -44,11 +44,25 @@ static int split(const uint8_t *data, size_t size, const uint8_t **at, size_t *l
   return n;
 }
 
-static rg_tensor *filler(const rg_type *t) {
-  int64_t shape[RG_MAX_NDIM];
-  for (int i = 0; i < t->ndim; i++) shape[i] = t->shape[i] == RG_DIM_UNKNOWN ? 2 : t->shape[i];
+/* Values for an input without a .npy: small ones, for inputs of at most
+ * FILL_MAX elements (a larger declared shape is refused with a message:
+ * the harness is about relgraph, not about allocating terabytes). */
+#define FILL_MAX (1 << 20)
+
+static rg_tensor *filler(rg_ctx *C, const rg_type *t) {
+  int64_t shape[RG_MAX_NDIM], n = 1;
+  for (int i = 0; i < t->ndim; i++) {
+    shape[i] = t->shape[i] == RG_DIM_UNKNOWN ? 2 : t->shape[i];
+    if (shape[i] > FILL_MAX || (n *= shape[i] ? shape[i] : 1) > FILL_MAX) {
+      rg_error(C, RG_ERR_LIMIT, "an input of %s is too large to fill", rg_type_str(t));
+      return NULL;
+    }
+  }
   rg_tensor *v = rg_tensor_empty(t->dtype, t->ndim, shape);
-  if (!v) return NULL;
+  if (!v) {
+    rg_error(C, RG_ERR_NOMEM, "out of memory for an input of %s", rg_type_str(t));
+    return NULL;
+  }
   for (int64_t i = 0; i < rg_tensor_numel(v); i++) rg_tensor_set_i64(v, i, i % 3);
   return v;
 }
@@ -58,7 +72,7 @@ static bool load_args(rg_ctx *C, rg_fgraph *fg, int npieces, const uint8_t **at,
                       rg_tensor **vals) {
   for (int i = 0; i < rg_fgraph_ninputs(fg); i++) {
     const rg_type *t = rg_fgraph_input(fg, i)->type;
-    vals[i] = i + 1 < npieces ? rg_npy_read(C, "input.npy", at[i + 1], len[i + 1]) : filler(t);
+    vals[i] = i + 1 < npieces ? rg_npy_read(C, "input.npy", at[i + 1], len[i + 1]) : filler(C, t);
     if (!vals[i]) {
       if (!rg_errmsg(C)[0]) abort(); /* a failure always has a message */
       return false;
