@@ -105,10 +105,6 @@ static rg_rewrite_db *database(rg_ctx *C, const rewrite_args *a) {
   return rg_rule_set_register(rs, db, "rules") == RG_OK ? db : NULL;
 }
 
-static int fold(const rg_node *n, rg_tensor **outs, char *err, size_t len) {
-  return rg_eval_node(n, outs, err, len);
-}
-
 static int report(const rewrite_args *a, rg_rewrite_run *run) {
   if (a->profile) rg_rewrite_profile(run, stdout);
   if (a->trace) rg_rewrite_trace(run, stdout);
@@ -146,7 +142,7 @@ int cmd_rewrite(int argc, char **argv) {
   rg_rewriter *rw = rg_db_query(C, db, q);
   if (!rw) return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_USAGE;
   rg_rewrite_opts o = {.max_use_ratio = a.ratio, .profile = a.profile, .trace = a.trace,
-                       .provenance = a.why >= 0, .fold = fold, .answers = (int)a.answers};
+                       .provenance = a.why >= 0, .fold = rg_eval_node, .answers = (int)a.answers};
   if (a.answers > 1) {
     if (!(o.cost = cli_cost_model(C, a.cost))) return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_INPUT;
     for (int i = 0; i < a.nsizes; i++)

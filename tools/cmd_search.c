@@ -164,12 +164,8 @@ static int print_answers(rg_ctx *C, rg_egraph *eg, rg_cost_model *cm, const sear
   return EXIT_OK;
 }
 
-static int fold(const rg_node *n, rg_tensor **outs, char *err, size_t len) {
-  return rg_eval_node(n, outs, err, len);
-}
-
 static int search(rg_ctx *C, search_args *a) {
-  a->o.fold = fold; /* constant folding for the rules written in C */
+  a->o.fold = rg_eval_node; /* constant folding for the rules written in C */
   rg_fgraph *fg = cli_load_graph(C, a->graph);
   if (!fg) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;
   rg_rewriter *sel = rules(C, a);
