@@ -33,6 +33,7 @@ typedef struct rgb_vtype {
   int64_t shape[RG_MAX_NDIM]; /* RG_DIM_UNKNOWN where not known statically */
   bool weak;                  /* a literal scalar (NEP 50 weak dtype, RG_VAR_WEAK) */
   bool constant;              /* a constant of the graph: the same value at every call */
+  rg_device device;           /* where the type says the value lives */
 } rgb_vtype;
 
 struct rgb_program;
@@ -91,6 +92,8 @@ typedef struct rgb_exec {
   rg_tensor **const *inp;  /* inp[k]: the cell of input k (never empty) */
   rg_tensor **const *outp; /* outp[j]: the cell of output j */
   struct rgb_runtime *rt;  /* the running function: pool, threads, errors */
+  void *state;             /* the kernel's own state (rgb_bound.state) */
+  const rg_buffer_type *buft; /* where outputs go (the node's backend); NULL: host */
 } rgb_exec;
 
 /* A kernel computes its node; returns 0, or an error status after
@@ -120,27 +123,58 @@ int rgb_run_inner(rgb_exec *x, struct rgb_program *p, rg_tensor *const *in, rg_t
 
 /* ------------------------------------------------------------------ backends */
 
-/* The interface every backend implements, registered statically (see
- * backend/registry.c).  Slots marked (optional) may be NULL. */
-#define RGB_BACKEND_ABI 1
+/* What binding a node gives: its kernel and the kernel's own state (a
+ * generated function, a library handle, a plan), which the kernel reads as
+ * x->state and the program frees with free_state when it is freed. */
+typedef struct rgb_bound {
+  rgb_kernel fn;
+  void *state;
+  void (*free_state)(void *state);  /* (optional) */
+} rgb_bound;
+
+/* The interface every backend implements (ggml-backend's model), listed
+ * in backend/registry.c.  Slots marked (optional) may be NULL.  `ctx` is
+ * the backend object's own context, made by init. */
+#define RGB_BACKEND_ABI 2
 typedef struct rgb_backend {
   uint32_t abi;                 /* RGB_BACKEND_ABI */
-  const char *name;             /* "cpu", "cuda" */
-  rg_device device;             /* where its buffers live */
-  bool (*available)(char *why, size_t len);   /* (optional) false + reason if unusable here */
-  bool (*supports)(const rgb_node *n);        /* can it run this node? */
-  rgb_kernel (*bind)(const rgb_node *n);      /* the kernel for a supported node */
-  void *(*buffer_alloc)(size_t bytes);        /* (optional) device buffers */
-  void (*buffer_free)(void *p);               /* (optional) */
-  int (*copy_to_host)(void *dst, const void *src, size_t bytes);   /* (optional) */
-  int (*copy_from_host)(void *dst, const void *src, size_t bytes); /* (optional) */
-  int (*synchronize)(void);                   /* (optional) */
+  const char *name;             /* "cpu", "mirror", "cuda" */
+  rg_device device;             /* where its buffers live (cuda: device 0; init picks another) */
+  bool (*available)(char *why, size_t len);          /* (optional) false + reason if unusable here */
+  /* (optional) makes the context for a backend named spec ("cuda:1");
+   * 0, or an error with the reason in why. */
+  int (*init)(const char *spec, void **ctx, rg_device *device, char *why, size_t len);
+  void (*fini)(void *ctx);                           /* (optional) */
+  /* (optional) the buffer type of its values; NULL: host memory */
+  const rg_buffer_type *(*buffer_type)(void *ctx);
+  bool (*supports)(void *ctx, const rgb_node *n);    /* can it run this node? */
+  int (*bind)(void *ctx, const rgb_node *n, rgb_bound *out); /* 0, or an error */
+  /* the inner graphs of the nodes it runs (composite, Scan) are linked
+   * for the CPU (its kernels run them on the host); else for itself */
+  bool inner_on_host;
+  int (*synchronize)(void *ctx);                     /* (optional) */
 } rgb_backend;
 
-extern const rgb_backend rgb_cpu_backend;
+/* A backend object (public as rg_backend): an interface and its context.
+ * Invariant: buft is iface->buffer_type(ctx), fixed at creation. */
+struct rg_backend {
+  const rgb_backend *iface;
+  void *ctx;
+  rg_device device;
+  const rg_buffer_type *buft;   /* NULL: host memory */
+  char name[32];                /* "cpu", "cuda:0" */
+};
+
+extern const rgb_backend rgb_cpu_backend, rgb_mirror_backend;
+/* The CPU backend object every program may fall back on (no context). */
+extern const rg_backend rgb_cpu;
 /* The registered backends, NULL-terminated. */
 extern const rgb_backend *const rgb_backends[];
+/* The interface for a name ("cuda:1" finds "cuda"), or NULL. */
 const rgb_backend *rgb_backend_find(const char *name);
+/* The kernel of transfer thunks: copies its input to the device of the
+ * buffer type in x->state (NULL: host memory). */
+int rgb_transfer_kernel(rgb_exec *x);
 
 /* The CPU backend's kernels, one per op (NULL: not executable, e.g. opaque,
  * or handled by the virtual machine itself, ifelse). */
@@ -152,12 +186,16 @@ extern const rgb_kernel rgb_cpu_kernels[RG_OP_COUNT];
  * and `x.outp` point into the program's cells; `release` lists the cells
  * whose last reader is this thunk (released after it runs when the program
  * releases intermediates). */
-enum { RGB_T_KERNEL, RGB_T_IFELSE };
+enum { RGB_T_KERNEL, RGB_T_IFELSE, RGB_T_TRANSFER };
+/* The code of a transfer thunk's node (no op of the table). */
+#define RGB_TRANSFER ((rg_opcode)RG_OP_COUNT)
 typedef struct rgb_thunk {
   rgb_kernel fn;
   rgb_exec x;
   rgb_node node;
   uint8_t kind;
+  const rg_backend *backend;       /* where it runs (a transfer: its destination) */
+  void (*free_state)(void *state); /* frees x.state with the program */
   int32_t *in_cells, *out_cells;   /* cell indices of inputs and outputs */
   int32_t nrelease;
   int32_t *release;
@@ -170,9 +208,11 @@ typedef struct rgb_thunk {
  * lazy VM needs.  Invariants: constant cells hold their value for the
  * program's whole life; input cells are borrowed during a call and empty
  * between calls; producer[c] is the thunk writing cell c, or -1. */
+#define RGB_MAX_BACKENDS 8
 typedef struct rgb_program {
   int32_t ncells;
   rg_tensor **cells;
+  rg_device *cell_dev;      /* per cell: the device its value lives on */
   rg_tensor ***cellp;       /* cellp[c] == &cells[c] (what rgb_exec points at) */
   int32_t nin, nout;
   int32_t *in_cells, *out_cells;
@@ -185,18 +225,42 @@ typedef struct rgb_program {
   bool release;             /* release intermediates after their last use */
   bool profile;
   rgb_runtime *rt;
+  /* placement: the backends the program runs on; backend[0] is the one
+   * asked for, and the program frees those it made (own[i]) */
+  int nbackends;
+  const rg_backend *backend[RGB_MAX_BACKENDS];
+  bool own[RGB_MAX_BACKENDS];
+  int32_t ntransfers;       /* transfer thunks among the thunks */
   /* scratch of the stack VM */
   uint8_t *state;           /* per thunk: 0 not run, 1 waiting, 2 done */
   int32_t *stack;
   uint8_t *need;            /* per cell: requested by the caller */
+  uint8_t *in_copied;       /* per input: its cell holds a copy made for the call */
 } rgb_program;
 
+/* How to link: the backend asked for (an object the caller keeps alive,
+ * or a name the program makes one from; neither: the CPU), whether
+ * outputs stay on their device, the runtime's options. */
+typedef struct rgb_link_opts {
+  const rg_backend *backend;
+  const char *backend_name;
+  bool device_outputs;     /* outputs stay where computed (else: host) */
+  bool inner;              /* an inner graph: inputs and outputs on the backend's device */
+  bool release;            /* release intermediates after their last use */
+  bool profile;
+  int nthreads;
+} rgb_link_opts;
+
 /* Links nodes (in topological order) into a program reading `inputs` and
- * producing `outputs`.  Returns NULL with a message in err on failure. */
+ * producing `outputs`: places every node on a backend and inserts the
+ * transfers between devices (backend/schedule.c).  Returns NULL with a
+ * message in err on failure. */
 rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *const *inputs,
-                      int nout, rg_variable *const *outputs, const char *backend, bool release,
-                      bool profile, int nthreads, char *err, size_t errlen);
+                      int nout, rg_variable *const *outputs, const rgb_link_opts *o, char *err,
+                      size_t errlen);
 void rgb_program_free(rgb_program *p);
+/* A compiled function's program (for tests and benchmarks). */
+rgb_program *rgb_function_program(const rg_function *f);
 /* Runs a program: inputs are borrowed; outputs receive new references.
  * which/n select outputs (which NULL: all).  Returns 0 or an error (in
  * p->rt->err). */
@@ -223,7 +287,7 @@ void rgb_node_clear(rgb_node *bn);
 /* For an op with an inner graph (composite, op_from_graph), links that
  * graph for `backend` into bn->inner (nested inner graphs in turn); does
  * nothing for other ops.  Returns 0, or an error with a message in err. */
-int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const char *backend, char *err,
+int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backend, char *err,
                         size_t errlen);
 /* Runs one graph node on the CPU outside any function (used by tests and
  * by constant folding): outputs[0..nout) receive new references.  Returns

@@ -257,9 +257,13 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
   rg_function *f = rg_calloc(1, sizeof *f);
   if (!f) return rg_error(C, RG_ERR_NOMEM, "out of memory"), NULL;
   char err[1024] = "";
-  f->p = rgb_link((int)nnodes, order, nallin, ins, nallout, outs, o ? o->mode.backend : NULL,
-                  !(o && o->keep_intermediates), o && o->profile, o ? o->nthreads : 1, err,
-                  sizeof err);
+  rgb_link_opts lo = {.backend = o ? o->backend : NULL,
+                      .backend_name = o ? o->mode.backend : NULL,
+                      .device_outputs = o && o->device_outputs,
+                      .release = !(o && o->keep_intermediates),
+                      .profile = o && o->profile,
+                      .nthreads = o ? o->nthreads : 1};
+  f->p = rgb_link((int)nnodes, order, nallin, ins, nallout, outs, &lo, err, sizeof err);
   if (!f->p) {
     rg_free(f);
     rg_error(C, RG_ERR_TYPE, "%s", err);
@@ -323,6 +327,7 @@ void rg_function_free(rg_function *f) {
 }
 
 int rg_function_nin(const rg_function *f) { return f->nin; }
+rgb_program *rgb_function_program(const rg_function *f) { return f->p; }
 int rg_function_nout(const rg_function *f) { return f->nout; }
 
 void rg_function_input_type(const rg_function *f, int i, rg_dtype *dtype, int *ndim,
@@ -466,21 +471,41 @@ void rg_function_profile(const rg_function *f, FILE *out) {
   }
 }
 
+/* "c3", or "c3@mirror" for a cell off the host. */
+static void dump_cell(const rgb_program *p, int32_t c, bool first, FILE *out) {
+  char dev[16];
+  fprintf(out, first ? "c%d" : " c%d", c);
+  if (p->cell_dev[c] != RG_DEVICE_HOST) fprintf(out, "@%s", rg_device_str(p->cell_dev[c], dev, sizeof dev));
+}
+
+static void dump_thunk(const rgb_program *p, int32_t k, FILE *out) {
+  const rgb_thunk *t = &p->thunks[k];
+  fprintf(out, "  %4d %-14s %-8s (", k, t->node.label, t->backend->name);
+  for (int i = 0; i < t->node.nin; i++) dump_cell(p, t->in_cells[i], i == 0, out);
+  fprintf(out, ") -> (");
+  for (int j = 0; j < t->node.nout; j++) dump_cell(p, t->out_cells[j], j == 0, out);
+  fprintf(out, ")");
+  if (t->nrelease) {
+    fprintf(out, " release");
+    for (int i = 0; i < t->nrelease; i++) fprintf(out, " c%d", t->release[i]);
+  }
+  fputc('\n', out);
+}
+
 void rg_function_dump(const rg_function *f, FILE *out) {
   const rgb_program *p = f->p;
   fprintf(out, "program: %d cells, %d thunks, %s VM%s\n", p->ncells, p->nthunks,
           p->lazy ? "stack" : "loop", p->release ? ", releasing intermediates" : "");
-  for (int32_t k = 0; k < p->nthunks; k++) {
-    const rgb_thunk *t = &p->thunks[k];
-    fprintf(out, "  %4d %-14s (", k, t->node.label);
-    for (int i = 0; i < t->node.nin; i++) fprintf(out, i ? " c%d" : "c%d", t->in_cells[i]);
-    fprintf(out, ") -> (");
-    for (int j = 0; j < t->node.nout; j++) fprintf(out, j ? " c%d" : "c%d", t->out_cells[j]);
-    fprintf(out, ")");
-    if (t->nrelease) {
-      fprintf(out, " release");
-      for (int i = 0; i < t->nrelease; i++) fprintf(out, " c%d", t->release[i]);
+  fprintf(out, "backends:");
+  for (int i = 0; i < p->nbackends; i++) fprintf(out, " %s", p->backend[i]->name);
+  fprintf(out, "; %d transfers\n", p->ntransfers);
+  bool any = false;
+  for (int32_t i = 0; i < p->nconst; i++)
+    if (p->cell_dev[p->const_cells[i]] != RG_DEVICE_HOST) {
+      fprintf(out, any ? " " : "constants uploaded once: ");
+      dump_cell(p, p->const_cells[i], true, out);
+      any = true;
     }
-    fputc('\n', out);
-  }
+  if (any) fputc('\n', out);
+  for (int32_t k = 0; k < p->nthunks; k++) dump_thunk(p, k, out);
 }

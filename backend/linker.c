@@ -1,15 +1,29 @@
 /*
- * linker.c — turning a graph into a program: cells, thunks, a schedule.
+ * linker.c — turning a graph into a program: placement, cells, thunks,
+ * transfers, a schedule.
  *
  * The linker is the boundary between the collected world and the manual
  * one.  It reads graph nodes (collected) and produces a program in plain
  * memory: a storage cell per variable, a thunk per node bound to its
- * backend kernel, and for each thunk the cells whose last reader it is, so
- * intermediates can be released as soon as they are dead.  Constants are
- * copied into cells once and live as long as the program.
+ * backend's kernel, and for each thunk the cells whose last reader it is,
+ * so intermediates can be released as soon as they are dead.  Constants
+ * are copied into cells once and live as long as the program.
  *
- * Cells are numbered: inputs first, then constants, then node outputs in
- * schedule order.
+ * Placement (ggml-backend's scheduler, simplified to one pass in schedule
+ * order): a node runs on the backend of the device its output's type
+ * names when that backend can run it, else on the backend the mode asks
+ * for when it can, else on the CPU.  ifelse runs on the CPU: the virtual
+ * machine reads its condition.  Every cell lives on the device of the
+ * backend that wrote it (inputs: the device their type names).  When a
+ * thunk reads a cell from another device, a transfer thunk placed before
+ * it copies the value into a cell on the thunk's device; the copy is made
+ * once per value and device and shared by every later reader.  A constant
+ * is copied at link time instead: it is uploaded once, not per call.
+ * Outputs come back to host memory unless the caller keeps them on their
+ * device.
+ *
+ * Cells are numbered: inputs first, then constants and node outputs in
+ * schedule order, each moved copy after the cell it copies.
  */
 #include "backend/backend-impl.h"
 #include "base/base.h"
@@ -53,7 +67,8 @@ static bool cm_put(cellmap *m, const rg_variable *v, int32_t c) {
 typedef struct linker {
   rgb_program *p;
   cellmap cells;
-  const rgb_backend *backend;
+  rg_map moved;      /* (cell + 1) << 8 | backend slot -> its copy on that device */
+  const rgb_link_opts *o;
   char *err;
   size_t errlen;
 } linker;
@@ -69,7 +84,8 @@ static bool lerr(linker *L, const char *fmt, ...) {
 
 static const char *var_label(const rg_variable *v) { return v->name ? v->name : "an unnamed input"; }
 
-/* The cell of a variable read by a node; constants get a cell on first use. */
+/* The cell of a variable read by a node; constants get a host cell on
+ * first use. */
 static bool cell_of_input(linker *L, const rg_variable *v, int32_t *out) {
   int32_t c = cm_get(&L->cells, v);
   if (c >= 0) {
@@ -81,6 +97,7 @@ static bool cell_of_input(linker *L, const rg_variable *v, int32_t *out) {
   rgb_program *p = L->p;
   c = p->ncells++;
   p->cells[c] = rg_constant_to_tensor(v);
+  p->cell_dev[c] = RG_DEVICE_HOST;
   if (!p->cells[c]) return lerr(L, "out of memory for a constant");
   p->const_cells[p->nconst++] = c;
   if (!cm_put(&L->cells, v, c)) return lerr(L, "out of memory");
@@ -88,21 +105,142 @@ static bool cell_of_input(linker *L, const rg_variable *v, int32_t *out) {
   return true;
 }
 
-static bool link_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
+/* ------------------------------------------------------------------ placement */
+
+static int backend_slot(const rgb_program *p, const rg_backend *b) {
+  for (int i = 0; i < p->nbackends; i++)
+    if (p->backend[i] == b) return i;
+  return -1;
+}
+
+static const rg_backend *backend_on(const rgb_program *p, rg_device d) {
+  for (int i = 0; i < p->nbackends; i++)
+    if (p->backend[i]->device == d) return p->backend[i];
+  return NULL;
+}
+
+static bool can_run(const rg_backend *b, const rgb_node *bn) {
+  return b && b->iface->supports(b->ctx, bn);
+}
+
+/* The backend a node runs on (see the file comment), or NULL. */
+static const rg_backend *place(const rgb_program *p, const rgb_node *bn) {
+  if (bn->code == RG_OP_IFELSE) return &rgb_cpu;
+  rg_device want = bn->nout ? bn->out[0].device : RG_DEVICE_HOST;
+  const rg_backend *b = backend_on(p, want);
+  if (b != &rgb_cpu && can_run(b, bn)) return b;
+  if (can_run(p->backend[0], bn)) return p->backend[0];
+  return can_run(&rgb_cpu, bn) ? &rgb_cpu : NULL;
+}
+
+static bool add_backend(linker *L, const rg_backend *b, bool own) {
   rgb_program *p = L->p;
-  if (rgb_node_init(&t->node, n)) return lerr(L, "out of memory");
-  if (n->op->code == RG_OP_OPAQUE)
-    return lerr(L, "%s is an opaque op: it has no kernel and cannot be executed", t->node.label);
-  if (rgb_node_link_inner(&t->node, n, L->backend->name, L->err, L->errlen)) {
+  if (p->nbackends == RGB_MAX_BACKENDS) return lerr(L, "more than %d backends", RGB_MAX_BACKENDS);
+  p->own[p->nbackends] = own;
+  p->backend[p->nbackends++] = b;
+  return true;
+}
+
+/* The backend asked for, the CPU, and one for each device an input's type
+ * names (made by the device's name, owned by the program). */
+static bool setup_backends(linker *L, int nin, rg_variable *const *inputs) {
+  const rgb_link_opts *o = L->o;
+  const rg_backend *pref = o->backend;
+  bool own = false;
+  if (!pref && o->backend_name && strcmp(o->backend_name, "cpu")) {
+    char why[256];
+    rg_backend *b = rg_backend_new(o->backend_name, why, sizeof why);
+    if (!b) return lerr(L, "backend %s cannot run here: %s", o->backend_name, why);
+    pref = b;
+    own = true;
+  }
+  if (!pref) pref = &rgb_cpu;
+  if (!add_backend(L, pref, own)) return false;
+  if (pref != &rgb_cpu && !add_backend(L, &rgb_cpu, false)) return false;
+  for (int i = 0; i < nin; i++) {
+    rg_device d = inputs[i]->type->device;
+    if (backend_on(L->p, d)) continue;
+    char name[16], why[256];
+    rg_device_str(d, name, sizeof name);
+    rg_backend *b = rg_backend_new(name, why, sizeof why);
+    if (!b) return lerr(L, "input %s lives on %s: %s", var_label(inputs[i]), name, why);
+    if (!add_backend(L, b, true)) return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------ transfers */
+
+static void transfer_free_none(void *state) { (void)state; }
+
+/* A thunk copying cell `from` into a new cell on b's device. */
+static bool emit_transfer(linker *L, int32_t from, const rg_backend *b, int32_t to) {
+  rgb_program *p = L->p;
+  rgb_thunk *t = &p->thunks[p->nthunks++];
+  t->kind = RGB_T_TRANSFER;
+  t->backend = b;
+  t->fn = rgb_transfer_kernel;
+  t->free_state = transfer_free_none;
+  t->node.code = RGB_TRANSFER;
+  t->node.inplace = -1;
+  t->node.nin = t->node.nout = 1;
+  t->node.label = rg_strdup("transfer");
+  t->in_cells = rg_malloc(sizeof(int32_t));
+  t->out_cells = rg_malloc(sizeof(int32_t));
+  rg_tensor ***inp = rg_malloc(sizeof *inp), ***outp = rg_malloc(sizeof *outp);
+  t->x = (rgb_exec){.node = &t->node, .inp = inp, .outp = outp, .rt = p->rt,
+                    .state = (void *)b->buft, .buft = b->buft};
+  if (!t->node.label || !t->in_cells || !t->out_cells || !inp || !outp) return lerr(L, "out of memory");
+  t->in_cells[0] = from;
+  t->out_cells[0] = to;
+  inp[0] = &p->cells[from];
+  outp[0] = &p->cells[to];
+  p->producer[to] = (int32_t)(t - p->thunks);
+  p->ntransfers++;
+  return true;
+}
+
+/* The copy of cell c on b's device (c itself when it lives there): made
+ * once per value and device, by a transfer thunk emitted now (before the
+ * reader being linked), or at link time for a constant. */
+static bool moved_cell(linker *L, int32_t c, const rg_backend *b, int32_t *out) {
+  rgb_program *p = L->p;
+  if (p->cell_dev[c] == b->device) return *out = c, true;
+  uint64_t key = (uint64_t)(c + 1) << 8 | (uint64_t)backend_slot(p, b); /* never 0 */
+  uint64_t *hit = rg_map_get(&L->moved, key);
+  if (hit) return *out = (int32_t)*hit, true;
+  int32_t c2 = p->ncells++;
+  p->cell_dev[c2] = b->device;
+  if (rg_map_put(&L->moved, key, (uint64_t)c2)) return lerr(L, "out of memory");
+  *out = c2;
+  if (!p->cells[c] || p->producer[c] >= 0) return emit_transfer(L, c, b, c2);
+  p->cells[c2] = rg_tensor_to_device(p->cells[c], b->buft);  /* a constant */
+  if (!p->cells[c2]) return lerr(L, "cannot copy a constant to %s", b->name);
+  p->const_cells[p->nconst++] = c2;
+  return true;
+}
+
+/* ------------------------------------------------------------------ thunks */
+
+/* Binds a node to b's kernel; inner graphs are linked first, for b or, when
+ * b runs them on the host, for the CPU. */
+static bool bind_node(linker *L, rgb_node *bn, const rg_node *n, const rg_backend *b,
+                      rgb_bound *bound) {
+  const rg_backend *ib = b->iface->inner_on_host ? &rgb_cpu : b;
+  if (rgb_node_link_inner(bn, n, ib, L->err, L->errlen)) {
     char why[512];
     snprintf(why, sizeof why, "%s", L->err);
-    return lerr(L, "the inner graph of %s: %s", t->node.label, why);
+    return lerr(L, "the inner graph of %s: %s", bn->label, why);
   }
-  if (!L->backend->supports(&t->node))
-    return lerr(L, "the %s backend cannot run %s", L->backend->name, t->node.label);
+  if (n->op->code == RG_OP_IFELSE) return true;
+  if (b->iface->bind(b->ctx, bn, bound)) return lerr(L, "the %s backend cannot bind %s", b->name, bn->label);
+  return true;
+}
+
+/* The thunk's cell pointers and output cells (on its backend's device). */
+static bool wire_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
+  rgb_program *p = L->p;
   t->kind = n->op->code == RG_OP_IFELSE ? RGB_T_IFELSE : RGB_T_KERNEL;
-  t->fn = t->kind == RGB_T_KERNEL ? L->backend->bind(&t->node) : NULL;
-  t->in_cells = rg_malloc((size_t)(n->nin + 1) * sizeof(int32_t));
   t->out_cells = rg_malloc((size_t)(n->nout + 1) * sizeof(int32_t));
   rg_tensor ***inp = rg_malloc((size_t)(n->nin + 1) * sizeof *inp);
   rg_tensor ***outp = rg_malloc((size_t)(n->nout + 1) * sizeof *outp);
@@ -110,22 +248,51 @@ static bool link_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
   t->x.outp = outp;
   t->x.node = &t->node;
   t->x.rt = p->rt;
-  if (!t->in_cells || !t->out_cells || !inp || !outp) return lerr(L, "out of memory");
-  for (int i = 0; i < n->nin; i++) {
-    if (!cell_of_input(L, n->inputs[i], &t->in_cells[i])) return false;
-    inp[i] = &p->cells[t->in_cells[i]];
-  }
+  t->x.buft = t->backend->buft;
+  if (!t->out_cells || !inp || !outp) return lerr(L, "out of memory");
+  for (int i = 0; i < n->nin; i++) inp[i] = &p->cells[t->in_cells[i]];
   for (int j = 0; j < n->nout; j++) {
     int32_t c = p->ncells++;
     if (!cm_put(&L->cells, n->outputs[j], c)) return lerr(L, "out of memory");
     t->out_cells[j] = c;
     outp[j] = &p->cells[c];
+    p->cell_dev[c] = t->backend->device;
     p->producer[c] = (int32_t)(t - p->thunks);
   }
   /* never write in place into a borrowed input or a constant */
   if (t->node.inplace >= 0 && p->producer[t->in_cells[t->node.inplace]] < 0) t->node.inplace = -1;
   if (t->node.inplace >= 0 && t->node.code == RG_OP_SCAN && !scan_buffers_owned(p, t)) t->node.inplace = -1;
   return true;
+}
+
+static bool link_thunk(linker *L, const rg_node *n) {
+  rgb_program *p = L->p;
+  rgb_node bn;
+  if (rgb_node_init(&bn, n)) return lerr(L, "out of memory");
+  if (n->op->code == RG_OP_OPAQUE) {
+    lerr(L, "%s is an opaque op: it has no kernel and cannot be executed", bn.label);
+    return rgb_node_clear(&bn), false;
+  }
+  const rg_backend *b = place(p, &bn);
+  rgb_bound bound = {0};
+  if (!b || !bind_node(L, &bn, n, b, &bound)) {
+    if (!b) lerr(L, "no backend can run %s", bn.label);
+    return rgb_node_clear(&bn), false;
+  }
+  int32_t *in_cells = rg_malloc((size_t)(n->nin + 1) * sizeof(int32_t));
+  bool ok = in_cells != NULL || lerr(L, "out of memory");
+  for (int i = 0; ok && i < n->nin; i++) {
+    int32_t c;
+    ok = cell_of_input(L, n->inputs[i], &c) && moved_cell(L, c, b, &in_cells[i]);
+  }
+  rgb_thunk *t = &p->thunks[p->nthunks++];
+  t->node = bn;
+  t->in_cells = in_cells;
+  t->backend = b;
+  t->fn = bound.fn;
+  t->free_state = bound.free_state;
+  t->x.state = bound.state;
+  return ok && wire_thunk(L, t, n);
 }
 
 /* For each intermediate cell, the last thunk that reads it releases it
@@ -163,20 +330,23 @@ static bool plan_releases(linker *L) {
   return ok || lerr(L, "out of memory");
 }
 
-static bool alloc_program(linker *L, int nnodes, int nin, int nout, int ncells_max) {
+static bool alloc_program(linker *L, int nthunks_max, int nin, int nout, int ncells_max) {
   rgb_program *p = L->p;
   p->cells = rg_calloc((size_t)ncells_max, sizeof *p->cells);
+  p->cell_dev = rg_calloc((size_t)ncells_max, sizeof *p->cell_dev);
   p->cellp = rg_calloc((size_t)ncells_max, sizeof *p->cellp);
   p->producer = rg_malloc((size_t)ncells_max * sizeof(int32_t));
   p->const_cells = rg_malloc((size_t)ncells_max * sizeof(int32_t));
   p->in_cells = rg_malloc((size_t)(nin + 1) * sizeof(int32_t));
   p->out_cells = rg_malloc((size_t)(nout + 1) * sizeof(int32_t));
-  p->thunks = rg_calloc((size_t)(nnodes + 1), sizeof *p->thunks);
-  p->state = rg_calloc((size_t)(nnodes + 1), 1);
+  p->thunks = rg_calloc((size_t)(nthunks_max + 1), sizeof *p->thunks);
+  p->state = rg_calloc((size_t)(nthunks_max + 1), 1);
   p->stack = rg_malloc((size_t)ncells_max * sizeof(int32_t)); /* >= edges + outputs */
   p->need = rg_calloc((size_t)ncells_max, 1);
-  if (!p->cells || !p->cellp || !p->producer || !p->const_cells || !p->in_cells ||
-      !p->out_cells || !p->thunks || !p->state || !p->stack || !p->need)
+  p->in_copied = rg_calloc((size_t)nin + 1, 1);
+  if (!p->cells || !p->cell_dev || !p->cellp || !p->producer || !p->const_cells || !p->in_cells ||
+      !p->out_cells || !p->thunks || !p->state || !p->stack || !p->need ||
+      !p->in_copied)
     return lerr(L, "out of memory");
   for (int i = 0; i < ncells_max; i++) {
     p->producer[i] = -1;
@@ -185,8 +355,11 @@ static bool alloc_program(linker *L, int nnodes, int nin, int nout, int ncells_m
   return true;
 }
 
-static int count_cells(int nnodes, rg_node *const *nodes, int nin) {
-  int n = nin;
+/* Bounds: a cell per input, per node input (a constant) and per node
+ * output, and as many again for moved copies; a thunk per node and per
+ * moved copy. */
+static int count_edges(int nnodes, rg_node *const *nodes, int nin, int nout) {
+  int n = nin + nout;
   for (int k = 0; k < nnodes; k++) n += nodes[k]->nin + nodes[k]->nout;
   return n + 1;
 }
@@ -198,6 +371,7 @@ static bool link_io(linker *L, int nin, rg_variable *const *inputs) {
       return lerr(L, "input %d (%s) is listed twice", i, var_label(inputs[i]));
     if (inputs[i]->owner) return lerr(L, "input %d (%s) is computed by the graph", i, var_label(inputs[i]));
     p->in_cells[i] = p->ncells++;
+    p->cell_dev[p->in_cells[i]] = L->o->inner ? p->backend[0]->device : inputs[i]->type->device;
     if (!cm_put(&L->cells, inputs[i], p->in_cells[i])) return lerr(L, "out of memory");
   }
   p->nin = nin;
@@ -206,8 +380,13 @@ static bool link_io(linker *L, int nin, rg_variable *const *inputs) {
 
 static bool link_outputs(linker *L, int nout, rg_variable *const *outputs) {
   rgb_program *p = L->p;
-  for (int j = 0; j < nout; j++)
-    if (!cell_of_input(L, outputs[j], &p->out_cells[j])) return false;
+  const rg_backend *home = L->o->inner ? p->backend[0] : &rgb_cpu;
+  for (int j = 0; j < nout; j++) {
+    int32_t c;
+    if (!cell_of_input(L, outputs[j], &c)) return false;
+    if (L->o->device_outputs) p->out_cells[j] = c;
+    else if (!moved_cell(L, c, home, &p->out_cells[j])) return false;
+  }
   p->nout = nout;
   return true;
 }
@@ -220,52 +399,44 @@ static void set_profile(rgb_program *p, bool profile) {
     if (p->thunks[k].node.inner) set_profile(p->thunks[k].node.inner, profile);
 }
 
+static rgb_program *link_fail(linker *L) {
+  if (!L->err[0]) snprintf(L->err, L->errlen, "out of memory");
+  rgb_program_free(L->p);
+  return NULL;
+}
+
 rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *const *inputs,
-                      int nout, rg_variable *const *outputs, const char *backend, bool release,
-                      bool profile, int nthreads, char *err, size_t errlen) {
-  linker L = {.err = err, .errlen = errlen};
-  L.backend = rgb_backend_find(backend ? backend : "cpu");
-  if (!L.backend) {
-    snprintf(err, errlen, "no backend named %s", backend);
-    return NULL;
-  }
-  char why[256];
-  if (!rg_backend_available(L.backend->name, why, sizeof why)) {
-    snprintf(err, errlen, "backend %s is not available: %s", L.backend->name, why);
-    return NULL;
-  }
+                      int nout, rg_variable *const *outputs, const rgb_link_opts *o, char *err,
+                      size_t errlen) {
+  static const rgb_link_opts defaults = {.release = false};
+  linker L = {.err = err, .errlen = errlen, .o = o ? o : &defaults};
+  err[0] = 0;
   L.p = rg_calloc(1, sizeof *L.p);
-  if (!L.p) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
-  int ncells = count_cells(nnodes, nodes, nin) + nout;
-  bool ok = rg_map_init(&L.cells, &rg_heap, (size_t)ncells) == 0 &&
-            alloc_program(&L, nnodes, nin, nout, ncells);
-  if (ok) L.p->rt = rgb_runtime_new(nthreads, release);
-  ok = ok && L.p->rt && link_io(&L, nin, inputs);
+  if (!L.p) return link_fail(&L);
+  int edges = count_edges(nnodes, nodes, nin, nout);
+  bool ok = rg_map_init(&L.cells, &rg_heap, (size_t)edges) == 0;
+  ok = ok && rg_map_init(&L.moved, &rg_heap, 16) == 0;
+  ok = ok && alloc_program(&L, nnodes + edges, nin, nout, 2 * edges);
+  if (ok) L.p->rt = rgb_runtime_new(L.o->nthreads, L.o->release);
+  ok = ok && L.p->rt && setup_backends(&L, nin, inputs) && link_io(&L, nin, inputs);
   for (int k = 0; ok && k < nnodes; k++) {
-    ok = link_thunk(&L, &L.p->thunks[k], nodes[k]);
-    L.p->nthunks = k + 1;
-    if (ok && L.p->thunks[k].kind == RGB_T_IFELSE) L.p->lazy = true;
+    ok = link_thunk(&L, nodes[k]);
+    if (ok && nodes[k]->op->code == RG_OP_IFELSE) L.p->lazy = true;
   }
   ok = ok && link_outputs(&L, nout, outputs);
-  L.p->release = release && !L.p->lazy;
-  set_profile(L.p, profile);
+  L.p->release = L.o->release && !L.p->lazy;
+  set_profile(L.p, L.o->profile);
   ok = ok && plan_releases(&L);
   rg_map_free(&L.cells);
-  if (!ok) {
-    if (!err[0]) snprintf(err, errlen, "out of memory");
-    rgb_program_free(L.p);
-    return NULL;
-  }
-  return L.p;
+  rg_map_free(&L.moved);
+  return ok ? L.p : link_fail(&L);
 }
 
 void rgb_program_free(rgb_program *p) {
   if (!p) return;
   for (int32_t k = 0; k < p->nthunks; k++) {
     rgb_thunk *t = &p->thunks[k];
+    if (t->free_state) t->free_state(t->x.state);
     rgb_node_clear(&t->node);
     rg_free(t->in_cells);
     rg_free(t->out_cells);
@@ -279,7 +450,10 @@ void rgb_program_free(rgb_program *p) {
     if (!borrowed) rg_tensor_free(p->cells[c]);
   }
   rgb_runtime_free(p->rt);
+  for (int i = 0; i < p->nbackends; i++)
+    if (p->own[i]) rg_backend_free((rg_backend *)p->backend[i]);
   rg_free(p->cells);
+  rg_free(p->cell_dev);
   rg_free(p->cellp);
   rg_free(p->producer);
   rg_free(p->const_cells);
@@ -289,5 +463,6 @@ void rgb_program_free(rgb_program *p) {
   rg_free(p->state);
   rg_free(p->stack);
   rg_free(p->need);
+  rg_free(p->in_copied);
   rg_free(p);
 }

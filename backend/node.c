@@ -16,6 +16,7 @@
 static void vtype_of(rgb_vtype *v, const rg_type *t) {
   v->dtype = t->dtype;
   v->ndim = t->ndim;
+  v->device = t->device;
   for (int i = 0; i < t->ndim; i++) v->shape[i] = t->shape[i];
 }
 
@@ -54,7 +55,7 @@ int rgb_node_init(rgb_node *bn, const rg_node *n) {
   return RG_OK;
 }
 
-int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const char *backend, char *err,
+int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backend, char *err,
                         size_t errlen) {
   rg_fgraph *g = rg_op_inner_graph(n->op);
   if (!g) return 0;
@@ -68,7 +69,8 @@ int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const char *backend, cha
   }
   for (int i = 0; i < nin; i++) io[i] = rg_fgraph_input(g, i);
   for (int j = 0; j < nout; j++) io[nin + j] = rg_fgraph_output(g, j);
-  bn->inner = rgb_link((int)nn, nodes, nin, io, nout, io + nin, backend, false, false, 1, err, errlen);
+  rgb_link_opts o = {.backend = backend, .inner = true, .device_outputs = true, .nthreads = 1};
+  bn->inner = rgb_link((int)nn, nodes, nin, io, nout, io + nin, &o, err, errlen);
   rg_free(io);
   return bn->inner ? 0 : RG_ERR_TYPE;
 }
@@ -90,11 +92,13 @@ int rgb_eval_node(const rg_node *n, rg_tensor *const *inputs, rg_tensor **output
     snprintf(err, errlen, "out of memory");
     return rc;
   }
-  if ((rc = rgb_node_link_inner(&bn, n, "cpu", err, errlen))) {
+  if ((rc = rgb_node_link_inner(&bn, n, &rgb_cpu, err, errlen))) {
     rgb_node_clear(&bn);
     return rc;
   }
-  rgb_kernel k = rgb_cpu_backend.supports(&bn) ? rgb_cpu_backend.bind(&bn) : NULL;
+  rgb_bound bound = {0};
+  rgb_kernel k = n->op->code != RG_OP_IFELSE && rgb_cpu_backend.supports(NULL, &bn) &&
+                 !rgb_cpu_backend.bind(NULL, &bn, &bound) ? bound.fn : NULL;
   if (!k) {
     snprintf(err, errlen, "%s: the CPU backend cannot run this op on its own", bn.label);
     rgb_node_clear(&bn);
@@ -113,7 +117,7 @@ int rgb_eval_node(const rg_node *n, rg_tensor *const *inputs, rg_tensor **output
   }
   for (int i = 0; i < n->nin + n->nout; i++) ptrs[i] = &cells[i];
   for (int i = 0; i < n->nin; i++) cells[i] = (rg_tensor *)inputs[i];
-  rgb_exec x = {&bn, ptrs, ptrs + n->nin, rt};
+  rgb_exec x = {.node = &bn, .inp = ptrs, .outp = ptrs + n->nin, .rt = rt};
   rc = k(&x);
   for (int j = 0; j < n->nout; j++) {
     rg_tensor *t = cells[n->nin + j];

@@ -1,22 +1,31 @@
 /*
- * registry.c — the statically registered backends.
+ * registry.c — the backends compiled in, backend objects, transfers.
  *
- * Every backend is an rgb_backend table (see backend-impl.h); the CPU
- * backend is always present and is the reference for every op.
+ * Every backend is an rgb_backend interface (see backend-impl.h); the CPU
+ * backend is always present and is the reference for every op.  A backend
+ * object (rg_backend) pairs an interface with the context its init made;
+ * the CPU's needs none, so one constant object serves every program.
  */
 #include "backend/backend-impl.h"
+#include "base/base.h"
 
 #include <stdio.h>
 #include <string.h>
 
 const rgb_backend *const rgb_backends[] = {
     &rgb_cpu_backend,
+    &rgb_mirror_backend,
     NULL,
 };
 
+const rg_backend rgb_cpu = {.iface = &rgb_cpu_backend, .device = RG_DEVICE_HOST, .name = "cpu"};
+
+/* "cuda:1" names the backend "cuda". */
 const rgb_backend *rgb_backend_find(const char *name) {
+  size_t n = strcspn(name, ":");
   for (int i = 0; rgb_backends[i]; i++)
-    if (!strcmp(rgb_backends[i]->name, name)) return rgb_backends[i];
+    if (strlen(rgb_backends[i]->name) == n && !strncmp(rgb_backends[i]->name, name, n))
+      return rgb_backends[i];
   return NULL;
 }
 
@@ -30,16 +39,54 @@ const char *rg_backend_name(int i) {
   return i >= 0 && i < rg_backend_count() ? rgb_backends[i]->name : NULL;
 }
 
+static bool say(char *why, size_t len, const char *fmt, const char *a, unsigned x, unsigned y) {
+  if (why && len) snprintf(why, len, fmt, a, x, y);
+  return false;
+}
+
 bool rg_backend_available(const char *name, char *why, size_t len) {
-  const rgb_backend *b = rgb_backend_find(name);
-  if (!b) {
-    if (why && len) snprintf(why, len, "no backend named %s in this build", name);
-    return false;
-  }
-  if (b->abi != RGB_BACKEND_ABI) {
-    if (why && len) snprintf(why, len, "backend %s has interface version %u, not %u", name,
-                             b->abi, RGB_BACKEND_ABI);
-    return false;
-  }
+  const rgb_backend *b = name ? rgb_backend_find(name) : NULL;
+  if (!b) return say(why, len, "no backend named %s in this build", name ? name : "(null)", 0, 0);
+  if (b->abi != RGB_BACKEND_ABI)
+    return say(why, len, "backend %s has interface version %u, not %u", b->name, b->abi, RGB_BACKEND_ABI);
+  if (strchr(name, ':') && !b->init) return say(why, len, "backend %s has no devices to number", b->name, 0, 0);
   return !b->available || b->available(why, len);
+}
+
+/* ------------------------------------------------------------------ objects */
+
+rg_backend *rg_backend_new(const char *name, char *why, size_t len) {
+  if (!rg_backend_available(name, why, len)) return NULL;
+  const rgb_backend *i = rgb_backend_find(name);
+  rg_backend *b = rg_calloc(1, sizeof *b);
+  if (!b) return say(why, len, "out of memory", "", 0, 0), NULL;
+  b->iface = i;
+  b->device = i->device;
+  if (i->init && i->init(name, &b->ctx, &b->device, why, len)) {
+    rg_free(b);
+    return NULL;
+  }
+  b->buft = i->buffer_type ? i->buffer_type(b->ctx) : NULL;
+  snprintf(b->name, sizeof b->name, "%s", name);
+  return b;
+}
+
+void rg_backend_free(rg_backend *b) {
+  if (!b || b == &rgb_cpu) return;
+  if (b->iface->fini) b->iface->fini(b->ctx);
+  rg_free(b);
+}
+
+const char *rg_backend_label(const rg_backend *b) { return b->name; }
+rg_device rg_backend_device(const rg_backend *b) { return b->device; }
+const rg_buffer_type *rg_backend_buffer_type(const rg_backend *b) { return b->buft; }
+
+/* ------------------------------------------------------------------ transfers */
+
+int rgb_transfer_kernel(rgb_exec *x) {
+  const rg_buffer_type *to = x->state;
+  rg_tensor *r = rg_tensor_to_device(rgb_in(x, 0), to);
+  if (!r) return rgb_error(x, RG_ERR_NOMEM, "cannot copy a value to %s", to ? to->name : "host memory");
+  rgb_set_output(x, 0, r);
+  return 0;
 }

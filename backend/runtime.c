@@ -114,7 +114,21 @@ static bool same_header(const rg_tensor *t, rg_dtype dt, int ndim, const int64_t
   return t->data == rg_storage_base(t) && rg_storage_refcount(t) == 1;
 }
 
+/* An output on a device: the cell's tensor when it already is one of the
+ * right header in the same buffer type, else a new buffer (device buffers
+ * are not pooled). */
+static rg_tensor *device_output(rgb_exec *x, int j, rg_dtype dt, int ndim, const int64_t *shape) {
+  rg_tensor **cell = x->outp[j];
+  rg_tensor *t = *cell;
+  if (t && rg_tensor_buffer_type(t) == x->buft && same_header(t, dt, ndim, shape)) return t;
+  if (t) rgb_release(x->rt, cell);
+  t = rg_tensor_empty_on(x->buft, dt, ndim, shape);
+  if (!t) rgb_error(x, RG_ERR_NOMEM, "out of memory on %s", x->buft->name);
+  return *cell = t;
+}
+
 rg_tensor *rgb_output(rgb_exec *x, int j, rg_dtype dt, int ndim, const int64_t *shape) {
+  if (x->buft) return device_output(x, j, dt, ndim, shape);
   rg_tensor **cell = x->outp[j];
   rg_tensor *t = *cell;
   if (t && same_header(t, dt, ndim, shape)) return t;

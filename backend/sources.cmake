@@ -3,6 +3,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/backend/runtime.c
   ${PROJECT_SOURCE_DIR}/backend/node.c
   ${PROJECT_SOURCE_DIR}/backend/registry.c
+  ${PROJECT_SOURCE_DIR}/backend/mirror.c
   ${PROJECT_SOURCE_DIR}/backend/linker.c
   ${PROJECT_SOURCE_DIR}/backend/vm.c
   ${PROJECT_SOURCE_DIR}/backend/function.c

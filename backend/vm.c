@@ -19,6 +19,7 @@
  */
 #include "backend/backend-impl.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -31,7 +32,21 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+#ifdef RG_DEBUG_CHECKS
+/* Every input of a kernel lives on the device of the backend running it
+ * (a missing transfer would hand a kernel memory it cannot read). */
+static void check_devices(const rgb_thunk *t) {
+  if (t->kind != RGB_T_KERNEL) return;
+  for (int i = 0; i < t->node.nin; i++)
+    assert(rg_tensor_device(*t->x.inp[i]) == t->backend->device && "a value on the wrong device");
+}
+#define CHECK_DEVICES(t) check_devices(t)
+#else
+#define CHECK_DEVICES(t) ((void)0)
+#endif
+
 static int run_thunk(rgb_program *p, rgb_thunk *t) {
+  CHECK_DEVICES(t);
   if (!p->profile) return t->fn(&t->x);
   double t0 = now_s();
   int rc = t->fn(&t->x);
@@ -52,6 +67,7 @@ static int run_loop(rgb_program *p) {
   rgb_thunk *t = p->thunks, *end = p->thunks + p->nthunks;
   if (!p->release && !p->profile) {
     for (; t < end; t++) {
+      CHECK_DEVICES(t);
       int rc = t->fn(&t->x);
       if (rc) return rc;
     }
@@ -149,7 +165,37 @@ static int run_stack(rgb_program *p, const int32_t *want, int nwant) {
 /* ------------------------------------------------------------------ calls */
 
 static void unbind_inputs(rgb_program *p) {
-  for (int32_t i = 0; i < p->nin; i++) p->cells[p->in_cells[i]] = NULL;
+  for (int32_t i = 0; i < p->nin; i++) {
+    rg_tensor **cell = &p->cells[p->in_cells[i]];
+    if (p->in_copied[i]) rg_tensor_free(*cell);
+    p->in_copied[i] = 0;
+    *cell = NULL;
+  }
+}
+
+static const rg_buffer_type *buft_of(const rgb_program *p, rg_device d) {
+  for (int i = 0; i < p->nbackends; i++)
+    if (p->backend[i]->device == d) return p->backend[i]->buft;
+  return NULL;
+}
+
+/* Binds the inputs to their cells; a value on another device than its
+ * cell's is copied there for the call (and freed by unbind_inputs). */
+static int bind_inputs(rgb_program *p, rg_tensor *const *inputs) {
+  for (int32_t i = 0; i < p->nin; i++) {
+    int32_t c = p->in_cells[i];
+    rg_tensor *v = inputs[i];
+    if (v && rg_tensor_device(v) != p->cell_dev[c]) {
+      v = rg_tensor_to_device(v, buft_of(p, p->cell_dev[c]));
+      if (!v) {
+        snprintf(p->rt->err, sizeof p->rt->err, "out of memory copying input %d to its device", i);
+        return p->rt->errcode = RG_ERR_NOMEM;
+      }
+      p->in_copied[i] = 1;
+    }
+    p->cells[c] = v;
+  }
+  return 0;
 }
 
 /* Releases every intermediate after a lazy or partial run. */
@@ -181,8 +227,11 @@ int rgb_program_run(rgb_program *p, rg_tensor *const *inputs, int n, const int *
                     rg_tensor **outputs) {
   p->rt->errcode = 0;
   p->rt->err[0] = 0;
-  for (int32_t i = 0; i < p->nin; i++) p->cells[p->in_cells[i]] = (rg_tensor *)inputs[i];
-  int rc;
+  int rc = bind_inputs(p, inputs);
+  if (rc) {
+    unbind_inputs(p);
+    return rc;
+  }
   bool all = !which && n == p->nout;
   if (!p->lazy && all) {
     rc = run_loop(p);
@@ -199,7 +248,8 @@ int rgb_program_run(rgb_program *p, rg_tensor *const *inputs, int n, const int *
 
 /* A call whose caller reads the outputs straight from their cells (a
  * Scan's steps): no references are made, and the inputs stay bound until
- * rgb_program_unbind, so an output that is an input can still be read. */
+ * rgb_program_unbind, so an output that is an input can still be read.
+ * The inputs must already be on their cells' device. */
 int rgb_program_step(rgb_program *p, rg_tensor *const *inputs) {
   for (int32_t i = 0; i < p->nin; i++) p->cells[p->in_cells[i]] = (rg_tensor *)inputs[i];
   if (!p->lazy) return run_loop(p);

@@ -68,7 +68,7 @@ static void prog_run(void *ud) {
     step *s = &p->steps[i];
     rg_tensor **ip[8], **op[1] = {&p->cells[s->out]};
     for (int k = 0; k < s->bn.nin; k++) ip[k] = &p->cells[s->in[k]];
-    rgb_exec x = {&s->bn, ip, op, p->rt};
+    rgb_exec x = {.node = &s->bn, .inp = ip, .outp = op, .rt = p->rt};
     if (rgb_cpu_kernels[s->bn.code](&x)) die(p->rt->err);
   }
 }
@@ -161,7 +161,8 @@ static void bench_elemwise(void) {
     rg_node *const *nodes = rg_fgraph_toposort(g, &nn);
     rg_variable *gi = rg_fgraph_input(g, 0), *go = rg_fgraph_output(g, 0);
     char err[256];
-    rgb_program *inner = rgb_link((int)nn, nodes, 1, &gi, 1, &go, "cpu", false, false, 1, err, sizeof err);
+    rgb_link_opts lo = {.nthreads = 1};
+    rgb_program *inner = rgb_link((int)nn, nodes, 1, &gi, 1, &go, &lo, err, sizeof err);
     if (!inner) die(err);
     program p;
     prog_init(&p, th);

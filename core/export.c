@@ -170,8 +170,8 @@ static void json_type(FILE *f, const rg_type *t) {
     if (t->shape[d] < 0) fputs("null", f);
     else fprintf(f, "%lld", (long long)t->shape[d]);
   }
-  if (t->device == RG_DEVICE_HOST) fputs("], \"device\": \"host\"}", f);
-  else fprintf(f, "], \"device\": \"cuda:%d\"}", (int)t->device - 1);
+  char dev[16];
+  fprintf(f, "], \"device\": \"%s\"}", rg_device_str(t->device, dev, sizeof dev));
 }
 
 static void json_var(FILE *f, numbering *nb, const rg_fgraph *fg, const rg_variable *v, bool *first,

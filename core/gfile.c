@@ -89,13 +89,8 @@ static int read_shape(reader *r, rg_term form, rg_term t, bool allow_unknown, in
 
 static int read_device(reader *r, rg_term form, rg_term t, rg_device *dev) {
   const char *s = rg_kind_of(t) == RG_K_SYMBOL ? rg_symbol_name(t) : "";
-  char *end;
-  if (!strcmp(s, "host")) { *dev = RG_DEVICE_HOST; return RG_OK; }
-  if (!strncmp(s, "cuda:", 5)) {
-    long k = strtol(s + 5, &end, 10);
-    if (end != s + 5 && !*end && k >= 0 && k < 1024) { *dev = RG_DEVICE_CUDA((int)k); return RG_OK; }
-  }
-  return rerr(r, form, RG_ERR_SYNTAX, "bad device %s (host or cuda:N)", rg_to_string(t));
+  if (rg_device_parse(s, dev) == RG_OK) return RG_OK;
+  return rerr(r, form, RG_ERR_SYNTAX, "bad device %s (host, cuda:N or mirror)", rg_to_string(t));
 }
 
 static bool value_of(rg_term t, rg_dtype dt, void *p) {
@@ -614,7 +609,8 @@ static void write_expr(writer *w, const rg_variable *v) { write_apply(w, v->owne
 
 static void write_type(FILE *f, const rg_type *t) {
   fprintf(f, "%s %s", rg_dtype_name(t->dtype), rgc_shape_str(t->ndim, t->shape));
-  if (t->device != RG_DEVICE_HOST) fprintf(f, " cuda:%d", (int)t->device - 1);
+  char dev[16];
+  if (t->device != RG_DEVICE_HOST) fprintf(f, " %s", rg_device_str(t->device, dev, sizeof dev));
 }
 
 static void write_opaque_decls(writer *w, rg_node *const *order, size_t n) {

@@ -6,7 +6,9 @@
  * its storage record is malloc'd, and the data buffer is either ours
  * (64-byte aligned, freed with the last reference) or external memory with
  * a release callback.  Linked programs of the backends hold tensors, never
- * GC pointers.
+ * GC pointers.  A storage may also live on a device (a buffer of a buffer
+ * type, rg_buffer_type): then its bytes are reached only through the
+ * buffer type's download and upload, and copies go through host memory.
  *
  * Invariants:
  *  - every element of a tensor (all multi-indices within shape) lies
@@ -29,6 +31,7 @@ struct rg_storage {
   void (*release)(void *base, void *ud); /* external memory: NULL or the callback */
   void *ud;
   bool owned;                            /* ours: rg_free(base) */
+  const rg_buffer_type *buft;            /* a device buffer: buft->free(base); NULL: host */
 };
 
 /* ------------------------------------------------------------------ storage */
@@ -37,7 +40,7 @@ static rg_storage *storage_new(void *base, size_t nbytes, void (*release)(void *
                                void *ud) {
   rg_storage *s = rg_malloc(sizeof *s);
   if (!s) return NULL;
-  *s = (rg_storage){base, nbytes, 1, release, ud, false};
+  *s = (rg_storage){base, nbytes, 1, release, ud, false, NULL};
   return s;
 }
 
@@ -45,7 +48,9 @@ static void storage_release(rg_storage *s) {
   int64_t left = __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
   assert(left >= 0 && "a tensor released more often than referenced");
   if (left != 0) return;
-  if (s->owned)
+  if (s->buft)
+    s->buft->free(s->buft, s->base);
+  else if (s->owned)
     rg_free(s->base);
   else if (s->release)
     s->release(s->base, s->ud);
@@ -59,6 +64,10 @@ int64_t rg_storage_refcount(const rg_tensor *t) {
 void *rg_storage_base(const rg_tensor *t) { return t->storage->base; }
 size_t rg_storage_nbytes(const rg_tensor *t) { return t->storage->nbytes; }
 bool rg_storage_is_external(const rg_tensor *t) { return !t->storage->owned; }
+rg_device rg_tensor_device(const rg_tensor *t) {
+  return t->storage->buft ? t->storage->buft->device : RG_DEVICE_HOST;
+}
+const rg_buffer_type *rg_tensor_buffer_type(const rg_tensor *t) { return t->storage->buft; }
 
 /* ------------------------------------------------------------------ shapes */
 
@@ -175,7 +184,7 @@ rg_tensor *rg_tensor_wrap(rg_dtype dt, int ndim, const int64_t *shape, const int
   int64_t lo, hi;
   bool empty;
   extent(t, ndim, t->shape, t->strides, &lo, &hi, &empty);
-  rg_storage probe = {data, nbytes, 1, NULL, NULL, false};
+  rg_storage probe = {data, nbytes, 1, NULL, NULL, false, NULL};
   if (!empty && !inside(&probe, data, lo, hi)) {
     rg_free(t);
     return NULL;
@@ -311,8 +320,11 @@ static char *iter_next(iter *it) {
   return cur;
 }
 
+static rg_tensor *on_host_then_back(const rg_tensor *t, rg_dtype dt);
+
 rg_tensor *rg_tensor_copy(const rg_tensor *t) {
   if (!t) return NULL;
+  if (t->storage->buft) return on_host_then_back(t, t->dtype);
   rg_tensor *r = alloc_tensor(t->dtype, t->ndim, t->shape, false);
   if (!r) return NULL;
   size_t es = rg_dtype_size(t->dtype);
@@ -332,6 +344,7 @@ rg_tensor *rg_tensor_copy(const rg_tensor *t) {
 
 rg_tensor *rg_tensor_cast(const rg_tensor *t, rg_dtype dt) {
   if (!t) return NULL;
+  if (t->storage->buft) return on_host_then_back(t, dt);
   rg_tensor *r = alloc_tensor(dt, t->ndim, t->shape, false);
   if (!r) return NULL;
   size_t es = rg_dtype_size(dt);
@@ -346,6 +359,90 @@ rg_tensor *rg_tensor_cast(const rg_tensor *t, rg_dtype dt) {
       rg_store_i64(dt, dst, rg_load_i64(t->dtype, src));
     dst += es;
   }
+  return r;
+}
+
+/* ------------------------------------------------------------------ devices */
+
+rg_tensor *rg_tensor_empty_on(const rg_buffer_type *bt, rg_dtype dt, int ndim,
+                              const int64_t *shape) {
+  if (!bt) return alloc_tensor(dt, ndim, shape, false);
+  int64_t numel;
+  size_t nbytes;
+  if (!shape_size(dt, ndim, shape, &numel, &nbytes)) return NULL;
+  void *base = bt->alloc(bt, nbytes ? nbytes : 1);
+  if (!base) return NULL;
+  rg_tensor *t = header(dt, ndim, shape);
+  rg_storage *s = t ? storage_new(base, nbytes, NULL, NULL) : NULL;
+  if (!s) {
+    bt->free(bt, base);
+    rg_free(t);
+    return NULL;
+  }
+  s->buft = bt;
+  t->storage = s;
+  t->data = base;
+  c_strides(t);
+  return t;
+}
+
+/* The bytes a device view covers, downloaded into a host buffer, as a host
+ * view of the same strides. */
+static rg_tensor *download_view(const rg_tensor *t) {
+  int64_t lo, hi;
+  bool empty;
+  extent(t, t->ndim, t->shape, t->strides, &lo, &hi, &empty);
+  if (empty) return alloc_tensor(t->dtype, t->ndim, t->shape, false);
+  size_t span = (size_t)(hi - lo);
+  char *buf = rg_aligned_alloc(64, (span + 63) & ~(size_t)63);
+  rg_tensor *h = buf ? header(t->dtype, t->ndim, t->shape) : NULL;
+  rg_storage *s = h ? storage_new(buf, span, NULL, NULL) : NULL;
+  const rg_buffer_type *bt = t->storage->buft;
+  if (!s || bt->download(bt, buf, t->data + lo, span) != 0) {
+    rg_free(s);
+    rg_free(h);
+    rg_free(buf);
+    return NULL;
+  }
+  s->owned = true;
+  h->storage = s;
+  h->data = buf - lo;
+  memcpy(h->strides, t->strides, (size_t)t->ndim * sizeof(int64_t));
+  return h;
+}
+
+rg_tensor *rg_tensor_to_host(const rg_tensor *t) {
+  if (!t) return NULL;
+  if (!t->storage->buft) return rg_tensor_copy(t);
+  rg_tensor *h = download_view(t);
+  if (!h || rg_tensor_is_c_contiguous(h)) return h;
+  rg_tensor *r = rg_tensor_copy(h);
+  rg_tensor_free(h);
+  return r;
+}
+
+rg_tensor *rg_tensor_to_device(const rg_tensor *t, const rg_buffer_type *bt) {
+  if (!t) return NULL;
+  if (!bt) return rg_tensor_to_host(t);
+  bool direct = !t->storage->buft && rg_tensor_is_c_contiguous(t);
+  rg_tensor *h = direct ? (rg_tensor *)t : rg_tensor_to_host(t);
+  rg_tensor *r = h ? rg_tensor_empty_on(bt, t->dtype, t->ndim, t->shape) : NULL;
+  if (r && r->storage->nbytes && bt->upload(bt, r->data, h->data, r->storage->nbytes) != 0) {
+    rg_tensor_free(r);
+    r = NULL;
+  }
+  if (h != t) rg_tensor_free(h);
+  return r;
+}
+
+/* A copy or a conversion of a device tensor: done in host memory, the
+ * result placed back in the same buffer type. */
+static rg_tensor *on_host_then_back(const rg_tensor *t, rg_dtype dt) {
+  rg_tensor *h = rg_tensor_to_host(t);
+  rg_tensor *c = h && dt != t->dtype ? rg_tensor_cast(h, dt) : h;
+  rg_tensor *r = c ? rg_tensor_to_device(c, t->storage->buft) : NULL;
+  if (c != h) rg_tensor_free(c);
+  rg_tensor_free(h);
   return r;
 }
 

@@ -15,6 +15,7 @@
 #include "core/core-impl.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* ------------------------------------------------------------------ dtypes */
 
@@ -253,11 +254,32 @@ char *rgc_shape_str(int ndim, const int64_t *shape) {
   return rgk_strdup(buf);
 }
 
+const char *rg_device_str(rg_device d, char *buf, size_t len) {
+  if (d == RG_DEVICE_HOST) snprintf(buf, len, "host");
+  else if (d == RG_DEVICE_MIRROR) snprintf(buf, len, "mirror");
+  else snprintf(buf, len, "cuda:%d", (int)d - 1);
+  return buf;
+}
+
+int rg_device_parse(const char *s, rg_device *d) {
+  if (!strcmp(s, "host")) *d = RG_DEVICE_HOST;
+  else if (!strcmp(s, "mirror")) *d = RG_DEVICE_MIRROR;
+  else if (!strncmp(s, "cuda:", 5) && s[5] >= '0' && s[5] <= '9') {
+    char *end;
+    long k = strtol(s + 5, &end, 10);
+    if (*end || k >= 1024) return RG_ERR_SYNTAX;
+    *d = RG_DEVICE_CUDA((int)k);
+  } else {
+    return RG_ERR_SYNTAX;
+  }
+  return RG_OK;
+}
+
 char *rg_type_str(const rg_type *t) {
   if (!t) return rgk_strdup("<no type>");
-  char *s = rgc_shape_str(t->ndim, t->shape);
+  char *s = rgc_shape_str(t->ndim, t->shape), dev[16];
   if (t->device == RG_DEVICE_HOST) return rgk_sprintf("%s %s", rg_dtype_name(t->dtype), s);
-  return rgk_sprintf("%s %s cuda:%d", rg_dtype_name(t->dtype), s, (int)t->device - 1);
+  return rgk_sprintf("%s %s %s", rg_dtype_name(t->dtype), s, rg_device_str(t->device, dev, sizeof dev));
 }
 
 int rgc_broadcast(int n, const rg_type *const *ts, int64_t *out, int *bad_dim) {

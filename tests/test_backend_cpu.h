@@ -168,7 +168,7 @@ MAYBE_UNUSED static void hand_init(hand_run *h, rg_variable *v, int nthreads) {
 /* Calls the kernel with the given inputs (borrowed); returns the status. */
 MAYBE_UNUSED static int hand_call(hand_run *h, rg_tensor *const *in) {
   for (int i = 0; i < h->nin; i++) h->cells[i] = in[i];
-  rgb_exec x = {&h->bn, h->ptrs, h->ptrs + h->nin, h->rt};
+  rgb_exec x = {.node = &h->bn, .inp = h->ptrs, .outp = h->ptrs + h->nin, .rt = h->rt};
   return rgb_cpu_kernels[h->bn.code](&x);
 }
 

@@ -22,7 +22,8 @@ static rgb_program *link_inner(const rg_op *op) {
   for (int i = 0; i < nin; i++) ins[i] = rg_fgraph_input(g, i);
   for (int j = 0; j < nout; j++) outs[j] = rg_fgraph_output(g, j);
   char err[512];
-  rgb_program *p = rgb_link((int)nn, nodes, nin, ins, nout, outs, "cpu", false, false, 1, err, sizeof err);
+  rgb_link_opts lo = {.nthreads = 1};
+  rgb_program *p = rgb_link((int)nn, nodes, nin, ins, nout, outs, &lo, err, sizeof err);
   if (!p) fail_msg("link: %s", err);
   return p;
 }
@@ -215,9 +216,9 @@ static void test_every_op_has_a_kernel(void **st) {
       fail_msg("%s: %s", rg_opcode_name((rg_opcode)code), none ? "unexpected kernel" : "no kernel");
   }
   rgb_node n = {.code = RG_OP_IFELSE};
-  assert_true(rgb_cpu_backend.supports(&n));
+  assert_true(rgb_cpu_backend.supports(NULL, &n));
   n.code = RG_OP_OPAQUE;
-  assert_false(rgb_cpu_backend.supports(&n));
+  assert_false(rgb_cpu_backend.supports(NULL, &n));
 }
 
 int main(void) {

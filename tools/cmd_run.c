@@ -3,13 +3,15 @@
  *
  *   relgraph run GRAPH [--input NAME=FILE.npy]... [--random SEED] [--size N]
  *                [--output-dir DIR] [--repeat N] [--profile] [--query Q]
- *                [--threads N]
+ *                [--threads N] [--backend NAME] [--placement]
  *
  * Inputs come from .npy files; with --random, inputs not given get random
  * values (dimensions of unknown size get --size, default 16).  Outputs are
  * written as DIR/out0.npy, DIR/out1.npy, ... with --output-dir, else
  * printed (large ones summarised).  --repeat N runs N times and prints the
- * median time per call.
+ * median time per call.  --backend runs the nodes it can on that backend
+ * (the rest on the CPU, with transfers); --placement prints the linked
+ * program: each node's backend and the transfers.
  *
  * Exit status: 0, 2 bad usage, 3 bad input (graph, .npy file, an input
  * missing or of the wrong type, an unwritable directory, a run-time error).
@@ -34,14 +36,16 @@ void usage_run(void) {
          "  --repeat N           run N times and print the median time per call\n"
          "  --profile            print the per-node profile\n"
          "  --query Q            the rewrite query (default fast_run; none disables rewriting)\n"
-         "  --threads N          kernel threads (default 1)\n");
+         "  --threads N          kernel threads (default 1)\n"
+         "  --backend NAME       run on this backend where it can (cpu, mirror, cuda[:N])\n"
+         "  --placement          print where each node runs and the transfers\n");
 }
 
 typedef struct run_args {
-  const char *graph, *outdir, *query;
+  const char *graph, *outdir, *query, *backend;
   const char *in_names[256], *in_files[256];
   int nin;
-  bool random, profile;
+  bool random, profile, placement;
   int64_t seed, size, repeat, threads;
 } run_args;
 
@@ -55,6 +59,8 @@ static int parse(int argc, char **argv, run_args *a) {
     const char *v;
     if (!strcmp(argv[i], "--profile")) {
       a->profile = true;
+    } else if (!strcmp(argv[i], "--placement")) {
+      a->placement = true;
     } else if ((v = cli_option(argc, argv, &i, "--input", &missing))) {
       const char *eq = strchr(v, '=');
       if (!eq || eq == v || !eq[1]) return cli_error("run", "--input needs NAME=FILE.npy, got '%s'", v), EXIT_USAGE;
@@ -77,6 +83,8 @@ static int parse(int argc, char **argv, run_args *a) {
       a->outdir = v;
     } else if ((v = cli_option(argc, argv, &i, "--query", &missing))) {
       a->query = v;
+    } else if ((v = cli_option(argc, argv, &i, "--backend", &missing))) {
+      a->backend = v;
     } else if (missing) {
       return EXIT_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -221,9 +229,11 @@ int cmd_run(int argc, char **argv) {
   for (int j = 0; j < nout; j++) vout[j] = rg_fgraph_output(fg, j);
   rg_tensor **ins = calloc((size_t)nin + 1, sizeof *ins), **outs = calloc((size_t)nout + 1, sizeof *outs);
   rc = load_inputs(C, &a, fg, ins);
-  rg_compile_opts o = {.mode = {.query = a.query}, .profile = a.profile, .nthreads = (int)a.threads};
+  rg_compile_opts o = {.mode = {.query = a.query, .backend = a.backend}, .profile = a.profile,
+                       .nthreads = (int)a.threads};
   rg_function *f = rc ? NULL : rg_compile(C, nin, vin, nout, vout, &o);
   if (!rc && !f) rc = (cli_error("run", "%s", rg_errmsg(C)), EXIT_INPUT);
+  if (!rc && a.placement) rg_function_dump(f, stdout);
   if (!rc) rc = run_calls(f, &a, ins, outs, nout);
   if (!rc) rc = write_outputs(C, &a, nout, outs);
   if (!rc && a.profile) rg_function_profile(f, stdout);

@@ -3,16 +3,22 @@
  *
  * The CPU backend is the reference implementation of every op; kernels
  * live in the files of backend/cpu/ and are listed in rgb_cpu_kernels.
- * ifelse has no kernel: the virtual machine evaluates it lazily.
+ * ifelse has no kernel: the virtual machine evaluates it lazily.  It needs
+ * no context, and its values live in host memory.
  */
 #include "backend/backend-impl.h"
 
-static bool cpu_supports(const rgb_node *n) {
+static bool cpu_supports(void *ctx, const rgb_node *n) {
+  (void)ctx;
   if (n->code == RG_OP_IFELSE) return true;
-  return rgb_cpu_kernels[n->code] != NULL;
+  return (unsigned)n->code < RG_OP_COUNT && rgb_cpu_kernels[n->code] != NULL;
 }
 
-static rgb_kernel cpu_bind(const rgb_node *n) { return rgb_cpu_kernels[n->code]; }
+static int cpu_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
+  (void)ctx;
+  *out = (rgb_bound){.fn = rgb_cpu_kernels[n->code]};
+  return out->fn ? 0 : RG_ERR_TYPE;
+}
 
 const rgb_backend rgb_cpu_backend = {
     .abi = RGB_BACKEND_ABI,

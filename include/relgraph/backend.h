@@ -7,10 +7,18 @@
  * collected memory, so the graph may be collected while the function
  * lives; rg_function_free() releases everything it owns.
  *
- * Values are host tensors (rg_tensor, see graph.h).  Inputs are borrowed
- * for the duration of a call.  Each output returned is a new reference the
- * caller owns and frees with rg_tensor_free(); a later call never writes
- * into it.
+ * Values are tensors (rg_tensor, see graph.h), in host memory unless a
+ * backend's buffers hold them.  Inputs are borrowed for the duration of a
+ * call and may live on any device (one on another device than the
+ * function reads it from is copied for the call).  Each output returned is
+ * a new reference the caller owns and frees with rg_tensor_free(); a later
+ * call never writes into it.  Outputs are host tensors unless the function
+ * was compiled with device_outputs.
+ *
+ * Placement: every node runs on the backend asked for (the mode's, or the
+ * device an input's type names) where that backend can run it, else on
+ * the CPU; values crossing devices are copied once per value (see
+ * rg_function_dump).
  *
  * Shared variables hold a value that persists across calls and that an
  * update (an output computed by the function) replaces after each call.
@@ -73,8 +81,15 @@ typedef struct rg_update {
   rg_variable *value;   /* its value after each call */
 } rg_update;
 
+typedef struct rg_backend rg_backend;
+
 typedef struct rg_compile_opts {
   rg_mode mode;
+  /* The backend object to run on (borrowed; overrides mode.backend).
+   * Nodes it cannot run go to the CPU, with transfers between devices. */
+  const rg_backend *backend;
+  /* Outputs stay on the device that computed them (else: host tensors). */
+  bool device_outputs;
   bool keep_intermediates; /* default: release them after their last use */
   int nupdates;
   const rg_update *updates;
@@ -138,12 +153,31 @@ typedef struct rg_verify_report {
 int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *out,
                    rg_tensor *const *values, const rg_verify_opts *opts, rg_verify_report *report);
 
-/* Backends compiled into this library: "cpu" always, "cuda" when built
- * with the CUDA toolkit (usable only where a device is present). */
+/* ------------------------------------------------------------------ backends */
+
+/* Backends compiled into this library: "cpu" always; "mirror", the
+ * checking device (the CPU's kernels behind buffers the CPU kernels cannot
+ * read, running a subset of the ops: it exercises placement and transfers
+ * without a GPU); "cuda" when built with the CUDA toolkit (usable only
+ * where a device is present). */
 int rg_backend_count(void);
 const char *rg_backend_name(int i);
-/* Whether a backend can run here; if not, why. */
+/* Whether a backend can run here; if not, why.  name may carry a device
+ * number ("cuda:1"). */
 bool rg_backend_available(const char *name, char *why, size_t len);
+
+/* A backend object: an interface and its own context (a CUDA backend's
+ * device, streams and handles).  Several may live at once; a function
+ * compiled with one borrows it, so it must outlive the function.  NULL
+ * with the reason in why when the backend cannot run here. */
+typedef struct rg_backend rg_backend;
+rg_backend *rg_backend_new(const char *name, char *why, size_t len);
+void rg_backend_free(rg_backend *b);
+const char *rg_backend_label(const rg_backend *b);   /* "cpu", "cuda:0" */
+rg_device rg_backend_device(const rg_backend *b);
+/* The buffer type of its values (NULL: host memory), to make tensors on
+ * its device with rg_tensor_empty_on / rg_tensor_to_device. */
+const rg_buffer_type *rg_backend_buffer_type(const rg_backend *b);
 
 #pragma GCC visibility pop
 

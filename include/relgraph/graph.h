@@ -92,10 +92,17 @@ void rg_store_i64(rg_dtype dt, void *p, int64_t v);
 #define RG_MAX_NDIM 32
 #define RG_DIM_UNKNOWN (-1)
 
-/* Device placement: 0 is host memory, RG_DEVICE_CUDA(i) is CUDA device i. */
+/* Device placement: 0 is host memory, RG_DEVICE_CUDA(i) is CUDA device i,
+ * RG_DEVICE_MIRROR the checking device (host memory kept in a form the CPU
+ * kernels cannot read: see the mirror backend in docs/backends.md). */
 typedef int32_t rg_device;
 #define RG_DEVICE_HOST 0
 #define RG_DEVICE_CUDA(i) ((rg_device)(1 + (i)))
+#define RG_DEVICE_MIRROR ((rg_device)-1)
+/* A device's name as graph files write it: "host", "cuda:0", "mirror". */
+const char *rg_device_str(rg_device d, char *buf, size_t len);
+/* Parses a device name; RG_OK, or RG_ERR_SYNTAX if s names none. */
+int rg_device_parse(const char *s, rg_device *d);
 
 /* A tensor type: dtype, static shape and device.  Each dimension is a size
  * (>= 0) or RG_DIM_UNKNOWN; a dimension is broadcastable when its size is 1.
@@ -198,8 +205,38 @@ rg_tensor *rg_npy_load(rg_ctx *C, const char *path);
 /* Writes version 1.0 (2.0 if the header needs it), little-endian, in C
  * order, or in Fortran order when `fortran` is set.  Returns a status. */
 int rg_npy_save(rg_ctx *C, const char *path, const rg_tensor *t, bool fortran);
+
 /* The .npy bytes in malloc'd memory (*out, *len); the caller frees them. */
 int rg_npy_write(rg_ctx *C, const rg_tensor *t, bool fortran, void **out, size_t *len);
+
+/* ------------------------------------------------------------------ tensors on devices */
+
+/* A buffer type: where a storage lives and how its bytes move to and from
+ * host memory (ggml's buffer types).  A tensor whose storage belongs to a
+ * buffer type other than the host's may not be read through `data` by the
+ * host: move it with rg_tensor_to_host().  A buffer type must outlive the
+ * tensors allocated from it; the backends' buffer types live as long as
+ * the program. */
+typedef struct rg_buffer_type rg_buffer_type;
+struct rg_buffer_type {
+  const char *name;   /* "mirror", "cuda:0" */
+  rg_device device;
+  void *ctx;          /* the buffer type's own state */
+  void *(*alloc)(const rg_buffer_type *bt, size_t nbytes);  /* NULL when exhausted */
+  void (*free)(const rg_buffer_type *bt, void *base);
+  /* Copies nbytes between the device and host memory; 0 or an error status. */
+  int (*download)(const rg_buffer_type *bt, void *host, const void *src, size_t nbytes);
+  int (*upload)(const rg_buffer_type *bt, void *dst, const void *host, size_t nbytes);
+};
+/* An uninitialised C-contiguous tensor in a buffer of bt (NULL: host). */
+rg_tensor *rg_tensor_empty_on(const rg_buffer_type *bt, rg_dtype dt, int ndim, const int64_t *shape);
+rg_device rg_tensor_device(const rg_tensor *t);
+const rg_buffer_type *rg_tensor_buffer_type(const rg_tensor *t); /* NULL: host memory */
+/* A C-contiguous copy in host memory of a tensor on any device. */
+rg_tensor *rg_tensor_to_host(const rg_tensor *t);
+/* A C-contiguous copy of a tensor on any device in a buffer of bt (NULL:
+ * host memory); through host memory when neither side is the host. */
+rg_tensor *rg_tensor_to_device(const rg_tensor *t, const rg_buffer_type *bt);
 
 /* ------------------------------------------------------------------ ops */
 

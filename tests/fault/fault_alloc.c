@@ -4,7 +4,7 @@
  * Built only with RG_FAULT_INJECTION.  Each workload (compile and call,
  * shared variables with updates, rewriting with constant folding, graph
  * files with inner graphs and branches, .npy bytes, kernels with buffers
- * of their own) runs once to get the
+ * of their own, placement and transfers on the mirror backend) runs once to get the
  * reference result, then again with n = 1, 2, ...: the n-th counted
  * allocation of the run fails (rg_fault_arm).  When no allocation failed
  * the workload has been tried at every allocation point and the next one
@@ -195,8 +195,10 @@ static rg_tensor *input_for(const rg_variable *v) {
   return x;
 }
 
-/* Reads a graph file, compiles it with fast_run and calls it twice. */
-static int run_graph_file(rg_ctx *C, const char *rel, rg_tensor **out, char *msg, size_t len) {
+/* Reads a graph file, compiles it with fast_run for a backend (NULL: the
+ * CPU) and calls it twice. */
+static int run_graph_file_on(rg_ctx *C, const char *rel, const char *backend, rg_tensor **out,
+                             char *msg, size_t len) {
   size_t n;
   const char *text = slurp(rel, &n);
   rg_fgraph *fg = rg_graph_read(C, rel, text, n);
@@ -212,9 +214,23 @@ static int run_graph_file(rg_ctx *C, const char *rel, rg_tensor **out, char *msg
     if (!ins[i]) rc = fail(msg, len, RG_ERR_NOMEM, "inputs", "out of memory");
   }
   for (int j = 0; j < nout; j++) vout[j] = rg_fgraph_output(fg, j);
-  rg_compile_opts o = {.mode = {.query = "fast_run"}};
+  rg_compile_opts o = {.mode = {.query = "fast_run", .backend = backend}};
   if (rc == RG_OK) rc = compile_call(C, nin, vin, nout, vout, &o, ins, 2, out, msg, len);
   free_all(ins, nin);
+  return rc;
+}
+
+static int run_graph_file(rg_ctx *C, const char *rel, rg_tensor **out, char *msg, size_t len) {
+  return run_graph_file_on(C, rel, NULL, out, msg, len);
+}
+
+/* Placement on the mirror backend: transfers both ways, an uploaded
+ * constant, a node left to the CPU; then an input typed on the mirror. */
+static int w_mirror(rg_ctx *C, rg_tensor **out, char *msg, size_t len) {
+  rg_tensor *first = NULL;
+  int rc = run_graph_file_on(C, "tests/golden/run/placement.graph", "mirror", &first, msg, len);
+  if (rc == RG_OK) rc = run_graph_file(C, "tests/golden/run/ondevice.graph", out, msg, len);
+  rg_tensor_free(first);
   return rc;
 }
 
@@ -270,6 +286,7 @@ static const workload workloads[] = {
   {"compile-call", w_compile_call}, {"shared-updates", w_shared}, {"rewrite-fold", w_rewrite},
   {"graph-mlp", w_mlp},             {"graph-inner", w_inner},     {"graph-ifelse", w_ifelse},
   {"graph-fast-run", w_fast_run},   {"npy", w_npy},               {"kernels", w_kernels},
+  {"mirror", w_mirror},
 };
 
 /* Runs w with the n-th allocation failing (0: none).  Returns 0 when the

@@ -1,0 +1,339 @@
+/*
+ * test_backend_place.c — backend objects, placement and transfers, on the
+ * mirror backend (the CPU's kernels behind buffers the CPU kernels cannot
+ * read): which node runs where, one transfer per value and device,
+ * constants uploaded once, inputs and outputs on either side, laziness
+ * across devices, inner graphs, Scan, and every error.
+ */
+#include "tests/testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend-impl.h"
+#include "relgraph/backend.h"
+
+static rg_ctx *C;
+
+static int setup(void **st) {
+  (void)st;
+  rg_init();
+  C = rg_ctx_new();
+  return 0;
+}
+
+static const rg_type *vec(rg_dtype dt, int64_t n) { return rg_type_new(dt, 1, &n); }
+
+static rg_tensor *vec_f64(int n, const double *v) {
+  int64_t shape = n;
+  return rg_tensor_from_data(RG_FLOAT64, 1, &shape, v);
+}
+
+/* The program's dump as a collected string. */
+static const char *dump(rg_function *f) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  rg_function_dump(f, out);
+  fclose(out);
+  const char *s = rg_string_value(rg_string(buf));
+  free(buf);
+  return s;
+}
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+static rg_function *compile(int nin, rg_variable **in, int nout, rg_variable **out,
+                            const char *backend, const char *query, bool device_outputs) {
+  rg_compile_opts o = {.mode = {.backend = backend, .query = query}, .device_outputs = device_outputs};
+  rg_function *f = rg_compile(C, nin, in, nout, out, &o);
+  if (!f) fail_msg("compile: %s", rg_errmsg(C));
+  return f;
+}
+
+/* Runs the same graph on the CPU and on the mirror and compares. */
+static void same_results(int nin, rg_variable **in, int nout, rg_variable **out, rg_tensor **vals,
+                         const char *query) {
+  rg_function *cpu = compile(nin, in, nout, out, NULL, query, false);
+  rg_function *mir = compile(nin, in, nout, out, "mirror", query, false);
+  rg_tensor *a[8], *b[8];
+  for (int rep = 0; rep < 2; rep++) {
+    assert_int_equal(rg_function_call(cpu, vals, a), RG_OK);
+    if (rg_function_call(mir, vals, b)) fail_msg("mirror: %s", rg_function_errmsg(mir));
+    for (int j = 0; j < nout; j++) {
+      assert_int_equal(rg_tensor_device(b[j]), RG_DEVICE_HOST);
+      if (!rg_tensor_equal(a[j], b[j])) fail_msg("output %d differs on the mirror\n%s", j, dump(mir));
+      rg_tensor_free(a[j]);
+      rg_tensor_free(b[j]);
+    }
+  }
+  rg_function_free(cpu);
+  rg_function_free(mir);
+}
+
+/* ------------------------------------------------------------------ tensors */
+
+static void test_tensor_transfers(void **st) {
+  (void)st;
+  rg_backend *m = rg_backend_new("mirror", NULL, 0);
+  assert_non_null(m);
+  const rg_buffer_type *bt = rg_backend_buffer_type(m);
+  assert_int_equal(rg_backend_device(m), RG_DEVICE_MIRROR);
+  assert_string_equal(rg_backend_label(m), "mirror");
+  double v[6] = {1, 2, 3, 4, 5, 6};
+  rg_tensor *h = rg_tensor_from_data(RG_FLOAT64, 2, (int64_t[]){2, 3}, v);
+  rg_tensor *d = rg_tensor_to_device(h, bt);
+  assert_int_equal(rg_tensor_device(d), RG_DEVICE_MIRROR);
+  assert_ptr_equal(rg_tensor_buffer_type(d), bt);
+  /* the bytes on the device are not the host's */
+  assert_true(memcmp(d->data, h->data, 6 * sizeof(double)) != 0);
+  rg_tensor *back = rg_tensor_to_host(d);
+  assert_true(rg_tensor_equal(back, h));
+  /* a reversed, transposed view of a device value comes back right */
+  rg_tensor *t = rg_tensor_permute(d, (int[]){1, 0});
+  rg_tensor *r = rg_tensor_view(t, 2, t->shape, (int64_t[]){t->strides[0], -t->strides[1]},
+                                t->strides[1] * (t->shape[1] - 1));
+  assert_non_null(r);
+  rg_tensor *rh = rg_tensor_to_host(r);
+  double want[6] = {4, 1, 5, 2, 6, 3};
+  for (int i = 0; i < 6; i++) assert_true(rg_tensor_get_f64(rh, i) == want[i]);
+  /* copies and casts of device values stay on the device */
+  rg_tensor *c = rg_tensor_cast(r, RG_INT32);
+  assert_int_equal(rg_tensor_device(c), RG_DEVICE_MIRROR);
+  rg_tensor *ch = rg_tensor_to_host(c);
+  assert_int_equal(ch->dtype, RG_INT32);
+  for (int i = 0; i < 6; i++) assert_true(rg_tensor_get_i64(ch, i) == (int64_t)want[i]);
+  /* empty tensors */
+  rg_tensor *e = rg_tensor_empty_on(bt, RG_FLOAT32, 2, (int64_t[]){0, 4});
+  rg_tensor *eh = rg_tensor_to_host(e);
+  assert_int_equal(rg_tensor_numel(eh), 0);
+  rg_tensor *all[] = {h, d, back, t, r, rh, c, ch, e, eh};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) rg_tensor_free(all[i]);
+  rg_backend_free(m);
+}
+
+/* ------------------------------------------------------------------ placement */
+
+static void test_placement_and_transfers(void **st) {
+  (void)st;
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  rg_variable *y = rg_input(C, "y", vec(RG_FLOAT64, 3));
+  rg_variable *s = rg_add(rg_mul(x, y), rg_constant_scalar(C, RG_FLOAT64, 1.5));
+  rg_variable *t = rg_sum(s, -1, NULL);
+  rg_variable *j = rg_apply(C, rg_op_join(0), 2, (rg_variable *[]){s, x});
+  rg_variable *k = rg_apply(C, rg_op_join(0), 2, (rg_variable *[]){x, s});
+  rg_variable *outs[4] = {rg_exp(s), t, j, k};
+  rg_function *f = compile(2, (rg_variable *[]){x, y}, 4, outs, "mirror", "none", false);
+  const char *d = dump(f);
+  /* mul, add, exp and sum on the mirror; the joins on the CPU */
+  assert_non_null(strstr(d, "backends: mirror cpu;"));
+  assert_int_equal(count(d, " mirror   ("), 4 + 2);  /* four nodes, two input uploads */
+  assert_int_equal(count(d, "join           cpu"), 2);
+  /* x and y go up once each, s comes down once for both joins, exp and
+   * sum come down as outputs: 5 transfers */
+  assert_non_null(strstr(d, "; 5 transfers"));
+  assert_int_equal(count(d, " transfer "), 5);
+  rg_tensor *vals[2] = {vec_f64(3, (double[]){1, 2, 3}), vec_f64(3, (double[]){4, 5, 6})};
+  rg_tensor *res[4];
+  for (int rep = 0; rep < 3; rep++) {
+    assert_int_equal(rg_function_call(f, vals, res), RG_OK);
+    assert_true(rg_tensor_get_f64(res[1], 0) == 5.5 + 11.5 + 19.5);
+    assert_true(rg_tensor_get_f64(res[2], 3) == 1 && rg_tensor_get_f64(res[2], 0) == 5.5);
+    assert_true(rg_tensor_get_f64(res[3], 5) == 19.5);
+    for (int i = 0; i < 4; i++) rg_tensor_free(res[i]);
+  }
+  rg_function_free(f);
+  same_results(2, (rg_variable *[]){x, y}, 4, outs, vals, "fast_run");
+  rg_tensor_free(vals[0]);
+  rg_tensor_free(vals[1]);
+}
+
+static void test_constants_uploaded_once(void **st) {
+  (void)st;
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  int64_t three = 3;
+  rg_variable *k = rg_constant_data(C, RG_FLOAT64, 1, &three, (double[]){10, 20, 30});
+  rg_variable *out = rg_mul(rg_add(x, k), k);
+  rg_function *f = compile(1, &x, 1, &out, "mirror", "none", false);
+  const char *d = dump(f);
+  /* x up, the result down; the constant is on the mirror from the start */
+  assert_non_null(strstr(d, "; 2 transfers"));
+  const rgb_program *p = rgb_function_program(f);
+  int on_mirror = 0;
+  for (int i = 0; i < p->nconst; i++) on_mirror += p->cell_dev[p->const_cells[i]] == RG_DEVICE_MIRROR;
+  assert_int_equal(on_mirror, 1);
+  rg_tensor *in = vec_f64(3, (double[]){1, 2, 3}), *res;
+  for (int rep = 0; rep < 2; rep++) {
+    assert_int_equal(rg_function_call(f, &in, &res), RG_OK);
+    assert_true(rg_tensor_get_f64(res, 2) == 33 * 30);
+    rg_tensor_free(res);
+  }
+  rg_tensor_free(in);
+  rg_function_free(f);
+}
+
+/* Inputs may come on either device; outputs stay on the device on request. */
+static void test_inputs_and_outputs_on_devices(void **st) {
+  (void)st;
+  rg_backend *m = rg_backend_new("mirror", NULL, 0);
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  rg_variable *out[2] = {rg_sqr(x), rg_apply(C, rg_op_join(0), 2, (rg_variable *[]){x, x})};
+  rg_compile_opts o = {.backend = m, .device_outputs = true, .mode = {.query = "none"}};
+  rg_function *f = rg_compile(C, 1, &x, 2, out, &o);
+  assert_non_null(f);
+  rg_tensor *h = vec_f64(3, (double[]){1, 2, 3});
+  rg_tensor *dv = rg_tensor_to_device(h, rg_backend_buffer_type(m));
+  rg_tensor *res[2];
+  for (int side = 0; side < 2; side++) {
+    rg_tensor *in = side ? dv : h;
+    assert_int_equal(rg_function_call(f, &in, res), RG_OK);
+    assert_int_equal(rg_tensor_device(res[0]), RG_DEVICE_MIRROR); /* sqr ran on the mirror */
+    assert_int_equal(rg_tensor_device(res[1]), RG_DEVICE_HOST);   /* join on the CPU */
+    rg_tensor *sq = rg_tensor_to_host(res[0]);
+    assert_true(rg_tensor_get_f64(sq, 2) == 9);
+    assert_true(rg_tensor_get_f64(res[1], 4) == 2);
+    rg_tensor_free(sq);
+    rg_tensor_free(res[0]);
+    rg_tensor_free(res[1]);
+  }
+  rg_function_free(f);
+  /* an input whose type names the mirror device: a CPU program uploads it */
+  rg_variable *z = rg_input(C, "z", rg_type_on_device(vec(RG_FLOAT64, 3), RG_DEVICE_MIRROR));
+  rg_variable *zz = rg_exp(z);
+  rg_function *g = rg_compile(C, 1, &z, 1, &zz, NULL);
+  assert_non_null(g);
+  const char *d = dump(g);
+  assert_non_null(strstr(d, "backends: cpu mirror;"));
+  assert_non_null(strstr(d, "exp            mirror"));
+  for (int side = 0; side < 2; side++) {
+    rg_tensor *in = side ? dv : h;
+    assert_int_equal(rg_function_call(g, &in, res), RG_OK);
+    assert_int_equal(rg_tensor_device(res[0]), RG_DEVICE_HOST);
+    assert_true(fabs(rg_tensor_get_f64(res[0], 0) - exp(1.0)) < 1e-15);
+    rg_tensor_free(res[0]);
+  }
+  rg_function_free(g);
+  rg_tensor_free(h);
+  rg_tensor_free(dv);
+  rg_backend_free(m);
+}
+
+/* ifelse runs on the CPU; only the branch taken is computed (on the mirror). */
+static void test_lazy_across_devices(void **st) {
+  (void)st;
+  rg_variable *c = rg_input(C, "c", rg_type_scalar(RG_BOOL));
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  rg_variable *a = rg_exp(x), *b = rg_log(x);
+  rg_variable *sel = rg_ifelse(c, 1, &a, &b)->outputs[0];
+  rg_variable *out = rg_mul(sel, x);
+  rg_compile_opts o = {.mode = {.backend = "mirror", .query = "none"}, .profile = true};
+  rg_function *f = rg_compile(C, 2, (rg_variable *[]){c, x}, 1, &out, &o);
+  assert_non_null(f);
+  assert_non_null(strstr(dump(f), "ifelse         cpu"));
+  rg_tensor *x0 = vec_f64(3, (double[]){1, 2, 3}), *res;
+  for (int taken = 0; taken < 2; taken++) {
+    rg_tensor *cv = rg_tensor_scalar_f64(RG_BOOL, taken);
+    assert_int_equal(rg_function_call(f, (rg_tensor *[]){cv, x0}, &res), RG_OK);
+    double want = taken ? exp(3.0) * 3 : log(3.0) * 3;
+    assert_true(fabs(rg_tensor_get_f64(res, 2) - want) < 1e-12);
+    rg_tensor_free(res);
+    rg_tensor_free(cv);
+  }
+  const rgb_program *p = rgb_function_program(f);
+  for (int k = 0; k < p->nthunks; k++) {
+    const rgb_thunk *t = &p->thunks[k];
+    if (t->node.code == RG_OP_EXP || t->node.code == RG_OP_LOG) assert_int_equal(t->calls, 1);
+  }
+  rg_tensor_free(x0);
+  rg_function_free(f);
+}
+
+/* Fused composites run on the mirror (their inner graphs on the host); a
+ * Scan, which the mirror does not run, stays on the CPU. */
+static void test_inner_graphs_and_scan(void **st) {
+  (void)st;
+  /* large enough to fuse */
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 70000));
+  rg_variable *y = rg_input(C, "y", vec(RG_FLOAT64, 70000));
+  rg_variable *e = rg_add(rg_mul(rg_exp(x), y), rg_tanh(rg_sub(x, y)));
+  rg_tensor *vals[2] = {tu_value(x->type, 1, -1, 2), tu_value(y->type, 2, -1, 2)};
+  rg_function *f = compile(2, (rg_variable *[]){x, y}, 1, &e, "mirror", "fast_run", false);
+  assert_non_null(strstr(dump(f), "composite      mirror"));
+  rg_function_free(f);
+  same_results(2, (rg_variable *[]){x, y}, 1, &e, vals, "fast_run");
+  rg_tensor_free(vals[0]);
+  rg_tensor_free(vals[1]);
+
+  const char *text = "(graph (input x float64 (?))"
+      " (define xs (scan (lambda (x_t acc) (add acc (exp x_t)))"
+      "   (sequences x) (outputs-info (constant float64 () (0.0)))))"
+      " (output (mul xs 2.0)))";
+  rg_fgraph *g = rg_graph_read(C, "<test>", text, strlen(text));
+  assert_non_null(g);
+  rg_variable *sx = rg_fgraph_input(g, 0), *so = rg_fgraph_output(g, 0);
+  rg_function *sf = compile(1, &sx, 1, &so, "mirror", "fast_run", false);
+  const char *d = dump(sf);
+  assert_non_null(strstr(d, "scan           cpu"));
+  rg_function_free(sf);
+  rg_tensor *xs = vec_f64(5, (double[]){0, 1, 2, 3, 4});
+  same_results(1, &sx, 1, &so, &xs, "fast_run");
+  rg_tensor_free(xs);
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void test_errors(void **st) {
+  (void)st;
+  char why[256];
+  assert_false(rg_backend_available("tpu", why, sizeof why));
+  assert_non_null(strstr(why, "no backend named tpu"));
+  assert_null(rg_backend_new("mirror:1", why, sizeof why));
+  assert_non_null(strstr(why, "no devices to number"));
+  assert_null(rg_backend_new(NULL, why, sizeof why));
+  rg_backend_free(NULL);
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  rg_variable *y = rg_exp(x);
+  rg_compile_opts o = {.mode = {.backend = "cuda"}};
+  assert_null(rg_compile(C, 1, &x, 1, &y, &o));
+  assert_non_null(strstr(rg_errmsg(C), "backend cuda cannot run here"));
+  /* an input on a device with no backend here */
+  rg_variable *z = rg_input(C, "z", rg_type_on_device(vec(RG_FLOAT64, 3), RG_DEVICE_CUDA(0)));
+  rg_variable *zz = rg_exp(z);
+  assert_null(rg_compile(C, 1, &z, 1, &zz, NULL));
+  assert_non_null(strstr(rg_errmsg(C), "input z lives on cuda:0"));
+  /* a mirror kernel refuses a value that skipped its transfer */
+  rgb_bound b;
+  rgb_node bn;
+  assert_int_equal(rgb_node_init(&bn, y->owner), 0);
+  assert_int_equal(rgb_mirror_backend.bind(NULL, &bn, &b), 0);
+  rg_tensor *h = vec_f64(3, (double[]){1, 2, 3}), *outv = NULL;
+  rg_tensor **in[1] = {&h}, **outp[1] = {&outv};
+  rgb_runtime *rt = rgb_runtime_new(1, false);
+  rgb_exec ex = {.node = &bn, .inp = in, .outp = outp, .rt = rt, .state = b.state};
+  assert_int_not_equal(b.fn(&ex), 0);
+  assert_non_null(strstr(rt->err, "not on the mirror device"));
+  assert_null(outv);
+  b.free_state(b.state);
+  rgb_runtime_free(rt);
+  rgb_node_clear(&bn);
+  rg_tensor_free(h);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tensor_transfers),
+      cmocka_unit_test(test_placement_and_transfers),
+      cmocka_unit_test(test_constants_uploaded_once),
+      cmocka_unit_test(test_inputs_and_outputs_on_devices),
+      cmocka_unit_test(test_lazy_across_devices),
+      cmocka_unit_test(test_inner_graphs_and_scan),
+      cmocka_unit_test(test_errors),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
