@@ -271,6 +271,23 @@ int rgb_program_run(rgb_program *p, rg_tensor *const *inputs, int n, const int *
  * bound until rgb_program_unbind().  Returns 0 or an error (p->rt->err). */
 int rgb_program_step(rgb_program *p, rg_tensor *const *inputs);
 void rgb_program_unbind(rgb_program *p);
+/* Runs a program into tensors the caller provides: output j is written
+ * into into[j] (its dtype and shape; any strides; any device), or, where
+ * into[j] is NULL, returned as a new reference in refs[j].  An output a
+ * kernel computes into a buffer of its own is computed in place when its
+ * target is C-contiguous host memory; the others are copied.  Returns 0
+ * or an error (p->rt->err). */
+int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *const *into,
+                         rg_tensor **refs);
+/* Puts in the cell of output j a tensor wrapping the given memory, so
+ * that the kernel computing it writes there (rgb_output reuses the cell's
+ * buffer); NULL when out of memory.  rgb_program_unbind_output takes the
+ * wrapper back out of the cell if it is still there.  Scan's steps write
+ * their trace rows this way. */
+rg_tensor *rgb_program_bind_output(rgb_program *p, int j, rg_dtype dt, int ndim,
+                                   const int64_t *shape, const int64_t *strides, void *data,
+                                   size_t nbytes);
+void rgb_program_unbind_output(rgb_program *p, int j, rg_tensor *wrapper);
 /* Rewrites the inner graph of every Scan of fg with rw (scan-compile.c). */
 struct rg_rewriter;
 struct rg_rewrite_opts;

@@ -419,6 +419,27 @@ int rg_function_call(rg_function *f, rg_tensor *const *inputs, rg_tensor **outpu
   return rg_function_call_subset(f, inputs, f->nout, NULL, outputs);
 }
 
+int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *const *outputs) {
+  f->err[0] = 0;
+  int nallin = f->nin + f->nshared, nall = f->nout + f->nupdates;
+  rg_tensor *ins[nallin + 1], *into[nall + 1], *refs[nall + 1];
+  for (int i = 0; i < f->nin; i++) {
+    int rc = check_value(f, i, inputs[i]);
+    if (rc) return rc;
+    ins[i] = inputs[i];
+  }
+  for (int i = 0; i < f->nshared; i++) ins[f->nin + i] = f->shared[i]->value;
+  for (int j = 0; j < f->nout; j++) {
+    if (!outputs[j]) return ferr(f, RG_ERR_TYPE, "output %d: no tensor given to write it into", j);
+    into[j] = outputs[j];
+  }
+  for (int u = 0; u < f->nupdates; u++) into[f->nout + u] = NULL;
+  int rc = rgb_program_run_into(f->p, ins, into, refs);
+  if (rc) return ferr(f, rc, "%s", f->p->rt->err);
+  apply_updates(f, refs + f->nout);
+  return RG_OK;
+}
+
 /* ------------------------------------------------------------------ profile and dump */
 
 /* The nodes of an inner program that ran thunk by thunk (a Scan's steps),

@@ -257,3 +257,94 @@ int rgb_program_step(rgb_program *p, rg_tensor *const *inputs) {
 }
 
 void rgb_program_unbind(rgb_program *p) { unbind_inputs(p); }
+
+/* ------------------------------------------------------------------ running into given outputs */
+
+rg_tensor *rgb_program_bind_output(rgb_program *p, int j, rg_dtype dt, int ndim,
+                                   const int64_t *shape, const int64_t *strides, void *data,
+                                   size_t nbytes) {
+  rg_tensor **cell = &p->cells[p->out_cells[j]];
+  rg_tensor *w = rg_tensor_wrap(dt, ndim, shape, strides, data, nbytes, NULL, NULL);
+  if (!w) return NULL;
+  if (*cell) rgb_release(p->rt, cell);
+  return *cell = w;
+}
+
+void rgb_program_unbind_output(rgb_program *p, int j, rg_tensor *w) {
+  rg_tensor **cell = &p->cells[p->out_cells[j]];
+  if (w && *cell == w) {
+    *cell = NULL;
+    rg_tensor_free(w);
+  }
+}
+
+/* Whether output j can be computed straight into t: a kernel of the
+ * program computes it, t is C-contiguous host memory (device buffers
+ * cannot be wrapped), and no earlier output shares its cell. */
+static bool in_place_target(const rgb_program *p, int j, const rg_tensor *t) {
+  int32_t c = p->out_cells[j];
+  if (!t || p->producer[c] < 0 || p->thunks[p->producer[c]].kind == RGB_T_IFELSE) return false;
+  if (rg_tensor_device(t) != RG_DEVICE_HOST || p->cell_dev[c] != RG_DEVICE_HOST) return false;
+  if (!rg_tensor_is_c_contiguous(t)) return false;
+  for (int k = 0; k < j; k++)
+    if (p->out_cells[k] == c) return false;
+  return true;
+}
+
+static bool same_type_shape(const rg_tensor *a, const rg_tensor *b) {
+  if (a->dtype != b->dtype || a->ndim != b->ndim) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) return false;
+  return true;
+}
+
+/* Copies the outputs that did not land in their targets, and makes
+ * references to those without one. */
+static int finish_into(rgb_program *p, rg_tensor *const *into, rg_tensor **refs) {
+  for (int32_t j = 0; j < p->nout; j++) {
+    rg_tensor *v = p->cells[p->out_cells[j]];
+    if (!v) {
+      snprintf(p->rt->err, sizeof p->rt->err, "output %d was not computed", j);
+      return p->rt->errcode = RG_ERR;
+    }
+    if (!into[j]) {
+      if (!(refs[j] = rg_tensor_ref(v))) return p->rt->errcode = RG_ERR_NOMEM;
+    } else if (!same_type_shape(v, into[j])) {
+      snprintf(p->rt->err, sizeof p->rt->err, "output %d is %s with %d dimensions, the given tensor %s "
+               "with %d (or their sizes differ)", j, rg_dtype_name(v->dtype), v->ndim,
+               rg_dtype_name(into[j]->dtype), into[j]->ndim);
+      return p->rt->errcode = RG_ERR_TYPE;
+    } else if (v->data != into[j]->data || rg_tensor_device(v) != rg_tensor_device(into[j])) {
+      int rc = rg_tensor_copy_to(into[j], v);
+      if (rc) {
+        snprintf(p->rt->err, sizeof p->rt->err, "output %d: cannot copy the value into the given tensor", j);
+        return p->rt->errcode = rc;
+      }
+    }
+  }
+  return 0;
+}
+
+int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *const *into,
+                         rg_tensor **refs) {
+  p->rt->errcode = 0;
+  p->rt->err[0] = 0;
+  for (int32_t j = 0; j < p->nout; j++) refs[j] = NULL;
+  int rc = bind_inputs(p, inputs);
+  rg_tensor *wrap[p->nout + 1];
+  for (int32_t j = 0; j < p->nout; j++) {
+    const rg_tensor *t = into[j];
+    wrap[j] = rc == 0 && in_place_target(p, j, t)
+                  ? rgb_program_bind_output(p, j, t->dtype, t->ndim, t->shape, t->strides,
+                                            t->data, (size_t)rg_tensor_numel(t) * rg_dtype_size(t->dtype))
+                  : NULL;
+  }
+  if (rc == 0) rc = p->lazy ? run_stack(p, p->out_cells, p->nout) : run_loop(p);
+  if (rc == 0) rc = finish_into(p, into, refs);
+  for (int32_t j = 0; j < p->nout; j++) rgb_program_unbind_output(p, j, wrap[j]);
+  if (p->lazy && p->rt->use_pool) release_all(p);
+  unbind_inputs(p);
+  if (rc)
+    for (int32_t j = 0; j < p->nout; j++) rg_tensor_free(refs[j]), refs[j] = NULL;
+  return rc;
+}

@@ -364,6 +364,14 @@ rg_tensor *rg_tensor_cast(const rg_tensor *t, rg_dtype dt) {
 
 /* ------------------------------------------------------------------ devices */
 
+static bool same_shape(const rg_tensor *a, const rg_tensor *b) {
+  if (a->ndim != b->ndim) return false;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i]) return false;
+  return true;
+}
+
+
 rg_tensor *rg_tensor_empty_on(const rg_buffer_type *bt, rg_dtype dt, int ndim,
                               const int64_t *shape) {
   if (!bt) return alloc_tensor(dt, ndim, shape, false);
@@ -435,6 +443,49 @@ rg_tensor *rg_tensor_to_device(const rg_tensor *t, const rg_buffer_type *bt) {
   return r;
 }
 
+/* dst[...] = src[...] between host tensors of the same dtype and shape. */
+static void host_copy_to(rg_tensor *dst, const rg_tensor *src) {
+  size_t es = rg_dtype_size(src->dtype);
+  if (rg_tensor_is_c_contiguous(dst) && rg_tensor_is_c_contiguous(src)) {
+    memmove(dst->data, src->data, (size_t)rg_tensor_numel(src) * es);
+    return;
+  }
+  iter a, b;
+  iter_init(&a, dst);
+  iter_init(&b, src);
+  char *d, *s;
+  while ((d = iter_next(&a)) && (s = iter_next(&b))) memcpy(d, s, es);
+}
+
+/* Copies host values into a device view: the bytes it covers go down,
+ * take the values, and go back up. */
+static int device_copy_to(rg_tensor *dst, const rg_tensor *h) {
+  const rg_buffer_type *bt = dst->storage->buft;
+  if (rg_tensor_is_c_contiguous(dst) && rg_tensor_is_c_contiguous(h))
+    return bt->upload(bt, dst->data, h->data, (size_t)rg_tensor_numel(h) * rg_dtype_size(h->dtype));
+  rg_tensor *span = download_view(dst);
+  if (!span) return RG_ERR_NOMEM;
+  host_copy_to(span, h);
+  int64_t lo, hi;
+  bool empty;
+  extent(dst, dst->ndim, dst->shape, dst->strides, &lo, &hi, &empty);
+  int rc = empty ? 0 : bt->upload(bt, dst->data + lo, span->data + lo, (size_t)(hi - lo));
+  rg_tensor_free(span);
+  return rc;
+}
+
+int rg_tensor_copy_to(rg_tensor *dst, const rg_tensor *src) {
+  if (!dst || !src || dst->dtype != src->dtype || !same_shape(dst, src)) return RG_ERR_TYPE;
+  if (rg_tensor_numel(src) == 0) return RG_OK;
+  const rg_tensor *h = src->storage->buft ? rg_tensor_to_host(src) : src;
+  if (!h) return RG_ERR_NOMEM;
+  int rc = RG_OK;
+  if (dst->storage->buft) rc = device_copy_to(dst, h) ? RG_ERR_NOMEM : RG_OK;
+  else host_copy_to(dst, h);
+  if (h != src) rg_tensor_free((rg_tensor *)h);
+  return rc;
+}
+
 /* A copy or a conversion of a device tensor: done in host memory, the
  * result placed back in the same buffer type. */
 static rg_tensor *on_host_then_back(const rg_tensor *t, rg_dtype dt) {
@@ -444,13 +495,6 @@ static rg_tensor *on_host_then_back(const rg_tensor *t, rg_dtype dt) {
   if (c != h) rg_tensor_free(c);
   rg_tensor_free(h);
   return r;
-}
-
-static bool same_shape(const rg_tensor *a, const rg_tensor *b) {
-  if (a->ndim != b->ndim) return false;
-  for (int i = 0; i < a->ndim; i++)
-    if (a->shape[i] != b->shape[i]) return false;
-  return true;
 }
 
 bool rg_tensor_equal(const rg_tensor *a, const rg_tensor *b) {

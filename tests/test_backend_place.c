@@ -286,6 +286,50 @@ static void test_inner_graphs_and_scan(void **st) {
   rg_tensor_free(xs);
 }
 
+/* Running into outputs the caller provides: in place for a contiguous
+ * host target, copied into a strided view or a device buffer. */
+static void test_call_into(void **st) {
+  (void)st;
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT64, 2, (int64_t[]){20, 30}));
+  rg_variable *out[3] = {rg_exp(x), rg_mul(x, x), x};
+  rg_function *f = compile(1, &x, 3, out, NULL, "none", false);
+  rg_tensor *in = tu_value(x->type, 3, -1, 2);
+  rg_tensor *want[3];
+  assert_int_equal(rg_function_call(f, &in, want), RG_OK);
+  rg_backend *m = rg_backend_new("mirror", NULL, 0);
+  rg_tensor *t0 = rg_tensor_new(RG_FLOAT64, 2, (int64_t[]){20, 30});
+  rg_tensor *big = rg_tensor_new(RG_FLOAT64, 2, (int64_t[]){30, 20});
+  rg_tensor *t1 = rg_tensor_permute(big, (int[]){1, 0});  /* a strided view */
+  rg_tensor *t2 = rg_tensor_empty_on(rg_backend_buffer_type(m), RG_FLOAT64, 2, (int64_t[]){20, 30});
+  for (int rep = 0; rep < 2; rep++) {
+    assert_int_equal(rg_function_call_into(f, &in, (rg_tensor *[]){t0, t1, t2}), RG_OK);
+    assert_true(rg_tensor_equal(t0, want[0]));
+    assert_true(rg_tensor_equal(t1, want[1]));
+    rg_tensor *h2 = rg_tensor_to_host(t2);
+    assert_true(rg_tensor_equal(h2, want[2]));
+    rg_tensor_free(h2);
+    /* exp was computed in place: its cell holds nothing of its own */
+    const rgb_program *p = rgb_function_program(f);
+    assert_null(p->cells[p->out_cells[0]]);
+  }
+  /* a target of the wrong shape or dtype, or none */
+  rg_tensor *bad = rg_tensor_new(RG_FLOAT64, 2, (int64_t[]){30, 20});
+  assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){bad, t1, t2}), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "output 0"));
+  rg_tensor *i32 = rg_tensor_new(RG_INT32, 2, (int64_t[]){20, 30});
+  assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){t0, i32, t2}), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "output 1"));
+  assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){t0, NULL, t2}), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "no tensor given"));
+  /* the function still works after the errors */
+  assert_int_equal(rg_function_call_into(f, &in, (rg_tensor *[]){t0, t1, t2}), RG_OK);
+  assert_true(rg_tensor_equal(t1, want[1]));
+  rg_tensor *all[] = {in, want[0], want[1], want[2], t0, big, t1, t2, bad, i32};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) rg_tensor_free(all[i]);
+  rg_function_free(f);
+  rg_backend_free(m);
+}
+
 /* ------------------------------------------------------------------ errors */
 
 static void test_errors(void **st) {
@@ -333,6 +377,7 @@ int main(void) {
       cmocka_unit_test(test_inputs_and_outputs_on_devices),
       cmocka_unit_test(test_lazy_across_devices),
       cmocka_unit_test(test_inner_graphs_and_scan),
+      cmocka_unit_test(test_call_into),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

@@ -264,11 +264,7 @@ static void plan_prealloc(run *r) {
 
 /* Takes our row tensor back out of its cell, if it is still there. */
 static void unbind_row(run *r, trace *tr) {
-  rg_tensor **cell = &r->p->cells[tr->out_cell];
-  if (tr->row_out && *cell == tr->row_out) {
-    *cell = NULL;
-    rg_tensor_free(tr->row_out);
-  }
+  rgb_program_unbind_output(r->p, tr->first_out, tr->row_out);
   tr->row_out = NULL;
 }
 
@@ -279,14 +275,12 @@ static int bind_rows(run *r, int64_t t) {
     trace *tr = &r->tr[o];
     if (tr->out_cell < 0 || !tr->buf || row_bytes(tr->buf) < PREALLOC_MIN_BYTES) continue;
     unbind_row(r, tr);
-    rg_tensor **cell = &r->p->cells[tr->out_cell];
-    if (*cell) rgb_release(r->p->rt, cell);
     int64_t row = tr->kind == RG_SCAN_NIT_SOT ? rgbc_wrap_row(tr, t) : rgbc_wrap_row(tr, t + tr->ninit);
     const rg_tensor *b = tr->buf;
-    tr->row_out = rg_tensor_wrap(b->dtype, b->ndim - 1, b->shape + 1, b->strides + 1, b->data + row * b->strides[0],
-                                 (size_t)row_bytes(b), NULL, NULL);
+    tr->row_out = rgb_program_bind_output(r->p, tr->first_out, b->dtype, b->ndim - 1, b->shape + 1,
+                                          b->strides + 1, b->data + row * b->strides[0],
+                                          (size_t)row_bytes(b));
     if (!tr->row_out) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
-    *cell = tr->row_out;
   }
   return RG_OK;
 }

@@ -120,6 +120,12 @@ int rg_function_call(rg_function *f, rg_tensor *const *inputs, rg_tensor **outpu
  * that no requested output needs. */
 int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, const int *which,
                             rg_tensor **outputs);
+/* Calls the function writing each output into a tensor the caller
+ * provides (of the output's dtype and shape; any strides; on any device):
+ * outputs computed by a kernel are computed straight into C-contiguous
+ * host targets, the others copied.  The targets must not overlap the
+ * inputs. */
+int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *const *outputs);
 const char *rg_function_errmsg(const rg_function *f);
 
 /* Per-node profile (time per node and per op, call counts); requires the

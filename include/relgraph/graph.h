@@ -237,6 +237,10 @@ rg_tensor *rg_tensor_to_host(const rg_tensor *t);
 /* A C-contiguous copy of a tensor on any device in a buffer of bt (NULL:
  * host memory); through host memory when neither side is the host. */
 rg_tensor *rg_tensor_to_device(const rg_tensor *t, const rg_buffer_type *bt);
+/* Copies src's values into dst: the same dtype and shape, any strides,
+ * either on any device.  RG_OK, RG_ERR_TYPE when dtypes or shapes differ,
+ * RG_ERR_NOMEM. */
+int rg_tensor_copy_to(rg_tensor *dst, const rg_tensor *src);
 
 /* ------------------------------------------------------------------ ops */
 
