@@ -296,6 +296,8 @@ int rgb_rewrite_scans(rg_ctx *C, rg_fgraph *fg, struct rg_rewriter *rw,
 
 /* ------------------------------------------------------------------ nodes */
 
+/* A static type as kernels see it (not weak, not constant). */
+void rgb_vtype_of(rgb_vtype *v, const rg_type *t);
 /* Copies a graph node into plain memory (op parameters, static types);
  * rgb_node_clear frees what it allocated, the linked inner program
  * included.  Inner graphs are not linked here (inner stays NULL). */

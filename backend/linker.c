@@ -157,7 +157,8 @@ static bool setup_backends(linker *L, int nin, rg_variable *const *inputs) {
   if (!pref) pref = &rgb_cpu;
   if (!add_backend(L, pref, own)) return false;
   if (pref != &rgb_cpu && !add_backend(L, &rgb_cpu, false)) return false;
-  for (int i = 0; i < nin; i++) {
+  /* an inner graph runs where its node runs, whatever its types say */
+  for (int i = 0; i < nin && !o->inner; i++) {
     rg_device d = inputs[i]->type->device;
     if (backend_on(L->p, d)) continue;
     char name[16], why[256];
@@ -173,8 +174,10 @@ static bool setup_backends(linker *L, int nin, rg_variable *const *inputs) {
 
 static void transfer_free_none(void *state) { (void)state; }
 
-/* A thunk copying cell `from` into a new cell on b's device. */
-static bool emit_transfer(linker *L, int32_t from, const rg_backend *b, int32_t to) {
+/* A thunk copying cell `from` (a value of static type vt) into a new cell
+ * on b's device. */
+static bool emit_transfer(linker *L, int32_t from, const rgb_vtype *vt, const rg_backend *b,
+                          int32_t to) {
   rgb_program *p = L->p;
   rgb_thunk *t = &p->thunks[p->nthunks++];
   t->kind = RGB_T_TRANSFER;
@@ -185,6 +188,13 @@ static bool emit_transfer(linker *L, int32_t from, const rg_backend *b, int32_t 
   t->node.inplace = -1;
   t->node.nin = t->node.nout = 1;
   t->node.label = rg_strdup("transfer");
+  rgb_vtype *in = rg_malloc(sizeof *in), *out = rg_malloc(sizeof *out);
+  t->node.in = in;
+  t->node.out = out;
+  if (!in || !out) return lerr(L, "out of memory");
+  *in = *out = *vt;
+  in->device = p->cell_dev[from];
+  out->device = b->device;
   t->in_cells = rg_malloc(sizeof(int32_t));
   t->out_cells = rg_malloc(sizeof(int32_t));
   rg_tensor ***inp = rg_malloc(sizeof *inp), ***outp = rg_malloc(sizeof *outp);
@@ -203,7 +213,8 @@ static bool emit_transfer(linker *L, int32_t from, const rg_backend *b, int32_t 
 /* The copy of cell c on b's device (c itself when it lives there): made
  * once per value and device, by a transfer thunk emitted now (before the
  * reader being linked), or at link time for a constant. */
-static bool moved_cell(linker *L, int32_t c, const rg_backend *b, int32_t *out) {
+static bool moved_cell(linker *L, int32_t c, const rgb_vtype *vt, const rg_backend *b,
+                       int32_t *out) {
   rgb_program *p = L->p;
   if (p->cell_dev[c] == b->device) return *out = c, true;
   uint64_t key = (uint64_t)(c + 1) << 8 | (uint64_t)backend_slot(p, b); /* never 0 */
@@ -213,7 +224,7 @@ static bool moved_cell(linker *L, int32_t c, const rg_backend *b, int32_t *out) 
   p->cell_dev[c2] = b->device;
   if (rg_map_put(&L->moved, key, (uint64_t)c2)) return lerr(L, "out of memory");
   *out = c2;
-  if (!p->cells[c] || p->producer[c] >= 0) return emit_transfer(L, c, b, c2);
+  if (!p->cells[c] || p->producer[c] >= 0) return emit_transfer(L, c, vt, b, c2);
   p->cells[c2] = rg_tensor_to_device(p->cells[c], b->buft);  /* a constant */
   if (!p->cells[c2]) return lerr(L, "cannot copy a constant to %s", b->name);
   p->const_cells[p->nconst++] = c2;
@@ -283,7 +294,7 @@ static bool link_thunk(linker *L, const rg_node *n) {
   bool ok = in_cells != NULL || lerr(L, "out of memory");
   for (int i = 0; ok && i < n->nin; i++) {
     int32_t c;
-    ok = cell_of_input(L, n->inputs[i], &c) && moved_cell(L, c, b, &in_cells[i]);
+    ok = cell_of_input(L, n->inputs[i], &c) && moved_cell(L, c, &bn.in[i], b, &in_cells[i]);
   }
   rgb_thunk *t = &p->thunks[p->nthunks++];
   t->node = bn;
@@ -384,8 +395,10 @@ static bool link_outputs(linker *L, int nout, rg_variable *const *outputs) {
   for (int j = 0; j < nout; j++) {
     int32_t c;
     if (!cell_of_input(L, outputs[j], &c)) return false;
+    rgb_vtype vt;
+    rgb_vtype_of(&vt, outputs[j]->type);
     if (L->o->device_outputs) p->out_cells[j] = c;
-    else if (!moved_cell(L, c, home, &p->out_cells[j])) return false;
+    else if (!moved_cell(L, c, &vt, home, &p->out_cells[j])) return false;
   }
   p->nout = nout;
   return true;

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void vtype_of(rgb_vtype *v, const rg_type *t) {
+void rgb_vtype_of(rgb_vtype *v, const rg_type *t) {
+  memset(v, 0, sizeof *v);
   v->dtype = t->dtype;
   v->ndim = t->ndim;
   v->device = t->device;
@@ -41,11 +42,11 @@ int rgb_node_init(rgb_node *bn, const rg_node *n) {
     return RG_ERR_NOMEM;
   }
   for (int i = 0; i < n->nin; i++) {
-    vtype_of(&in[i], n->inputs[i]->type);
+    rgb_vtype_of(&in[i], n->inputs[i]->type);
     in[i].weak = (n->inputs[i]->flags & RG_VAR_WEAK) != 0;
     in[i].constant = rg_is_constant(n->inputs[i]);
   }
-  for (int j = 0; j < n->nout; j++) vtype_of(&out[j], n->outputs[j]->type);
+  for (int j = 0; j < n->nout; j++) rgb_vtype_of(&out[j], n->outputs[j]->type);
   if (op->nints) memcpy(ints, op->ints, (size_t)op->nints * sizeof(int64_t));
   bn->in = in;
   bn->out = out;

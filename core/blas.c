@@ -34,13 +34,6 @@ static int align_error(rg_ctx *C, const rg_op *op, rg_variable *a, rg_variable *
                       rgc_shape_str(b->type->ndim, b->type->shape));
 }
 
-static int same_device(rg_ctx *C, const rg_op *op, int n, rg_variable *const *in, rg_device *dev) {
-  *dev = in[0]->type->device;
-  for (int i = 1; i < n; i++)
-    if (!rg_is_constant(in[i]) && in[i]->type->device != *dev)
-      return rgc_op_error(C, op, "inputs live on different devices");
-  return RG_OK;
-}
 
 static const rg_type *typed(rg_dtype dt, int nd, const int64_t *shape, rg_device dev) {
   return rg_type_on_device(rg_type_new(dt, nd, shape), dev);
@@ -57,9 +50,8 @@ static int dot_make_node(rg_ctx *C, const rg_op *op, rg_variable *a, rg_variable
   int nd = 0;
   if (ta->ndim == 2) shape[nd++] = ta->shape[0];
   if (tb->ndim == 2) shape[nd++] = tb->shape[1];
-  rg_device dev;
   rg_variable *in[2] = {a, b};
-  if (same_device(C, op, 2, in, &dev)) return RG_ERR_TYPE;
+  rg_device dev = rgc_result_device(2, in);
   return rgc_outs_set1(out, typed(rg_dtype_promote(ta->dtype, tb->dtype), nd, shape, dev));
 }
 
@@ -68,9 +60,8 @@ static int outer_make_node(rg_ctx *C, const rg_op *op, rg_variable *a, rg_variab
   if (check_dims(C, op, a, "the first input", 1, 1) || check_dims(C, op, b, "the second input", 1, 1))
     return RG_ERR_TYPE;
   int64_t shape[2] = {a->type->shape[0], b->type->shape[0]};
-  rg_device dev;
   rg_variable *in[2] = {a, b};
-  if (same_device(C, op, 2, in, &dev)) return RG_ERR_TYPE;
+  rg_device dev = rgc_result_device(2, in);
   return rgc_outs_set1(out, typed(rg_dtype_promote(a->type->dtype, b->type->dtype), 2, shape, dev));
 }
 

@@ -172,6 +172,10 @@ rg_dtype rgc_ew_dtype(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *i
 int rgc_ew_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in, rgc_outs *out);
 int rgc_ew_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rgc_shape *out);
 /* Broadcast result type of inputs with dtype dt (message in C on error). */
+/* The device an op's output lives on: that of its first input off the
+ * host (constants aside), else the host.  Inputs on other devices are
+ * legal: the linker copies them where the node runs. */
+rg_device rgc_result_device(int nin, rg_variable *const *in);
 const rg_type *rgc_broadcast_type(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *in,
                                   rg_dtype dt);
 

@@ -114,19 +114,12 @@ static int broadcast_error(rg_ctx *C, const rg_op *op, int nin, rg_variable *con
   return rgc_op_error(C, op, "shapes %s do not broadcast (dimension %d)", list, dim);
 }
 
-/* The device of the non-constant inputs (constants may live anywhere). */
-static int common_device(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *in,
-                         rg_device *dev) {
-  *dev = RG_DEVICE_HOST;
-  bool seen = false;
-  for (int i = 0; i < nin; i++) {
-    if (rg_is_constant(in[i])) continue;
-    if (seen && in[i]->type->device != *dev)
-      return rgc_op_error(C, op, "inputs live on different devices");
-    *dev = in[i]->type->device;
-    seen = true;
-  }
-  return RG_OK;
+/* Where the output lives: the device of the first input off the host
+ * (constants aside); inputs elsewhere are copied there by the linker. */
+rg_device rgc_result_device(int nin, rg_variable *const *in) {
+  for (int i = 0; i < nin; i++)
+    if (!rg_is_constant(in[i]) && in[i]->type->device != RG_DEVICE_HOST) return in[i]->type->device;
+  return RG_DEVICE_HOST;
 }
 
 const rg_type *rgc_broadcast_type(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *in,
@@ -140,8 +133,7 @@ const rg_type *rgc_broadcast_type(rg_ctx *C, const rg_op *op, int nin, rg_variab
     broadcast_error(C, op, nin, in, bad);
     return NULL;
   }
-  rg_device dev;
-  if (common_device(C, op, nin, in, &dev) != RG_OK) return NULL;
+  rg_device dev = rgc_result_device(nin, in);
   /* reuse an input's type object when equal */
   for (int i = 0; i < nin; i++) {
     const rg_type *t = in[i]->type;

@@ -76,7 +76,7 @@ static int64_t stride_of(plan *pl, int nd, const int64_t *shape, rg_dtype dt) {
 static bool op_fits(const rgb_thunk *t, sop *o, plan *pl) {
   const rgb_node *n = &t->node;
   rgbc_ew_info info;
-  if (n->inner || rgbc_ew_info_of(n, &info) || n->nout != 1) return false;
+  if (t->kind != RGB_T_KERNEL || n->inner || rgbc_ew_info_of(n, &info) || n->nout != 1) return false;
   *o = (sop){info.loop, t->out_cells[0], n->nin, t->in_cells, info.copy, info.nary, {0}};
   if ((o->st[0] = stride_of(pl, n->out[0].ndim, n->out[0].shape, n->out[0].dtype)) < 0) return false;
   for (int k = 0; k < n->nin && k < RGBC_MAXOPS; k++) {
