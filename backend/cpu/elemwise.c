@@ -39,6 +39,7 @@
  */
 #include "backend/cpu/cpu-impl.h"
 #include "backend/cpu/scalar-float.h"
+#include "backend/cpu/scalar-int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -52,18 +53,7 @@ static inline void flag_bad(void *aux, int code) {
   __atomic_store_n(&((rgbc_status *)aux)->bad, code, __ATOMIC_RELAXED);
 }
 
-static inline int64_t floordiv64(int64_t a, int64_t b) {
-  if (b == 0) return 0;
-  if (b == -1) return (int64_t)(0 - (uint64_t)a);
-  int64_t q = a / b, r = a % b;
-  return r != 0 && ((r < 0) != (b < 0)) ? q - 1 : q;
-}
-
-static inline int64_t mod64(int64_t a, int64_t b) {
-  if (b == 0 || b == -1) return 0;
-  int64_t r = a % b;
-  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-}
+RGBC_INT_HELPERS
 
 static inline int64_t ipow64(int64_t base, int64_t e, void *aux) {
   if (e < 0) {
@@ -188,34 +178,22 @@ RGBC_FLOAT_HELPERS(f64, double)
 
 /* ------------------------------------------------------------------ loops by dtype class */
 
-/* Integers (not bool): S suffix, T type, UT wide unsigned type. */
+/* Integers, bools, comparisons and switch: the expressions of
+ * scalar-int.h; integer pow here (its negative exponents are flagged). */
+#define DEF_IBIN(C, name, S, T, EXPR) BIN_LOOP(name##_##S, T, T, EXPR)
+#define DEF_IUN(C, name, S, T, EXPR) UN_LOOP(name##_##S, T, T, EXPR)
+#define DEF_ITER(C, name, S, T, EXPR) TER_LOOP(name##_##S, T, T, T, EXPR)
 #define INT_LOOPS(S, T, D, UT)                                                           \
-  BIN_LOOP(add_##S, T, T, (T)((UT)x + (UT)y))                                            \
-  BIN_LOOP(sub_##S, T, T, (T)((UT)x - (UT)y))                                            \
-  BIN_LOOP(mul_##S, T, T, (T)((UT)x * (UT)y))                                            \
-  BIN_LOOP(int_div_##S, T, T, (T)floordiv64(x, y))                                       \
-  BIN_LOOP(mod_##S, T, T, (T)mod64(x, y))                                                \
-  BIN_LOOP(pow_##S, T, T, (T)ipow64(x, y, aux))                                          \
-  BIN_LOOP(maximum_##S, T, T, x > y ? x : y)                                             \
-  BIN_LOOP(minimum_##S, T, T, x < y ? x : y)                                             \
-  BIN_LOOP(and_##S, T, T, (T)(x & y))                                                    \
-  BIN_LOOP(or_##S, T, T, (T)(x | y))                                                     \
-  BIN_LOOP(xor_##S, T, T, (T)(x ^ y))                                                    \
-  UN_LOOP(neg_##S, T, T, (T)(0 - (UT)x))                                                 \
-  UN_LOOP(sqr_##S, T, T, (T)((UT)x * (UT)x))                                             \
-  UN_LOOP(not_##S, T, T, (T)~x)                                                          \
-  TER_LOOP(clip_##S, T, T, T, x > y ? (x < z ? x : z) : (y < z ? y : z))
+  RGBC_INT_BINARY(DEF_IBIN, S, T, UT)                                                    \
+  RGBC_INT_UNARY(DEF_IUN, S, T, UT)                                                      \
+  RGBC_INT_TERNARY(DEF_ITER, S, T, UT)                                                   \
+  BIN_LOOP(pow_##S, T, T, (T)ipow64(x, y, aux))
 RGBC_INTS(INT_LOOPS)
-
-/* Signed integers only (abs and sign of uint8 are a copy and x > 0). */
-#define SIGNED_LOOPS(S, T, D, UT)                                                        \
-  UN_LOOP(abs_##S, T, T, x < 0 ? (T)(0 - (UT)x) : x)                                     \
-  UN_LOOP(sign_##S, T, T, (T)((x > 0) - (x < 0)))
-SIGNED_LOOPS(i8, int8_t, RG_INT8, uint32_t)
-SIGNED_LOOPS(i16, int16_t, RG_INT16, uint32_t)
-SIGNED_LOOPS(i32, int32_t, RG_INT32, uint32_t)
-SIGNED_LOOPS(i64, int64_t, RG_INT64, uint64_t)
-UN_LOOP(sign_u8, uint8_t, uint8_t, (uint8_t)(x > 0))
+RGBC_SIGNED_UNARY(DEF_IUN, i8, int8_t, uint32_t)
+RGBC_SIGNED_UNARY(DEF_IUN, i16, int16_t, uint32_t)
+RGBC_SIGNED_UNARY(DEF_IUN, i32, int32_t, uint32_t)
+RGBC_SIGNED_UNARY(DEF_IUN, i64, int64_t, uint64_t)
+RGBC_UNSIGNED_UNARY(DEF_IUN, u8, uint8_t, uint32_t)
 
 /* Floats: the arithmetic from scalar-float.h, the transcendental
  * functions from vmath.c. */
@@ -239,25 +217,14 @@ UN_LOOP(sign_u8, uint8_t, uint8_t, (uint8_t)(x > 0))
 RGBC_FLOATS(FLOAT_LOOPS)
 
 /* Bool (0 or 1 in a byte). */
-BIN_LOOP(add_b, uint8_t, uint8_t, x | y)
-BIN_LOOP(mul_b, uint8_t, uint8_t, x & y)
-BIN_LOOP(maximum_b, uint8_t, uint8_t, x | y)
-BIN_LOOP(minimum_b, uint8_t, uint8_t, x & y)
-BIN_LOOP(and_b, uint8_t, uint8_t, x & y)
-BIN_LOOP(or_b, uint8_t, uint8_t, x | y)
-BIN_LOOP(xor_b, uint8_t, uint8_t, x ^ y)
-UN_LOOP(not_b, uint8_t, uint8_t, (uint8_t)(x ^ 1))
-TER_LOOP(clip_b, uint8_t, uint8_t, uint8_t, (x | y) & z)
+RGBC_BOOL_BINARY(DEF_IBIN, b, uint8_t)
+RGBC_BOOL_UNARY(DEF_IUN, b, uint8_t)
+RGBC_BOOL_TERNARY(DEF_ITER, b, uint8_t)
 
 /* Comparisons and switch: every dtype. */
-#define ALL_LOOPS(S, T, D)                                                               \
-  BIN_LOOP(lt_##S, T, uint8_t, x < y)                                                    \
-  BIN_LOOP(gt_##S, T, uint8_t, x > y)                                                    \
-  BIN_LOOP(le_##S, T, uint8_t, x <= y)                                                   \
-  BIN_LOOP(ge_##S, T, uint8_t, x >= y)                                                   \
-  BIN_LOOP(eq_##S, T, uint8_t, x == y)                                                   \
-  BIN_LOOP(neq_##S, T, uint8_t, x != y)                                                  \
-  TER_LOOP(switch_##S, uint8_t, T, T, x ? y : z)
+#define DEF_CMP(C, name, S, T, EXPR) BIN_LOOP(name##_##S, T, uint8_t, EXPR)
+#define DEF_SEL(C, name, S, T, EXPR) TER_LOOP(name##_##S, uint8_t, T, T, EXPR)
+#define ALL_LOOPS(S, T, D) RGBC_COMPARE(DEF_CMP, S, T) RGBC_SELECT(DEF_SEL, S, T)
 RGBC_TYPES(ALL_LOOPS)
 
 /* ------------------------------------------------------------------ the loop table */
