@@ -5,9 +5,13 @@
  * a block (the heap ones: realloc, which moves a large block by remapping
  * its pages) the block is grown; otherwise (collected memory) a new block
  * is allocated, the elements copied and the old block returned.  Capacity
- * at least doubles, so n pushes cost O(n) copies in all.
+ * at least doubles, so n pushes cost O(n) copies in all.  Also the growing
+ * string of generated source (rg_strbuf).
  */
 #include "base/base.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 
 int rg_array_grow(const rg_allocator *a, void **v, size_t *cap, size_t n, size_t esize,
                   size_t need) {
@@ -32,4 +36,32 @@ int rg_array_grow(const rg_allocator *a, void **v, size_t *cap, size_t n, size_t
   *v = w;
   *cap = c;
   return 0;
+}
+
+/* ------------------------------------------------------------------ strings */
+
+void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+      b->failed = true;
+      return;
+    }
+    if (b->s && b->n + (size_t)k < b->cap) {
+      b->n += (size_t)k;
+      return;
+    }
+    size_t cap = (b->cap ? 2 * b->cap : 4096) + (size_t)k;
+    char *s = rg_realloc(b->s, cap);
+    if (!s) {
+      b->failed = true;
+      return;
+    }
+    b->s = s;
+    b->cap = cap;
+  }
 }

@@ -139,6 +139,19 @@ int rg_array_grow(const rg_allocator *a, void **v, size_t *cap, size_t n, size_t
 RG_VEC(rg_words, uintptr_t)
 RG_VEC(rg_ptrs, void *)
 
+/* ------------------------------------------------------------------ a growing string */
+
+/* Text appended printf-style into manual memory (generated source code).
+ * Invariant: s[0..n) is the text, NUL-terminated when s is not NULL;
+ * after a failed append (memory) `failed` stays set and appends do
+ * nothing.  Start zeroed; release with rg_free(b.s). */
+typedef struct rg_strbuf {
+  char *s;
+  size_t n, cap;
+  bool failed;
+} rg_strbuf;
+void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ------------------------------------------------------------------ hash map */
 
 typedef struct rg_map_entry { uint64_t key, val; } rg_map_entry;

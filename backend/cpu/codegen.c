@@ -42,8 +42,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STR_(...) #__VA_ARGS__
-#define XSTR(...) STR_(__VA_ARGS__)
 
 /* ------------------------------------------------------------------ the vector functions */
 
@@ -67,59 +65,14 @@ static int vindex(rg_opcode c) {
 
 /* ------------------------------------------------------------------ the expressions */
 
-#define CASE(C, name, S, T, EXPR) \
-  case RG_OP_##C: return XSTR(EXPR);
-
-static const char *binary_expr(rg_opcode c, bool f32) {
-  if (f32) switch (c) { RGBC_FLOAT_BINARY(CASE, f32, float) default: return NULL; }
-  switch (c) { RGBC_FLOAT_BINARY(CASE, f64, double) default: return NULL; }
-}
-
-static const char *unary_expr(rg_opcode c, bool f32) {
-  if (f32) switch (c) { RGBC_FLOAT_UNARY(CASE, f32, float) default: return NULL; }
-  switch (c) { RGBC_FLOAT_UNARY(CASE, f64, double) default: return NULL; }
-}
-
-static const char *ternary_expr(rg_opcode c, bool f32) {
-  if (f32) switch (c) { RGBC_FLOAT_TERNARY(CASE, f32, float) default: return NULL; }
-  switch (c) { RGBC_FLOAT_TERNARY(CASE, f64, double) default: return NULL; }
-}
-
-static const char helpers_f32[] = XSTR(RGBC_FLOAT_HELPERS(f32, float));
-static const char helpers_f64[] = XSTR(RGBC_FLOAT_HELPERS(f64, double));
-
-/* ------------------------------------------------------------------ a growing string */
-
-typedef struct sbuf {
-  char *s;
-  size_t n, cap;
-  bool failed;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) {
-      b->failed = true;
-      return;
-    }
-    if (b->s && b->n + (size_t)k < b->cap) {
-      b->n += (size_t)k;
-      return;
-    }
-    size_t cap = (b->cap ? 2 * b->cap : 4096) + (size_t)k;
-    char *s = rg_realloc(b->s, cap);
-    if (!s) {
-      b->failed = true;
-      return;
-    }
-    b->s = s;
-    b->cap = cap;
+/* The float arithmetic of an op (scalar-expr.c), or NULL: comparisons
+ * and switch, whose values are not all of one float dtype, are left to
+ * the interpreter. */
+static const char *float_expr(rg_opcode c, bool f32, int arity) {
+  switch (c) {
+  case RG_OP_LT: case RG_OP_GT: case RG_OP_LE: case RG_OP_GE: case RG_OP_EQ: case RG_OP_NEQ:
+  case RG_OP_SWITCH: return NULL;
+  default: return rgbc_expr(c, f32 ? RG_FLOAT32 : RG_FLOAT64, arity);
   }
 }
 
@@ -143,7 +96,7 @@ typedef struct gen {
   const char *T;
   cellinfo *cells;
   int *loop_of;   /* per thunk: its loop, -1 for a vector function */
-  sbuf src;
+  rg_strbuf src;
 } gen;
 
 static bool is_vector(const rgb_node *n) { return vindex(n->code) >= 0; }
@@ -153,9 +106,8 @@ static int arity(const rgb_node *n, bool f32) {
   if (n->nout != 1) return 0;
   if (is_vector(n)) return n->nin == 1;
   if ((n->code == RG_OP_ADD || n->code == RG_OP_MUL) && n->nin >= 2) return 2;
-  if (binary_expr(n->code, f32)) return n->nin == 2 ? 2 : 0;
-  if (unary_expr(n->code, f32)) return n->nin == 1 ? 1 : 0;
-  if (ternary_expr(n->code, f32)) return n->nin == 3 ? 3 : 0;
+  for (int k = 1; k <= 3; k++)
+    if (float_expr(n->code, f32, k)) return n->nin == k ? k : 0;
   return 0;
 }
 
@@ -216,17 +168,17 @@ static void plan(gen *g) {
 /* The text reading cell c at element i inside loop `loop`. */
 static void operand(gen *g, int32_t c, int loop) {
   const cellinfo *ci = &g->cells[c];
-  if (ci->input >= 0) put(&g->src, "i%d[i]", ci->input);
-  else if (ci->constant) put(&g->src, "((%s)%a)", g->T, rgbc_scalar_f64(g->p->cells[c]));
-  else if (ci->loop == loop && ci->loop >= 0) put(&g->src, "r%d", c);
-  else put(&g->src, "a%d[i]", c);
+  if (ci->input >= 0) rg_strbuf_put(&g->src, "i%d[i]", ci->input);
+  else if (ci->constant) rg_strbuf_put(&g->src, "((%s)%a)", g->T, rgbc_scalar_f64(g->p->cells[c]));
+  else if (ci->loop == loop && ci->loop >= 0) rg_strbuf_put(&g->src, "r%d", c);
+  else rg_strbuf_put(&g->src, "a%d[i]", c);
 }
 
 /* The array a vector function reads cell c from. */
 static bool vector_source(gen *g, int32_t c) {
   const cellinfo *ci = &g->cells[c];
-  if (ci->input >= 0) put(&g->src, "i%d", ci->input);
-  else if (ci->array) put(&g->src, "a%d", c);
+  if (ci->input >= 0) rg_strbuf_put(&g->src, "i%d", ci->input);
+  else if (ci->array) rg_strbuf_put(&g->src, "a%d", c);
   else return false; /* a constant: folded before it gets here */
   return true;
 }
@@ -234,37 +186,36 @@ static bool vector_source(gen *g, int32_t c) {
 static void emit_arith(gen *g, const rgb_thunk *th, int loop) {
   const rgb_node *n = &th->node;
   int32_t c = th->out_cells[0];
-  const char *e = n->nin == 1 ? unary_expr(n->code, g->f32)
-                  : n->nin == 3 ? ternary_expr(n->code, g->f32)
-                                : binary_expr(n->code, g->f32);
+  bool nary = (n->code == RG_OP_ADD || n->code == RG_OP_MUL) && n->nin > 2;
+  const char *e = float_expr(n->code, g->f32, nary ? 2 : n->nin);
   static const char *const names[3] = {"x", "y", "z"};
-  if (n->nin <= 3 && !((n->code == RG_OP_ADD || n->code == RG_OP_MUL) && n->nin > 2)) {
-    put(&g->src, "    %s r%d; { ", g->T, c);
+  if (!nary) {
+    rg_strbuf_put(&g->src, "    %s r%d; { ", g->T, c);
     for (int k = 0; k < n->nin; k++) {
-      put(&g->src, "const %s %s = ", g->T, names[k]);
+      rg_strbuf_put(&g->src, "const %s %s = ", g->T, names[k]);
       operand(g, th->in_cells[k], loop);
-      put(&g->src, "; ");
+      rg_strbuf_put(&g->src, "; ");
     }
-    put(&g->src, "r%d = (%s); }\n", c, e);
+    rg_strbuf_put(&g->src, "r%d = (%s); }\n", c, e);
     return;
   }
   /* n-ary add and mul, folded from the left as the interpreter does */
-  put(&g->src, "    %s r%d; { %s acc = ", g->T, c, g->T);
+  rg_strbuf_put(&g->src, "    %s r%d; { %s acc = ", g->T, c, g->T);
   operand(g, th->in_cells[0], loop);
-  put(&g->src, ";");
+  rg_strbuf_put(&g->src, ";");
   for (int k = 1; k < n->nin; k++) {
-    put(&g->src, " { const %s x = acc, y = ", g->T);
+    rg_strbuf_put(&g->src, " { const %s x = acc, y = ", g->T);
     operand(g, th->in_cells[k], loop);
-    put(&g->src, "; acc = (%s); }", e);
+    rg_strbuf_put(&g->src, "; acc = (%s); }", e);
   }
-  put(&g->src, " r%d = acc; }\n", c);
+  rg_strbuf_put(&g->src, " r%d = acc; }\n", c);
 }
 
 /* Stores of cell c at element i: its array, the outputs it is. */
 static void emit_stores(gen *g, int32_t c, const char *value) {
-  if (g->cells[c].array && strcmp(value, "a")) put(&g->src, "    a%d[i] = %s%d;\n", c, value, c);
+  if (g->cells[c].array && strcmp(value, "a")) rg_strbuf_put(&g->src, "    a%d[i] = %s%d;\n", c, value, c);
   for (int32_t j = 0; j < g->p->nout; j++)
-    if (g->p->out_cells[j] == c) put(&g->src, "    o%d[i] = %s%d%s;\n", j, value, c, strcmp(value, "a") ? "" : "[i]");
+    if (g->p->out_cells[j] == c) rg_strbuf_put(&g->src, "    o%d[i] = %s%d%s;\n", j, value, c, strcmp(value, "a") ? "" : "[i]");
 }
 
 static bool emit_body(gen *g) {
@@ -274,25 +225,25 @@ static bool emit_body(gen *g) {
     const rgb_thunk *th = &p->thunks[t];
     int32_t c = th->out_cells[0];
     if (g->loop_of[t] < 0) {
-      if (open) put(&g->src, "  }\n"), open = false;
-      put(&g->src, "  vf[%d](", vindex(th->node.code));
+      if (open) rg_strbuf_put(&g->src, "  }\n"), open = false;
+      rg_strbuf_put(&g->src, "  vf[%d](", vindex(th->node.code));
       if (!vector_source(g, th->in_cells[0])) return false;
-      put(&g->src, ", a%d, m);\n", c);
+      rg_strbuf_put(&g->src, ", a%d, m);\n", c);
       g->cells[c].array = true;
       bool is_out = false;
       for (int32_t j = 0; j < p->nout; j++) is_out |= p->out_cells[j] == c;
       if (is_out) {
-        put(&g->src, "  for (int64_t i = 0; i < m; i++) {\n");
+        rg_strbuf_put(&g->src, "  for (int64_t i = 0; i < m; i++) {\n");
         emit_stores(g, c, "a");
-        put(&g->src, "  }\n");
+        rg_strbuf_put(&g->src, "  }\n");
       }
       continue;
     }
-    if (!open) put(&g->src, "  for (int64_t i = 0; i < m; i++) {\n"), open = true;
+    if (!open) rg_strbuf_put(&g->src, "  for (int64_t i = 0; i < m; i++) {\n"), open = true;
     emit_arith(g, th, g->loop_of[t]);
     emit_stores(g, c, "r");
   }
-  if (open) put(&g->src, "  }\n");
+  if (open) rg_strbuf_put(&g->src, "  }\n");
   return true;
 }
 
@@ -304,16 +255,16 @@ static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   g.loop_of = rg_calloc((size_t)p->nthunks + 1, sizeof *g.loop_of);
   if (!g.cells || !g.loop_of) goto fail;
   plan(&g);
-  put(&g.src, "#include <math.h>\n#include <stdint.h>\n%s\n", g.f32 ? helpers_f32 : helpers_f64);
-  put(&g.src, "typedef void (*rgv)(const %s *, %s *, int64_t);\n", g.T, g.T);
-  put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t m, const rgv *vf) {\n", g.T, g.T);
-  for (int32_t i = 0; i < p->nin; i++) put(&g.src, "  const %s *restrict i%d = in[%d];\n", g.T, i, i);
-  for (int32_t j = 0; j < p->nout; j++) put(&g.src, "  %s *restrict o%d = out[%d];\n", g.T, j, j);
+  rg_strbuf_put(&g.src, "#include <math.h>\n#include <stdint.h>\n%s\n", rgbc_helpers_text(g.dt));
+  rg_strbuf_put(&g.src, "typedef void (*rgv)(const %s *, %s *, int64_t);\n", g.T, g.T);
+  rg_strbuf_put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t m, const rgv *vf) {\n", g.T, g.T);
+  for (int32_t i = 0; i < p->nin; i++) rg_strbuf_put(&g.src, "  const %s *restrict i%d = in[%d];\n", g.T, i, i);
+  for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g.src, "  %s *restrict o%d = out[%d];\n", g.T, j, j);
   for (int32_t c = 0; c < p->ncells; c++)
     if (g.cells[c].array || (g.cells[c].producer >= 0 && g.loop_of[g.cells[c].producer] < 0))
-      put(&g.src, "  %s a%d[%d];\n", g.T, c, RGBC_CODEGEN_BLOCK);
+      rg_strbuf_put(&g.src, "  %s a%d[%d];\n", g.T, c, RGBC_CODEGEN_BLOCK);
   if (!emit_body(&g)) goto fail;
-  put(&g.src, "}\n");
+  rg_strbuf_put(&g.src, "}\n");
   if (g.src.failed) goto fail;
   rg_free(g.cells);
   rg_free(g.loop_of);

@@ -201,6 +201,20 @@ int rgbc_status_error(rgb_exec *x, const rgbc_status *st);
 int64_t rgbc_scalar_i64(const rg_tensor *t);
 double rgbc_scalar_f64(const rg_tensor *t);
 
+/* ------------------------------------------------------------------ scalar semantics as text */
+
+/* scalar-expr.c: the C expression of an elementwise op computing in dtype
+ * dt over x (, y, z) (arity 1-3), from scalar-float.h and scalar-int.h;
+ * NULL when the op has none for that dtype and arity (transcendental
+ * functions have their own; copies and integer pow have none). */
+const char *rgbc_expr(rg_opcode c, rg_dtype dt, int arity);
+/* The scalar form of a transcendental function of a float dtype, or NULL. */
+const char *rgbc_transcendental_expr(rg_opcode c, rg_dtype dt);
+/* The definitions of the helper functions the expressions of dtype dt
+ * call (the float helpers for float32 / float64, the integer helpers for
+ * every other dtype), as C text. */
+const char *rgbc_helpers_text(rg_dtype dt);
+
 /* ------------------------------------------------------------------ generated kernels */
 
 /* codegen.c: a kernel generated for a composite's inner program whose

@@ -7,8 +7,9 @@
  *
  * Each table entry is X(OPCODE, name, S, T, expression of x, y, z) for the
  * float suffix S (f32, f64) and type T; helper functions are suffixed
- * by S (s_floordiv_f32).  The transcendental functions are not here: both
- * call the vector functions of vmath.c (RGBC_VMATH).
+ * by S (s_floordiv_f32).  The CPU's transcendental functions are the
+ * vector functions of vmath.c (RGBC_VMATH); their scalar forms, for the
+ * CUDA generator, are RGBC_FLOAT_TRANSCENDENTAL.
  */
 #ifndef RELGRAPH_CPU_SCALAR_FLOAT_H
 #define RELGRAPH_CPU_SCALAR_FLOAT_H
@@ -51,6 +52,14 @@
     return m;                                                                            \
   }                                                                                      \
   static inline T s_sign_##S(T x) { return x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x; }    \
+  static inline T s_sigmoid_##S(T x) {                                                   \
+    T e = RGBC_FN(S, exp)(-RGBC_FN(S, fabs)(x)), r = 1 / (1 + e), q = e * r;             \
+    return signbit(x) ? q : r;                                                           \
+  }                                                                                      \
+  static inline T s_softplus_##S(T x) {                                                  \
+    T e = RGBC_FN(S, log1p)(RGBC_FN(S, exp)(-RGBC_FN(S, fabs)(x)));                      \
+    return (x > 0 ? x : 0) + e;                                                          \
+  }                                                                                      \
   static inline T s_maxnan_##S(T x, T y) { return x > y || x != x ? x : y; }             \
   static inline T s_minnan_##S(T x, T y) { return x < y || x != x ? x : y; }
 
@@ -76,6 +85,23 @@
   X(FLOOR, floor, S, T, RGBC_FN(S, floor)(x))                                            \
   X(CEIL, ceil, S, T, RGBC_FN(S, ceil)(x))                                               \
   X(ROUND, round, S, T, RGBC_FN(S, rint)(x))
+
+/* The transcendental functions one element at a time.  The CPU computes
+ * them with the vector functions of vmath.c, which use the same forms for
+ * sigmoid and softplus (no overflow, no lost tail: e = exp(-|x|), then
+ * 1 / (1 + e) or e / (1 + e), and max(x, 0) + log1p(e)); generated CUDA
+ * kernels use these scalar forms with CUDA's own math library. */
+#define RGBC_FLOAT_TRANSCENDENTAL(X, S, T)                                               \
+  X(EXP, exp, S, T, RGBC_FN(S, exp)(x))                                                  \
+  X(LOG, log, S, T, RGBC_FN(S, log)(x))                                                  \
+  X(LOG1P, log1p, S, T, RGBC_FN(S, log1p)(x))                                            \
+  X(EXPM1, expm1, S, T, RGBC_FN(S, expm1)(x))                                            \
+  X(SIN, sin, S, T, RGBC_FN(S, sin)(x))                                                  \
+  X(COS, cos, S, T, RGBC_FN(S, cos)(x))                                                  \
+  X(TANH, tanh, S, T, RGBC_FN(S, tanh)(x))                                               \
+  X(ERF, erf, S, T, RGBC_FN(S, erf)(x))                                                  \
+  X(SIGMOID, sigmoid, S, T, s_sigmoid_##S(x))                                            \
+  X(SOFTPLUS, softplus, S, T, s_softplus_##S(x))
 
 /* Ternary ops over (x, y, z). */
 #define RGBC_FLOAT_TERNARY(X, S, T) X(CLIP, clip, S, T, s_minnan_##S(s_maxnan_##S(x, y), z))
