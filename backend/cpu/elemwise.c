@@ -60,10 +60,7 @@ static inline int64_t ipow64(int64_t base, int64_t e, void *aux) {
     flag_bad(aux, 1);
     return 0;
   }
-  uint64_t r = 1, b = (uint64_t)base;
-  for (; e; e >>= 1, b *= b)
-    if (e & 1) r *= b;
-  return (int64_t)r;
+  return s_ipow_i64(base, e);
 }
 
 RGBC_FLOAT_HELPERS(f32, float)

@@ -30,14 +30,14 @@
         d -= 1;                                                                          \
       }                                                                                  \
     } else {                                                                             \
-      m = RGBC_FN(S, copysign)(0, b);                                                    \
+      m = RGBC_FN(S, copysign)((T)0, b);                                                 \
     }                                                                                    \
     T q;                                                                                 \
     if (d != 0) {                                                                        \
       q = RGBC_FN(S, floor)(d);                                                          \
       if (d - q > (T)0.5) q += 1;                                                        \
     } else {                                                                             \
-      q = RGBC_FN(S, copysign)(0, a / b);                                                \
+      q = RGBC_FN(S, copysign)((T)0, a / b);                                             \
     }                                                                                    \
     *mod = m;                                                                            \
     return q;                                                                            \

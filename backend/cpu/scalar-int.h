@@ -9,8 +9,9 @@
  * suffix S (i8 ... u8, b) and type T; integer tables also receive UT, an
  * unsigned type wide enough that arithmetic on it never overflows a C int:
  * wrapping arithmetic is done there and converted back (modulo, as GCC
- * and CUDA define the conversion).  Integer pow is not here: its negative
- * exponents are a run-time error only the CPU loop can report.
+ * and CUDA define the conversion).  Integer pow wraps (s_ipow_i64); its
+ * negative exponents are a run-time error the CPU loop reports before
+ * calling it, and give 0 in a CUDA kernel, which cannot report.
  */
 #ifndef RELGRAPH_CPU_SCALAR_INT_H
 #define RELGRAPH_CPU_SCALAR_INT_H
@@ -29,6 +30,12 @@
     if (b == 0 || b == -1) return 0;                                                     \
     int64_t r = a % b;                                                                   \
     return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;                                   \
+  }                                                                                      \
+  static inline int64_t s_ipow_i64(int64_t base, int64_t e) {                            \
+    uint64_t r = 1, b = (uint64_t)base;                                                  \
+    for (; e > 0; e >>= 1, b *= b)                                                       \
+      if (e & 1) r *= b;                                                                 \
+    return (int64_t)r;                                                                   \
   }
 
 /* Integers (not bool). */

@@ -1,0 +1,63 @@
+/*
+ * cuda-impl.h — the CUDA backend's internals: the kernel generator (gen.c)
+ * and NVRTC, the run-time compiler (nvrtc.c).
+ *
+ * Both are plain C built into every library, with or without the CUDA
+ * toolkit: the generator needs nothing of CUDA, and NVRTC is loaded with
+ * dlopen when first asked for, so a machine without the toolkit or a GPU
+ * still builds, links and runs, and says why CUDA cannot run.
+ */
+#ifndef RELGRAPH_CUDA_IMPL_H
+#define RELGRAPH_CUDA_IMPL_H
+
+#include "backend/backend-impl.h"
+
+/* The largest rank a generated kernel addresses, and the most operands
+ * (inputs and outputs) of an elementwise or fused kernel. */
+#define RGCU_MAXND 8
+#define RGCU_MAXOPS 16
+
+/* ------------------------------------------------------------------ generated kernels */
+
+/* Every generated kernel is `extern "C" __global__ void rg_kernel(A a)`
+ * for an argument struct A the source declares (the layouts below), in
+ * CUDA C that NVRTC compiles with no header.  Each returns the source in
+ * manual memory (rg_free), or NULL with the reason in why.
+ *
+ * Elementwise and fused kernels (rg_ew_args): a grid-stride loop over the
+ * n elements of the output shape (nd <= RGCU_MAXND dimensions); operand k
+ * (outputs first, then inputs) is addressed at p[k] + sum(idx[d] * st[k][d])
+ * bytes, so broadcasting (stride 0), views and any strides need nothing
+ * else.  The scalar semantics are the CPU's, from scalar-float.h and
+ * scalar-int.h; the dtype rules are the CPU interpreter's
+ * (rgbc_ew_info_of). */
+char *rgcu_gen_elemwise(const rgb_node *n, char *why, size_t len);
+/* A fused group: n is a composite whose linked inner program (n->inner)
+ * holds elementwise nodes only; one kernel computes every inner node in
+ * registers, constants inlined. */
+char *rgcu_gen_composite(const rgb_node *n, char *why, size_t len);
+/* Reductions (sum, prod, max, min, argmax, argmin, all, any, mean) over
+ * any axes (rg_red_args): one thread per output element walks the reduced
+ * dimensions (kept dims kd, reduced dims rd, each with input strides;
+ * argmax/argmin report the flat index over the reduced dimensions). */
+char *rgcu_gen_reduce(const rgb_node *n, char *why, size_t len);
+/* softmax and log_softmax along one axis (rg_red_args with one reduced
+ * dimension; the output has the input's shape and its own strides). */
+char *rgcu_gen_softmax(const rgb_node *n, char *why, size_t len);
+
+/* ------------------------------------------------------------------ NVRTC */
+
+/* NVRTC, loaded from the toolkit's shared library.  A handle is owned by
+ * its opener (a CUDA backend's context, a test) and closed by it. */
+typedef struct rgcu_nvrtc rgcu_nvrtc;
+rgcu_nvrtc *rgcu_nvrtc_open(char *why, size_t len);
+void rgcu_nvrtc_close(rgcu_nvrtc *lib);
+/* NVRTC's version, e.g. 13000 for 13.0. */
+int rgcu_nvrtc_version(const rgcu_nvrtc *lib);
+/* Compiles a kernel's source for an architecture ("sm_80", "sm_90"):
+ * *image receives the device code (CUBIN, rg_free) and *size its bytes.
+ * Returns 0, or an error with NVRTC's log (its first part) in log. */
+int rgcu_nvrtc_compile(rgcu_nvrtc *lib, const char *src, const char *arch, void **image,
+                       size_t *size, char *log, size_t loglen);
+
+#endif

@@ -1,0 +1,357 @@
+/*
+ * gen.c — CUDA C for the CUDA backend's kernels, compiled by NVRTC.
+ *
+ * Nothing here is a second definition of an op: an elementwise node's
+ * dtypes come from the CPU interpreter's rules (rgbc_ew_info_of: the dtype
+ * a loop computes in, the dtype it reads each input in, copies, n-ary
+ * folds) and its scalar semantics from scalar-expr.c, the text of the
+ * tables the CPU's loops are made of.  Helper functions are that text
+ * with `__device__` added; the transcendental functions are the scalar
+ * forms of scalar-float.h over CUDA's math library (its own accuracy:
+ * within 2 ULP for the float32 functions used, 1 ULP or better for
+ * float64, as CUDA's programming guide lists).
+ *
+ * Known differences from the CPU, by construction of the hardware or of
+ * CUDA: integer pow with a negative exponent gives 0 (a kernel cannot
+ * report the CPU's error); float-to-integer conversion of out-of-range
+ * values saturates (x86-64 gives the minimum value); float sums accumulate
+ * in the output dtype in element order (the CPU sums float32 in blocks).
+ *
+ * Layouts of the argument structs are in cuda-impl.h.  Every kernel is a
+ * grid-stride loop, so any launch covers any size.
+ */
+#include "backend/cuda/cuda-impl.h"
+#include "backend/cpu/cpu-impl.h"
+#include "base/base.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ text pieces */
+
+static bool fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(char *why, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (why && len) vsnprintf(why, len, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static const char *ctype(rg_dtype dt) {
+  static const char *const names[RG_NDTYPES] = {
+      [RG_BOOL] = "uint8_t", [RG_INT8] = "int8_t",   [RG_INT16] = "int16_t",  [RG_INT32] = "int32_t",
+      [RG_INT64] = "int64_t", [RG_UINT8] = "uint8_t", [RG_FLOAT32] = "float", [RG_FLOAT64] = "double"};
+  return names[dt];
+}
+
+/* The helpers' text as device functions. */
+static void put_device(rg_strbuf *b, const char *text) {
+  for (const char *p = text; *p;) {
+    const char *q = strstr(p, "static inline");
+    if (!q) {
+      rg_strbuf_put(b, "%s\n", p);
+      return;
+    }
+    rg_strbuf_put(b, "%.*sstatic __device__ inline", (int)(q - p), p);
+    p = q + strlen("static inline");
+  }
+}
+
+/* What every kernel starts with: fixed-width types and the helpers. */
+static void put_prelude(rg_strbuf *b) {
+  rg_strbuf_put(b, "typedef signed char int8_t; typedef short int16_t; typedef int int32_t;\n"
+                   "typedef long long int64_t; typedef unsigned char uint8_t;\n"
+                   "typedef unsigned int uint32_t; typedef unsigned long long uint64_t;\n");
+  put_device(b, rgbc_helpers_text(RG_INT64));
+  put_device(b, rgbc_helpers_text(RG_FLOAT32));
+  put_device(b, rgbc_helpers_text(RG_FLOAT64));
+}
+
+/* A value of dtype `from` (a C expression) converted to `to`. */
+static void put_convert(rg_strbuf *b, const char *v, rg_dtype from, rg_dtype to) {
+  if (to == RG_BOOL && from != RG_BOOL) rg_strbuf_put(b, "((uint8_t)((%s) != 0))", v);
+  else if (to == from) rg_strbuf_put(b, "(%s)", v);
+  else rg_strbuf_put(b, "((%s)(%s))", ctype(to), v);
+}
+
+/* ------------------------------------------------------------------ one node's value */
+
+static bool is_compare(rg_opcode c) {
+  return c == RG_OP_LT || c == RG_OP_GT || c == RG_OP_LE || c == RG_OP_GE || c == RG_OP_EQ ||
+         c == RG_OP_NEQ;
+}
+
+/* The expression of op c computing in dtype cdt over `arity` operands. */
+static const char *expr_of(rg_opcode c, rg_dtype cdt, int arity) {
+  const char *e = rgbc_expr(c, cdt, arity);
+  if (!e && arity == 1) e = rgbc_transcendental_expr(c, cdt);
+  if (!e && c == RG_OP_POW && arity == 2 && !rg_dtype_is_float(cdt)) e = "s_ipow_i64(x, y)";
+  return e;
+}
+
+/* Emits `{ ... out = value; }`: node n over its inputs, given as C
+ * expressions arg[k] of the node's input dtypes; out has the output's
+ * dtype. */
+static bool put_node(rg_strbuf *b, const rgb_node *n, const char *const *arg, const char *out,
+                     char *why, size_t len) {
+  rgbc_ew_info info;
+  const char *err = n->nout == 1 ? rgbc_ew_info_of(n, &info) : "more than one output";
+  if (err) return fail(why, len, "%s: %s", n->label, err);
+  rg_dtype odt = n->out[0].dtype;
+  if (info.copy) {
+    rg_strbuf_put(b, "{ %s = ", out);
+    put_convert(b, arg[n->nin - 1], n->in[n->nin - 1].dtype, odt);
+    rg_strbuf_put(b, "; }");
+    return true;
+  }
+  rg_dtype cdt = is_compare(n->code) ? info.in[0] : n->code == RG_OP_SWITCH ? info.in[1] : odt;
+  int arity = info.nary ? 2 : n->nin;
+  const char *e = expr_of(n->code, cdt, arity);
+  if (!e) return fail(why, len, "%s: no CUDA form for %s", n->label, rg_dtype_name(cdt));
+  const char *T = ctype(cdt), *names[3] = {"x", "y", "z"};
+  if (info.nary) {
+    rg_strbuf_put(b, "{ %s acc = ", T);
+    put_convert(b, arg[0], n->in[0].dtype, cdt);
+    for (int k = 1; k < n->nin; k++) {
+      rg_strbuf_put(b, "; { const %s x = acc, y = ", T);
+      put_convert(b, arg[k], n->in[k].dtype, cdt);
+      rg_strbuf_put(b, "; acc = (%s); }", e);
+    }
+    rg_strbuf_put(b, "; %s = acc; }", out);
+    return true;
+  }
+  rg_strbuf_put(b, "{ ");
+  for (int k = 0; k < n->nin; k++) {
+    rg_strbuf_put(b, "const %s %s = ", ctype(info.in[k]), names[k]);
+    put_convert(b, arg[k], n->in[k].dtype, info.in[k]);
+    rg_strbuf_put(b, "; ");
+  }
+  rg_strbuf_put(b, "%s = (%s)(%s); }", out, ctype(odt), e);
+  return true;
+}
+
+/* ------------------------------------------------------------------ elementwise and fused kernels */
+
+/* The argument struct of elementwise kernels and the loop head: element i,
+ * the byte offset off[k] of operand k. */
+static void put_ew_head(rg_strbuf *b, int nops) {
+  rg_strbuf_put(b, "struct rg_ew_args { long long n; int nd; long long shape[%d];"
+                   " long long st[%d][%d]; char *p[%d]; };\n",
+                RGCU_MAXND, RGCU_MAXOPS, RGCU_MAXND, RGCU_MAXOPS);
+  rg_strbuf_put(b, "extern \"C\" __global__ void rg_kernel(const rg_ew_args a) {\n"
+                   "  const long long step = (long long)blockDim.x * gridDim.x;\n"
+                   "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step) {\n"
+                   "    long long off[%d], r = i;\n"
+                   "    for (int k = 0; k < %d; k++) off[k] = 0;\n"
+                   "    for (int d = a.nd - 1; d >= 0; d--) {\n"
+                   "      const long long q = r / a.shape[d], j = r - q * a.shape[d];\n"
+                   "      r = q;\n"
+                   "      for (int k = 0; k < %d; k++) off[k] += j * a.st[k][d];\n"
+                   "    }\n",
+                nops, nops, nops);
+}
+
+static void put_ew_tail(rg_strbuf *b) { rg_strbuf_put(b, "  }\n}\n"); }
+
+static char *finish(rg_strbuf *b, char *why, size_t len) {
+  if (!b->failed) return b->s;
+  rg_free(b->s);
+  fail(why, len, "out of memory");
+  return NULL;
+}
+
+char *rgcu_gen_elemwise(const rgb_node *n, char *why, size_t len) {
+  int nops = n->nout + n->nin;
+  if (rg_opcode_family(n->code) != RG_FAM_ELEMWISE || nops > RGCU_MAXOPS || n->nout != 1)
+    return fail(why, len, "%s: not an elementwise node of at most %d operands", n->label, RGCU_MAXOPS), NULL;
+  rg_strbuf b = {0};
+  put_prelude(&b);
+  put_ew_head(&b, nops);
+  char names[RGCU_MAXOPS][16];
+  const char *args[RGCU_MAXOPS];
+  for (int k = 0; k < n->nin; k++) {
+    rg_strbuf_put(&b, "    const %s in%d = *(const %s *)(a.p[%d] + off[%d]);\n", ctype(n->in[k].dtype), k,
+                  ctype(n->in[k].dtype), n->nout + k, n->nout + k);
+    snprintf(names[k], sizeof names[k], "in%d", k);
+    args[k] = names[k];
+  }
+  rg_strbuf_put(&b, "    %s v; ", ctype(n->out[0].dtype));
+  if (!put_node(&b, n, args, "v", why, len)) {
+    rg_free(b.s);
+    return NULL;
+  }
+  rg_strbuf_put(&b, "\n    *(%s *)(a.p[0] + off[0]) = v;\n", ctype(n->out[0].dtype));
+  put_ew_tail(&b);
+  return finish(&b, why, len);
+}
+
+/* A scalar constant of the inner program as a literal of its dtype. */
+static bool put_constant(rg_strbuf *b, const rg_tensor *t, int32_t c, char *why, size_t len) {
+  if (rg_tensor_numel(t) != 1) return fail(why, len, "composite: a constant of %lld elements", (long long)rg_tensor_numel(t));
+  if (rg_dtype_is_float(t->dtype)) rg_strbuf_put(b, "    const %s v%d = (%s)%a;\n", ctype(t->dtype), c, ctype(t->dtype), rg_tensor_get_f64(t, 0));
+  else rg_strbuf_put(b, "    const %s v%d = (%s)%lldLL;\n", ctype(t->dtype), c, ctype(t->dtype), (long long)rg_tensor_get_i64(t, 0));
+  return true;
+}
+
+/* The inner program's constants, inputs and nodes, each value in v<cell>. */
+static bool put_inner(rg_strbuf *b, const rgb_program *p, int nout, char *why, size_t len) {
+  for (int32_t k = 0; k < p->nconst; k++)
+    if (!put_constant(b, p->cells[p->const_cells[k]], p->const_cells[k], why, len)) return false;
+  for (int32_t i = 0; i < p->nin; i++) {
+    int32_t c = p->in_cells[i];
+    rg_strbuf_put(b, "    const IN%d v%d = *(const IN%d *)(a.p[%d] + off[%d]);\n", i, c, i, nout + i, nout + i);
+  }
+  for (int32_t t = 0; t < p->nthunks; t++) {
+    const rgb_thunk *th = &p->thunks[t];
+    const rgb_node *n = &th->node;
+    if (th->kind != RGB_T_KERNEL || n->inner || n->nout != 1 || n->nin > 3 * RGCU_MAXOPS)
+      return fail(why, len, "composite: %s cannot be fused on CUDA", n->label);
+    char names[3 * RGCU_MAXOPS][16];
+    const char *args[3 * RGCU_MAXOPS];
+    for (int k = 0; k < n->nin; k++) {
+      snprintf(names[k], sizeof names[k], "v%d", th->in_cells[k]);
+      args[k] = names[k];
+    }
+    char out[16];
+    snprintf(out, sizeof out, "v%d", th->out_cells[0]);
+    rg_strbuf_put(b, "    %s %s; ", ctype(n->out[0].dtype), out);
+    if (!put_node(b, n, args, out, why, len)) return false;
+    rg_strbuf_put(b, "\n");
+  }
+  return true;
+}
+
+char *rgcu_gen_composite(const rgb_node *n, char *why, size_t len) {
+  const rgb_program *p = n->inner;
+  if (n->code != RG_OP_COMPOSITE || !p) return fail(why, len, "%s: not a linked composite", n->label), NULL;
+  int nops = n->nout + n->nin;
+  if (nops > RGCU_MAXOPS || p->nin != n->nin || p->nout != n->nout)
+    return fail(why, len, "composite: %d operands (at most %d)", nops, RGCU_MAXOPS), NULL;
+  rg_strbuf b = {0};
+  put_prelude(&b);
+  for (int k = 0; k < n->nin; k++) rg_strbuf_put(&b, "typedef %s IN%d;\n", ctype(n->in[k].dtype), k);
+  put_ew_head(&b, nops);
+  if (!put_inner(&b, p, n->nout, why, len)) {
+    rg_free(b.s);
+    return NULL;
+  }
+  for (int j = 0; j < n->nout; j++)
+    rg_strbuf_put(&b, "    *(%s *)(a.p[%d] + off[%d]) = v%d;\n", ctype(n->out[j].dtype), j, j, p->out_cells[j]);
+  put_ew_tail(&b);
+  return finish(&b, why, len);
+}
+
+/* ------------------------------------------------------------------ reductions and softmax */
+
+/* The argument struct of reductions and the head of the loop over output
+ * elements: base (input bytes), obase (output bytes) of output element i. */
+static void put_red_head(rg_strbuf *b, const char *TI, const char *TO) {
+  rg_strbuf_put(b, "struct rg_red_args { long long nout; int nk; long long kshape[%d];"
+                   " long long kst[%d]; long long ost[%d]; int nr; long long rshape[%d];"
+                   " long long rst[%d]; long long rn; long long ast; const char *in; char *out; };\n",
+                RGCU_MAXND, RGCU_MAXND, RGCU_MAXND, RGCU_MAXND, RGCU_MAXND);
+  rg_strbuf_put(b, "typedef %s TI; typedef %s TO;\n", TI, TO);
+  rg_strbuf_put(b, "static __device__ inline long long rg_roff(const rg_red_args &a, long long j) {\n"
+                   "  long long off = 0;\n"
+                   "  for (int d = a.nr - 1; d >= 0; d--) {\n"
+                   "    const long long q = j / a.rshape[d];\n"
+                   "    off += (j - q * a.rshape[d]) * a.rst[d];\n"
+                   "    j = q;\n"
+                   "  }\n"
+                   "  return off;\n"
+                   "}\n");
+  rg_strbuf_put(b, "extern \"C\" __global__ void rg_kernel(const rg_red_args a) {\n"
+                   "  const long long step = (long long)blockDim.x * gridDim.x;\n"
+                   "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.nout; i += step) {\n"
+                   "    long long base = 0, obase = 0, r = i;\n"
+                   "    for (int d = a.nk - 1; d >= 0; d--) {\n"
+                   "      const long long q = r / a.kshape[d], j = r - q * a.kshape[d];\n"
+                   "      r = q;\n"
+                   "      base += j * a.kst[d];\n"
+                   "      obase += j * a.ost[d];\n"
+                   "    }\n");
+}
+
+#define VAL "(*(const TI *)(a.in + base + rg_roff(a, j)))"
+
+/* The body of a reduction: acc starts, takes each element v, is written. */
+static bool put_reduce_body(rg_strbuf *b, const rgb_node *n, char *why, size_t len) {
+  rg_dtype idt = n->in[0].dtype, odt = n->out[0].dtype;
+  bool fl = rg_dtype_is_float(odt);
+  const char *S = odt == RG_FLOAT32 ? "f32" : "f64";
+  const char *loop = "    for (long long j = 0; j < a.rn; j++) { const TI v = " VAL "; ";
+  switch (n->code) {
+  case RG_OP_SUM: case RG_OP_MEAN:
+    rg_strbuf_put(b, "    TO acc = 0;\n%sacc = (TO)(acc + (TO)v); }\n", loop);
+    if (n->code == RG_OP_MEAN) rg_strbuf_put(b, "    acc = acc / (TO)a.rn;\n");
+    break;
+  case RG_OP_PROD:
+    if (fl) rg_strbuf_put(b, "    TO acc = 1;\n%sacc = acc * (TO)v; }\n", loop);
+    else rg_strbuf_put(b, "    TO acc = 1;\n%sacc = (TO)((uint64_t)acc * (uint64_t)(TO)v); }\n", loop);
+    break;
+  case RG_OP_MAX: case RG_OP_MIN: {
+    bool mx = n->code == RG_OP_MAX;
+    rg_strbuf_put(b, "    TO acc = (TO)(*(const TI *)(a.in + base));\n%s", loop);
+    if (rg_dtype_is_float(idt)) rg_strbuf_put(b, "acc = s_%snan_%s(acc, (TO)v); }\n", mx ? "max" : "min", S);
+    else rg_strbuf_put(b, "acc = (TO)v %s acc ? (TO)v : acc; }\n", mx ? ">" : "<");
+    break;
+  }
+  case RG_OP_ARGMAX: case RG_OP_ARGMIN: {
+    /* the first extreme; a NaN is an extreme, the first one wins */
+    const char *cmp = n->code == RG_OP_ARGMAX ? ">" : "<";
+    rg_strbuf_put(b, "    TI best = *(const TI *)(a.in + base); long long at = 0;\n%s", loop);
+    rg_strbuf_put(b, "if (!(best != best) && (v %s best || v != v)) { best = v; at = j; } }\n    const TO acc = (TO)at;\n", cmp);
+    break;
+  }
+  case RG_OP_ALL:
+    rg_strbuf_put(b, "    TO acc = 1;\n%sacc = (TO)(acc & (v != 0)); }\n", loop);
+    break;
+  case RG_OP_ANY:
+    rg_strbuf_put(b, "    TO acc = 0;\n%sacc = (TO)(acc | (v != 0)); }\n", loop);
+    break;
+  default: return fail(why, len, "%s: not a reduction", n->label);
+  }
+  rg_strbuf_put(b, "    *(TO *)(a.out + obase) = acc;\n");
+  return true;
+}
+
+char *rgcu_gen_reduce(const rgb_node *n, char *why, size_t len) {
+  if (rg_opcode_family(n->code) != RG_FAM_REDUCE || n->code == RG_OP_SOFTMAX || n->code == RG_OP_LOG_SOFTMAX)
+    return fail(why, len, "%s: not a reduction", n->label), NULL;
+  rg_strbuf b = {0};
+  put_prelude(&b);
+  put_red_head(&b, ctype(n->in[0].dtype), ctype(n->out[0].dtype));
+  if (!put_reduce_body(&b, n, why, len)) {
+    rg_free(b.s);
+    return NULL;
+  }
+  put_ew_tail(&b);
+  return finish(&b, why, len);
+}
+
+char *rgcu_gen_softmax(const rgb_node *n, char *why, size_t len) {
+  rg_dtype dt = n->out[0].dtype;
+  if ((n->code != RG_OP_SOFTMAX && n->code != RG_OP_LOG_SOFTMAX) || !rg_dtype_is_float(dt))
+    return fail(why, len, "%s: not a float softmax", n->label), NULL;
+  bool f32 = dt == RG_FLOAT32;
+  const char *S = f32 ? "f32" : "f64", *ex = f32 ? "expf" : "exp", *lg = f32 ? "logf" : "log";
+  rg_strbuf b = {0};
+  put_prelude(&b);
+  put_red_head(&b, ctype(n->in[0].dtype), ctype(dt));
+  /* one row: its maximum, the sum of the shifted exponentials, the values */
+  rg_strbuf_put(&b, "    TO m = (TO)(*(const TI *)(a.in + base));\n"
+                    "    for (long long j = 0; j < a.rn; j++) m = s_maxnan_%s(m, (TO)" VAL ");\n"
+                    "    TO s = 0;\n"
+                    "    for (long long j = 0; j < a.rn; j++) s += %s((TO)" VAL " - m);\n",
+                S, ex);
+  if (n->code == RG_OP_SOFTMAX)
+    rg_strbuf_put(&b, "    for (long long j = 0; j < a.rn; j++) *(TO *)(a.out + obase + j * a.ast) = %s((TO)" VAL " - m) / s;\n", ex);
+  else
+    rg_strbuf_put(&b, "    const TO ls = %s(s);\n"
+                      "    for (long long j = 0; j < a.rn; j++) *(TO *)(a.out + obase + j * a.ast) = (TO)" VAL " - m - ls;\n",
+                  lg);
+  put_ew_tail(&b);
+  return finish(&b, why, len);
+}
