@@ -1,0 +1,394 @@
+/*
+ * test_cuda_emulated.c — the generated CUDA kernels run on the host and
+ * compared with the CPU backend, so their semantics are checked on
+ * machines without a GPU.
+ *
+ * The kernels' CUDA C is plain C++ apart from `__global__`, `__device__`
+ * and the thread coordinates; with those defined as a grid of one block of
+ * one thread, the grid-stride loop of each kernel visits every element in
+ * order.  Every kernel of the cases below (every elementwise op on every
+ * dtype it accepts, with a broadcast input and a reversed view; the
+ * reductions on every dtype over one axis and over all; softmax and
+ * log_softmax; fused groups) goes into one C++ file (a namespace per
+ * kernel), compiled once with the system's C++ compiler and loaded; each
+ * is then called on random values laid out as the backend lays them out
+ * (strides, broadcast strides of 0), and its result compared with the CPU
+ * kernel's: exactly for integers and booleans, and within a tolerance for
+ * floats (the host's scalar libm against glibc's vector functions: 4 ULP).
+ * Without a C++ compiler the test is skipped (exit status 77).
+ */
+#include "tests/testutil.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/cuda/cuda-impl.h"
+#include "base/base.h"
+#include "relgraph/backend.h"
+
+static rg_ctx *C;
+
+/* The argument structs, as the generated source declares them. */
+typedef struct ew_args {
+  long long n;
+  int nd;
+  long long shape[RGCU_MAXND];
+  long long st[RGCU_MAXOPS][RGCU_MAXND];
+  char *p[RGCU_MAXOPS];
+} ew_args;
+typedef struct red_args {
+  long long nout;
+  int nk;
+  long long kshape[RGCU_MAXND], kst[RGCU_MAXND], ost[RGCU_MAXND];
+  int nr;
+  long long rshape[RGCU_MAXND], rst[RGCU_MAXND];
+  long long rn, ast;
+  const char *in;
+  char *out;
+} red_args;
+
+/* ------------------------------------------------------------------ cases */
+
+enum { K_EW, K_RED, K_SOFTMAX, K_FUSED };
+#define MAXCASES 1200
+
+typedef struct kcase {
+  char label[96];
+  int kind;
+  rgb_node bn;          /* the node (fused: its inner program is linked) */
+  rg_node *node;        /* the graph node (not fused) */
+  char *src;
+} kcase;
+
+typedef struct suite {
+  kcase c[MAXCASES];
+  int n;
+  rg_function *keep[8]; /* functions whose composites are cases */
+  int nkeep;
+} suite;
+
+static suite S;
+
+static void add_node(rg_variable *v, int kind, const char *label) {
+  if (!v) {
+    rg_clear_error(C);
+    return;
+  }
+  assert_true(S.n < MAXCASES);
+  kcase *k = &S.c[S.n];
+  snprintf(k->label, sizeof k->label, "%s", label);
+  k->kind = kind;
+  k->node = v->owner;
+  assert_int_equal(rgb_node_init(&k->bn, v->owner), 0);
+  char why[512];
+  k->src = kind == K_EW ? rgcu_gen_elemwise(&k->bn, why, sizeof why)
+         : kind == K_RED ? rgcu_gen_reduce(&k->bn, why, sizeof why)
+                         : rgcu_gen_softmax(&k->bn, why, sizeof why);
+  if (!k->src) fail_msg("%s: %s", label, why);
+  S.n++;
+}
+
+static int arity(rg_opcode code) {
+  switch (code) {
+    case RG_OP_NEG: case RG_OP_ABS: case RG_OP_EXP: case RG_OP_LOG: case RG_OP_LOG1P:
+    case RG_OP_EXPM1: case RG_OP_SQRT: case RG_OP_SQR: case RG_OP_SIN: case RG_OP_COS:
+    case RG_OP_TANH: case RG_OP_SIGMOID: case RG_OP_SOFTPLUS: case RG_OP_ERF: case RG_OP_FLOOR:
+    case RG_OP_CEIL: case RG_OP_ROUND: case RG_OP_SIGN: case RG_OP_NOT: case RG_OP_CAST:
+    case RG_OP_IDENTITY: return 1;
+    case RG_OP_CLIP: case RG_OP_SWITCH: return 3;
+    default: return 2;
+  }
+}
+
+/* Input k of an elementwise case: (3 4), the second one broadcast (4). */
+static rg_variable *ew_input(rg_dtype dt, int k) {
+  return rg_input(C, NULL, k == 1 ? rg_type_new(dt, 1, (int64_t[]){4}) : rg_type_new(dt, 2, (int64_t[]){3, 4}));
+}
+
+static void elementwise_cases(void) {
+  for (int code = 0; code < RG_OP_COUNT; code++) {
+    if (rg_opcode_family((rg_opcode)code) != RG_FAM_ELEMWISE) continue;
+    for (int dt = 0; dt < RG_NDTYPES; dt++) {
+      int n = arity((rg_opcode)code);
+      rg_variable *in[3];
+      for (int i = 0; i < n; i++) in[i] = ew_input(code == RG_OP_SWITCH && i == 0 ? RG_BOOL : (rg_dtype)dt, i);
+      char label[96];
+      if (code == RG_OP_CAST) {
+        for (int to = 0; to < RG_NDTYPES; to++) {
+          snprintf(label, sizeof label, "cast %s -> %s", rg_dtype_name((rg_dtype)dt), rg_dtype_name((rg_dtype)to));
+          add_node(rg_cast(in[0], (rg_dtype)to), K_EW, label);
+        }
+        continue;
+      }
+      snprintf(label, sizeof label, "%s %s", rg_opcode_name(code), rg_dtype_name((rg_dtype)dt));
+      add_node(rg_apply(C, rg_op_get((rg_opcode)code), n, in), K_EW, label);
+    }
+  }
+  for (int dt = 0; dt < RG_NDTYPES; dt++) {
+    rg_variable *a = ew_input((rg_dtype)dt, 0), *f = ew_input(RG_FLOAT32, 1), *i8 = ew_input(RG_INT8, 0);
+    add_node(rg_lt(a, f), K_EW, "lt mixed");
+    add_node(rg_add(a, i8), K_EW, "add mixed");
+    add_node(rg_add_n(4, (rg_variable *[]){a, f, a, i8}), K_EW, "add n-ary");
+  }
+}
+
+typedef rg_variable *(*red_fn)(rg_variable *, int, const int64_t *);
+
+static void reduction_cases(void) {
+  static const struct { const char *name; red_fn fn; } reds[] = {
+      {"sum", rg_sum}, {"prod", rg_prod}, {"max", rg_max}, {"min", rg_min}, {"mean", rg_mean},
+      {"argmax", rg_argmax}, {"argmin", rg_argmin}, {"all", rg_all}, {"any", rg_any}};
+  int64_t axes[2] = {0, 2};
+  for (size_t r = 0; r < sizeof reds / sizeof *reds; r++)
+    for (int dt = 0; dt < RG_NDTYPES; dt++) {
+      rg_variable *x = rg_input(C, NULL, rg_type_new((rg_dtype)dt, 3, (int64_t[]){2, 3, 4}));
+      char label[96];
+      snprintf(label, sizeof label, "%s %s", reds[r].name, rg_dtype_name((rg_dtype)dt));
+      add_node(reds[r].fn(x, 1, axes + 1), K_RED, label);
+      add_node(reds[r].fn(x, 2, axes), K_RED, label);
+      add_node(reds[r].fn(x, -1, NULL), K_RED, label);
+    }
+  for (int dt = RG_FLOAT32; dt <= RG_FLOAT64; dt++) {
+    rg_variable *x = rg_input(C, NULL, rg_type_new((rg_dtype)dt, 2, (int64_t[]){3, 5}));
+    add_node(rg_softmax(x, 1), K_SOFTMAX, "softmax axis 1");
+    add_node(rg_softmax(x, 0), K_SOFTMAX, "softmax axis 0");
+    add_node(rg_log_softmax(x, 1), K_SOFTMAX, "log_softmax axis 1");
+  }
+}
+
+static const char *const fused_graphs[] = {
+    "(graph (input a float32 (256 256)) (input b float32 (256 256)) (input c float32 (256 256))"
+    " (input d float32 (256 256)) (input c0 float32 (256 256))"
+    " (define cell (add (mul (sigmoid b) c0) (mul (sigmoid a) (tanh c))))"
+    " (output cell) (output (mul (sigmoid d) (tanh cell))))",
+    "(graph (input x float64 (300 300)) (input y float64 (300))"
+    " (output (add (switch (gt x 0.0) x (mul 0.1 x)) (softplus y) (erf x) (maximum x y)"
+    "              (int_div x 3.0) (mod y 2.5) (clip x -1.0 1.0))))",
+    "(graph (input i int32 (400 400)) (input j int32 (400))"
+    " (output (exp ((cast float32) (mod (int_div (add (mul i 3) j) 2) 5)))))",
+};
+
+static void fused_cases(void) {
+  for (size_t g = 0; g < sizeof fused_graphs / sizeof *fused_graphs; g++) {
+    rg_fgraph *fg = rg_graph_read(C, "<fused>", fused_graphs[g], strlen(fused_graphs[g]));
+    assert_non_null(fg);
+    int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+    rg_variable *in[8], *out[8];
+    for (int k = 0; k < nin; k++) in[k] = rg_fgraph_input(fg, k);
+    for (int k = 0; k < nout; k++) out[k] = rg_fgraph_output(fg, k);
+    rg_function *f = rg_compile(C, nin, in, nout, out, NULL);
+    assert_non_null(f);
+    S.keep[S.nkeep++] = f;
+    const rgb_program *p = rgb_function_program(f);
+    for (int32_t t = 0; t < p->nthunks; t++) {
+      if (p->thunks[t].node.code != RG_OP_COMPOSITE) continue;
+      kcase *k = &S.c[S.n];
+      snprintf(k->label, sizeof k->label, "fused graph %zu", g);
+      k->kind = K_FUSED;
+      k->bn = p->thunks[t].node; /* borrowed: the function keeps it */
+      char why[512];
+      k->src = rgcu_gen_composite(&k->bn, why, sizeof why);
+      if (!k->src) fail_msg("%s: %s", k->label, why);
+      S.n++;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ compiling on the host */
+
+static const char prelude[] =
+    "#include <math.h>\n"
+    "#define __global__\n#define __device__\n"
+    "struct rg_dim3 { unsigned x; };\n"
+    "static const rg_dim3 blockIdx = {0}, blockDim = {1}, gridDim = {1}, threadIdx = {0};\n"
+    "using std::signbit;\n";
+
+/* Compiles every case into a shared object; its handle, or NULL. */
+static void *compile_all(const char *dir) {
+  rg_strbuf b = {0};
+  rg_strbuf_put(&b, "%s", prelude);
+  for (int i = 0; i < S.n; i++)
+    rg_strbuf_put(&b, "namespace k%d {\n#define rg_kernel rg_kernel_%d\n%s#undef rg_kernel\n}\n", i, i, S.c[i].src);
+  char cpp[4200], so[4200], cmd[9000];
+  snprintf(cpp, sizeof cpp, "%s/cuda-emulated.cpp", dir);
+  snprintf(so, sizeof so, "%s/cuda-emulated.so", dir);
+  FILE *f = fopen(cpp, "w");
+  assert_non_null(f);
+  fputs(b.s, f);
+  fclose(f);
+  rg_free(b.s);
+  const char *cxx = getenv("CXX");
+  snprintf(cmd, sizeof cmd, "%s -O1 -w -ffp-contract=off -fno-math-errno -shared -fPIC -o '%s' '%s'",
+           cxx && *cxx ? cxx : "c++", so, cpp);
+  if (system(cmd) != 0) fail_msg("the host compiler failed on %s", cpp);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) fail_msg("%s", dlerror());
+  return h;
+}
+
+/* ------------------------------------------------------------------ running */
+
+static uint64_t seed = 99;
+
+static rg_tensor *random_value(rg_dtype dt, int nd, const int64_t *shape) {
+  rg_tensor *v = rg_tensor_new(dt, nd, shape);
+  for (int64_t i = 0; i < rg_tensor_numel(v); i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = seed >> 11;
+    if (rg_dtype_is_float(dt)) rg_tensor_set_f64(v, i, (double)(r % 4096) / 1024.0 - 2);
+    else if (dt == RG_BOOL) rg_tensor_set_i64(v, i, (int64_t)(r & 1));
+    else if (dt == RG_UINT8) rg_tensor_set_i64(v, i, (int64_t)(r % 11));
+    else rg_tensor_set_i64(v, i, (int64_t)(r % 11) - 5);
+  }
+  return v;
+}
+
+/* Strides of t broadcast to an nd-dimensional shape (0 on stretched dims). */
+static void broadcast_strides(const rg_tensor *t, int nd, const int64_t *shape, long long *st) {
+  for (int d = 0; d < nd; d++) {
+    int k = d - (nd - t->ndim);
+    st[d] = k < 0 || (t->shape[k] == 1 && shape[d] != 1) ? 0 : t->strides[k];
+  }
+}
+
+static bool close_enough(const rg_tensor *a, const rg_tensor *b) {
+  if (a->dtype != b->dtype || rg_tensor_numel(a) != rg_tensor_numel(b)) return false;
+  double tol = a->dtype == RG_FLOAT32 ? 2e-6 : 1e-13;
+  for (int64_t i = 0; i < rg_tensor_numel(a); i++) {
+    double x = rg_tensor_get_f64(a, i), y = rg_tensor_get_f64(b, i);
+    if (isnan(x) || isnan(y)) {
+      if (isnan(x) != isnan(y)) return false;
+    } else if (x != y && !(rg_dtype_is_float(a->dtype) && fabs(x - y) <= tol * (1 + fabs(y)))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The CPU's result for a case (fused: its inner program). */
+static int reference(kcase *k, rg_tensor **in, rg_tensor **out, char *err, size_t len) {
+  if (k->kind != K_FUSED) return rgb_eval_node(k->node, in, out, err, len);
+  int rc = rgb_program_run(k->bn.inner, in, k->bn.nout, NULL, out);
+  if (rc) snprintf(err, len, "%s", k->bn.inner->rt->err);
+  return rc;
+}
+
+typedef void (*ew_kernel)(ew_args);
+typedef void (*red_kernel)(red_args);
+
+/* Output j of an elementwise or fused case, computed by the kernel. */
+static void run_ew(kcase *k, void *fn, rg_tensor **in, rg_tensor **got, const rg_tensor *like) {
+  ew_args a = {.n = rg_tensor_numel(like), .nd = like->ndim};
+  for (int d = 0; d < like->ndim; d++) a.shape[d] = like->shape[d];
+  for (int j = 0; j < k->bn.nout; j++) {
+    got[j] = rg_tensor_new(k->bn.out[j].dtype, like->ndim, like->shape);
+    broadcast_strides(got[j], like->ndim, like->shape, a.st[j]);
+    a.p[j] = got[j]->data;
+  }
+  for (int i = 0; i < k->bn.nin; i++) {
+    broadcast_strides(in[i], like->ndim, like->shape, a.st[k->bn.nout + i]);
+    a.p[k->bn.nout + i] = in[i]->data;
+  }
+  ((ew_kernel)fn)(a);
+}
+
+/* A reduction or softmax: kept and reduced dimensions of the input. */
+static void run_red(kcase *k, void *fn, rg_tensor *in, rg_tensor *got) {
+  red_args a = {.in = in->data, .out = got->data, .rn = 1, .nout = 1};
+  bool red[RG_MAX_NDIM] = {0};
+  if (k->kind == K_SOFTMAX) red[k->bn.ints[0]] = true;
+  for (int d = 0; d < in->ndim; d++) red[d] |= k->bn.all_axes;
+  for (int i = 0; k->kind == K_RED && i < k->bn.nints; i++) red[k->bn.ints[i]] = true;
+  int od = 0;
+  for (int d = 0; d < in->ndim; d++) {
+    if (red[d]) {
+      a.rshape[a.nr] = in->shape[d];
+      a.rst[a.nr++] = in->strides[d];
+      a.rn *= in->shape[d];
+      if (k->kind == K_SOFTMAX) a.ast = got->strides[d];
+      continue;
+    }
+    a.kshape[a.nk] = in->shape[d];
+    a.kst[a.nk] = in->strides[d];
+    a.ost[a.nk++] = got->strides[k->kind == K_SOFTMAX ? d : od++];
+    a.nout *= in->shape[d];
+  }
+  ((red_kernel)fn)(a);
+}
+
+static void check_case(kcase *k, void *h, int idx) {
+  char name[32], err[1024];
+  snprintf(name, sizeof name, "rg_kernel_%d", idx);
+  void *fn = dlsym(h, name);
+  if (!fn) fail_msg("%s: %s missing", k->label, name);
+  rg_tensor *in[RGCU_MAXOPS], *want[RGCU_MAXOPS], *got[RGCU_MAXOPS] = {0};
+  for (int i = 0; i < k->bn.nin; i++) {
+    int64_t shape[RG_MAX_NDIM];
+    for (int d = 0; d < k->bn.in[i].ndim; d++) shape[d] = k->bn.in[i].shape[d];
+    in[i] = random_value(k->bn.in[i].dtype, k->bn.in[i].ndim, shape);
+  }
+  if (reference(k, in, want, err, sizeof err)) {
+    /* an error on the CPU (a negative integer power): nothing to compare */
+    for (int i = 0; i < k->bn.nin; i++) rg_tensor_free(in[i]);
+    return;
+  }
+  if (k->kind == K_EW || k->kind == K_FUSED) {
+    run_ew(k, fn, in, got, want[0]);
+  } else {
+    got[0] = rg_tensor_new(want[0]->dtype, want[0]->ndim, want[0]->shape);
+    run_red(k, fn, in[0], got[0]);
+  }
+  for (int j = 0; j < k->bn.nout; j++) {
+    if (!close_enough(want[j], got[j])) {
+      rg_tensor_fprint(stderr, want[j]);
+      fputc('\n', stderr);
+      rg_tensor_fprint(stderr, got[j]);
+      fail_msg("\n%s (kernel %d): output %d differs from the CPU\n%s", k->label, idx, j, k->src);
+    }
+    rg_tensor_free(want[j]);
+    rg_tensor_free(got[j]);
+  }
+  for (int i = 0; i < k->bn.nin; i++) rg_tensor_free(in[i]);
+}
+
+static void test_generated_kernels_on_the_host(void **st) {
+  (void)st;
+  elementwise_cases();
+  reduction_cases();
+  fused_cases();
+  const char *dir = getenv("RG_BINARY_DIR");
+#ifdef RG_BINARY_DIR
+  if (!dir) dir = RG_BINARY_DIR;
+#endif
+  void *h = compile_all(dir ? dir : ".");
+  int kinds[4] = {0};
+  for (int i = 0; i < S.n; i++) {
+    check_case(&S.c[i], h, i);
+    kinds[S.c[i].kind]++;
+  }
+  printf("%d elementwise, %d reduction, %d softmax and %d fused kernels agree with the CPU\n",
+         kinds[K_EW], kinds[K_RED], kinds[K_SOFTMAX], kinds[K_FUSED]);
+  assert_true(kinds[K_EW] > 250 && kinds[K_RED] > 100 && kinds[K_FUSED] >= 3);
+  for (int i = 0; i < S.n; i++) {
+    rg_free(S.c[i].src);
+    if (S.c[i].kind != K_FUSED) rgb_node_clear(&S.c[i].bn);
+  }
+  for (int i = 0; i < S.nkeep; i++) rg_function_free(S.keep[i]);
+}
+
+int main(void) {
+  rg_init();
+  C = rg_ctx_new();
+  if (system("c++ --version > /dev/null 2>&1") != 0) {
+    printf("skipped: no C++ compiler (c++) to run the kernels on the host\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_generated_kernels_on_the_host),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
