@@ -238,8 +238,15 @@ static rg_term apply_head(rg_ctx *C, rg_term head, int n, const rg_term *a) {
   rg_clear_error(C);
   rgk_evalreg *r = find_evaluator(C, head);
   if (r) return r->fn(C, head, n, a, r->ud);
-  if (rgk_type(head) == RGK_T_PROC && ((rgk_proc *)head)->h.aux == PROC_PRIM)
-    return ((rgk_proc *)head)->prim(C, n, a, NULL);
+  if (rgk_type(head) == RGK_T_PROC && ((rgk_proc *)head)->h.aux == PROC_PRIM) {
+    const rgk_proc *p = (const rgk_proc *)head;
+    if (p->arity >= 0 && p->arity != n) {
+      rg_error(C, RG_ERR_ARITY, "%s expects %d argument%s, got %d", rg_proc_name(head), p->arity,
+               p->arity == 1 ? "" : "s", n);
+      return NULL;
+    }
+    return p->prim(C, n, a, NULL);
+  }
   if (C->default_eval) return C->default_eval(C, head, n, a, C->default_eval_ud);
   rg_error(C, RG_ERR_EVAL, "no evaluator for %s", rg_to_string(head));
   return NULL;

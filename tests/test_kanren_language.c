@@ -124,6 +124,11 @@ static void test_eval_and_define(void **st) {
   assert_string_equal(tu_eval(I, ""), "ERROR: <eval>: no expression");
   assert_string_equal(tu_eval(I, "(car 5)"), "ERROR: <eval>:1:1: car: not a pair: 5");
   assert_string_equal(tu_eval(I, "(no-such 1)"), "ERROR: <eval>:1:1: unbound variable no-such");
+  /* a primitive as the head of an etuple is called with the etuple's
+   * arguments, and its arity checked (a fuzzing finding) */
+  const char *e = tu_eval(I, "(eval-etuple (etuple eval-etuple))");
+  assert_non_null(strstr(e, "eval-etuple expects 1 argument, got 0"));
+  assert_string_equal(tu_eval(I, "(eval-etuple (etuple car '(1 2)))"), "1");
 }
 
 static void test_shadowing(void **st) {
