@@ -13,7 +13,8 @@
  * order): a node runs on the backend of the device its output's type
  * names when that backend can run it, else on the backend the mode asks
  * for when it can, else on the CPU.  ifelse runs on the CPU: the virtual
- * machine reads its condition.  Every cell lives on the device of the
+ * machine reads its condition there, and its branches stay where their
+ * `then` values live.  Every cell lives on the device of the
  * backend that wrote it (inputs: the device their type names).  When a
  * thunk reads a cell from another device, a transfer thunk placed before
  * it copies the value into a cell on the thunk's device; the copy is made
@@ -267,13 +268,27 @@ static bool wire_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
     if (!cm_put(&L->cells, n->outputs[j], c)) return lerr(L, "out of memory");
     t->out_cells[j] = c;
     outp[j] = &p->cells[c];
-    p->cell_dev[c] = t->backend->device;
+    /* an ifelse's outputs are its branch values, wherever they live */
+    p->cell_dev[c] = t->kind == RGB_T_IFELSE ? p->cell_dev[t->in_cells[1 + j]] : t->backend->device;
     p->producer[c] = (int32_t)(t - p->thunks);
   }
   /* never write in place into a borrowed input or a constant */
   if (t->node.inplace >= 0 && p->producer[t->in_cells[t->node.inplace]] < 0) t->node.inplace = -1;
   if (t->node.inplace >= 0 && t->node.code == RG_OP_SCAN && !scan_buffers_owned(p, t)) t->node.inplace = -1;
   return true;
+}
+
+/* Where input i (in cell c) must be read: on the node's backend; for an
+ * ifelse, the condition on the host (the virtual machine reads it) and
+ * each branch where its `then` value lives, so the branch taken is never
+ * copied to the host and back. */
+static const rg_backend *input_home(const rgb_program *p, const rgb_node *bn, int i,
+                                    const int32_t *in_cells, int32_t c, const rg_backend *b) {
+  if (bn->code != RG_OP_IFELSE) return b;
+  if (i == 0) return &rgb_cpu;
+  int32_t then = i <= bn->nout ? c : in_cells[i - bn->nout];
+  const rg_backend *home = backend_on(p, p->cell_dev[then]);
+  return home ? home : &rgb_cpu;
 }
 
 static bool link_thunk(linker *L, const rg_node *n) {
@@ -294,7 +309,8 @@ static bool link_thunk(linker *L, const rg_node *n) {
   bool ok = in_cells != NULL || lerr(L, "out of memory");
   for (int i = 0; ok && i < n->nin; i++) {
     int32_t c;
-    ok = cell_of_input(L, n->inputs[i], &c) && moved_cell(L, c, &bn.in[i], b, &in_cells[i]);
+    ok = cell_of_input(L, n->inputs[i], &c) &&
+         moved_cell(L, c, &bn.in[i], input_home(p, &bn, i, in_cells, c, b), &in_cells[i]);
   }
   rgb_thunk *t = &p->thunks[p->nthunks++];
   t->node = bn;
