@@ -190,15 +190,17 @@ enum { RGB_T_KERNEL, RGB_T_IFELSE, RGB_T_TRANSFER };
 /* The code of a transfer thunk's node (no op of the table). */
 #define RGB_TRANSFER ((rg_opcode)RG_OP_COUNT)
 typedef struct rgb_thunk {
+  /* what the virtual machines touch, first (two cache lines with the
+   * node's counts) */
   rgb_kernel fn;
   rgb_exec x;
-  rgb_node node;
   uint8_t kind;
+  int32_t nrelease;
+  int32_t *in_cells, *out_cells;   /* cell indices of inputs and outputs */
+  int32_t *release;
+  rgb_node node;
   const rg_backend *backend;       /* where it runs (a transfer: its destination) */
   void (*free_state)(void *state); /* frees x.state with the program */
-  int32_t *in_cells, *out_cells;   /* cell indices of inputs and outputs */
-  int32_t nrelease;
-  int32_t *release;
   /* profile */
   int64_t calls;
   double seconds;
