@@ -165,7 +165,7 @@ struct rg_backend {
   char name[32];                /* "cpu", "cuda:0" */
 };
 
-extern const rgb_backend rgb_cpu_backend, rgb_mirror_backend;
+extern const rgb_backend rgb_cpu_backend, rgb_mirror_backend, rgb_cuda_backend;
 /* The CPU backend object every program may fall back on (no context). */
 extern const rg_backend rgb_cpu;
 /* The registered backends, NULL-terminated. */

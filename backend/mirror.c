@@ -30,8 +30,9 @@ static void *mirror_alloc(const rg_buffer_type *bt, size_t nbytes) {
   return rg_aligned_alloc(64, (nbytes + 63) & ~(size_t)63);
 }
 
-static void mirror_free(const rg_buffer_type *bt, void *base) {
+static void mirror_free(const rg_buffer_type *bt, void *base, size_t nbytes) {
   (void)bt;
+  (void)nbytes;
   rg_free(base);
 }
 

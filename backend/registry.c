@@ -15,6 +15,7 @@
 const rgb_backend *const rgb_backends[] = {
     &rgb_cpu_backend,
     &rgb_mirror_backend,
+    &rgb_cuda_backend,
     NULL,
 };
 

@@ -49,7 +49,7 @@ static void storage_release(rg_storage *s) {
   assert(left >= 0 && "a tensor released more often than referenced");
   if (left != 0) return;
   if (s->buft)
-    s->buft->free(s->buft, s->base);
+    s->buft->free(s->buft, s->base, s->nbytes ? s->nbytes : 1);
   else if (s->owned)
     rg_free(s->base);
   else if (s->release)
@@ -383,7 +383,7 @@ rg_tensor *rg_tensor_empty_on(const rg_buffer_type *bt, rg_dtype dt, int ndim,
   rg_tensor *t = header(dt, ndim, shape);
   rg_storage *s = t ? storage_new(base, nbytes, NULL, NULL) : NULL;
   if (!s) {
-    bt->free(bt, base);
+    bt->free(bt, base, nbytes ? nbytes : 1);
     rg_free(t);
     return NULL;
   }

@@ -223,7 +223,7 @@ struct rg_buffer_type {
   rg_device device;
   void *ctx;          /* the buffer type's own state */
   void *(*alloc)(const rg_buffer_type *bt, size_t nbytes);  /* NULL when exhausted */
-  void (*free)(const rg_buffer_type *bt, void *base);
+  void (*free)(const rg_buffer_type *bt, void *base, size_t nbytes); /* nbytes as allocated */
   /* Copies nbytes between the device and host memory; 0 or an error status. */
   int (*download)(const rg_buffer_type *bt, void *host, const void *src, size_t nbytes);
   int (*upload)(const rg_buffer_type *bt, void *dst, const void *host, size_t nbytes);

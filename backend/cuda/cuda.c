@@ -1,0 +1,513 @@
+/*
+ * cuda.c — the CUDA backend: device memory, transfers, and the generated
+ * kernels launched through the driver API.
+ *
+ * Everything CUDA is loaded at run time: the driver (libcuda.so.1) when a
+ * backend is made or its availability asked, NVRTC when the first kernel
+ * is bound.  A machine without them builds, links and runs, and
+ * rg_backend_available("cuda", ...) says which is missing (no driver, no
+ * device, no NVRTC).
+ *
+ * A backend object ("cuda" or "cuda:N") holds the device's primary
+ * context, one blocking stream, a caching allocator and the kernels it has
+ * compiled (keyed by their source: one NVRTC compilation per distinct
+ * kernel, for the device's architecture, for the life of the backend).
+ * Kernels run asynchronously on the stream in schedule order; the buffers
+ * a released value leaves go back to the allocator's free list and are
+ * reused by later kernels of the same stream, which the stream orders.
+ * Copies use the synchronous driver calls, which wait for the blocking
+ * stream: a value read by the host is complete, and host memory handed to
+ * an upload may be freed when the call returns.
+ *
+ * What runs here: every elementwise node (but integer pow, whose errors
+ * only the CPU reports) and fused group, the reductions and softmax
+ * (backend/cuda/gen.c, the CPU's semantics).  Everything else
+ * (BLAS, shape ops, join, Scan, ...) runs on the CPU with transfers; cuBLAS
+ * and device views are not written yet.  This code has not run on a GPU:
+ * the machines it was written on had none (see docs/backends.md).
+ */
+#include "backend/cuda/cuda-impl.h"
+#include "backend/cpu/cpu-impl.h"
+#include "base/base.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ the driver API */
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef unsigned long long CUdeviceptr;
+enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
+
+typedef struct drv {
+  void *dl;
+  CUresult (*init)(unsigned);
+  CUresult (*count)(int *);
+  CUresult (*get)(CUdevice *, int);
+  CUresult (*attr)(int *, int, CUdevice);
+  CUresult (*retain)(CUcontext *, CUdevice);
+  CUresult (*release)(CUdevice);
+  CUresult (*set_current)(CUcontext);
+  CUresult (*stream_create)(CUstream *, unsigned);
+  CUresult (*stream_destroy)(CUstream);
+  CUresult (*sync)(CUstream);
+  CUresult (*alloc)(CUdeviceptr *, size_t);
+  CUresult (*free)(CUdeviceptr);
+  CUresult (*htod)(CUdeviceptr, const void *, size_t);
+  CUresult (*dtoh)(void *, CUdeviceptr, size_t);
+  CUresult (*load)(CUmodule *, const void *);
+  CUresult (*function)(CUfunction *, CUmodule, const char *);
+  CUresult (*unload)(CUmodule);
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream, void **, void **);
+  CUresult (*error)(CUresult, const char **);
+} drv;
+
+static bool say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool say(char *why, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (why && len) vsnprintf(why, len, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+/* Loads the driver and binds the entry points used. */
+static bool drv_open(drv *d, char *why, size_t len) {
+  memset(d, 0, sizeof *d);
+  d->dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!d->dl) return say(why, len, "no CUDA driver (libcuda.so.1 cannot be loaded)");
+#define SYM(f, name) (*(void **)&d->f = dlsym(d->dl, name)) != NULL
+  bool ok = SYM(init, "cuInit") && SYM(count, "cuDeviceGetCount") && SYM(get, "cuDeviceGet") &&
+            SYM(attr, "cuDeviceGetAttribute") && SYM(retain, "cuDevicePrimaryCtxRetain") &&
+            SYM(release, "cuDevicePrimaryCtxRelease_v2") && SYM(set_current, "cuCtxSetCurrent") &&
+            SYM(stream_create, "cuStreamCreate") && SYM(stream_destroy, "cuStreamDestroy_v2") &&
+            SYM(sync, "cuStreamSynchronize") && SYM(alloc, "cuMemAlloc_v2") &&
+            SYM(free, "cuMemFree_v2") && SYM(htod, "cuMemcpyHtoD_v2") && SYM(dtoh, "cuMemcpyDtoH_v2") &&
+            SYM(load, "cuModuleLoadData") && SYM(function, "cuModuleGetFunction") &&
+            SYM(unload, "cuModuleUnload") && SYM(launch, "cuLaunchKernel") &&
+            SYM(error, "cuGetErrorString");
+#undef SYM
+  if (!ok) {
+    dlclose(d->dl);
+    return say(why, len, "the CUDA driver found lacks an entry point relgraph uses");
+  }
+  return true;
+}
+
+static const char *cu_err(const drv *d, CUresult r) {
+  const char *s = NULL;
+  if (d->error && d->error(r, &s) == 0 && s) return s;
+  return "unknown CUDA error";
+}
+
+/* The number of devices, or -1 with the reason. */
+static int device_count(drv *d, char *why, size_t len) {
+  CUresult r = d->init(0);
+  if (r) return say(why, len, "the CUDA driver does not start: %s", cu_err(d, r)), -1;
+  int n = 0;
+  if ((r = d->count(&n))) return say(why, len, "no CUDA device: %s", cu_err(d, r)), -1;
+  if (n == 0) return say(why, len, "no CUDA device"), -1;
+  return n;
+}
+
+static bool cuda_available(char *why, size_t len) {
+  drv d;
+  if (!drv_open(&d, why, len)) return false;
+  int n = device_count(&d, why, len);
+  dlclose(d.dl);
+  if (n < 0) return false;
+  rgcu_nvrtc *nv = rgcu_nvrtc_open(why, len);
+  if (!nv) return false;
+  rgcu_nvrtc_close(nv);
+  return true;
+}
+
+/* ------------------------------------------------------------------ a backend's context */
+
+#define FREE_MAX 256 /* blocks kept for reuse */
+typedef struct block { CUdeviceptr p; size_t size; } block;
+typedef struct kernel { uint64_t hash; char *src; CUmodule mod; CUfunction fn; } kernel;
+
+typedef struct cuda_ctx {
+  drv d;
+  int ordinal;
+  CUdevice dev;
+  CUcontext cu;
+  CUstream stream;
+  char arch[16];           /* "sm_90" */
+  rgcu_nvrtc *nvrtc;       /* opened by the first bind */
+  rg_buffer_type buft;     /* ctx = this */
+  char name[16];
+  block freel[FREE_MAX];   /* the caching allocator's free blocks */
+  int nfree;
+  kernel *kernels;         /* compiled kernels */
+  int nkernels, capk;
+} cuda_ctx;
+
+/* ------------------------------------------------------------------ device memory */
+
+/* Blocks are rounded to 256 bytes; a freed block waits in the free list
+ * for an allocation of about its size (at most twice smaller), so the
+ * buffers of a program's values are reused from call to call without the
+ * driver.  One stream orders every use, so a block freed while a kernel
+ * still reads it is only reused by a later kernel. */
+static size_t rounded(size_t n) { return (n + 255) & ~(size_t)255; }
+
+static void *cu_alloc(const rg_buffer_type *bt, size_t n) {
+  cuda_ctx *c = bt->ctx;
+  size_t want = rounded(n);
+  for (int i = c->nfree - 1; i >= 0; i--)
+    if (c->freel[i].size >= want && c->freel[i].size <= 2 * want + 65536) {
+      CUdeviceptr p = c->freel[i].p;
+      c->freel[i] = c->freel[--c->nfree];
+      return (void *)(uintptr_t)p;
+    }
+  CUdeviceptr p = 0;
+  if (c->d.alloc(&p, want) == 0) return (void *)(uintptr_t)p;
+  /* out of device memory: give the cached blocks back and try again */
+  for (int i = 0; i < c->nfree; i++) c->d.free(c->freel[i].p);
+  c->nfree = 0;
+  return c->d.alloc(&p, want) == 0 ? (void *)(uintptr_t)p : NULL;
+}
+
+static void cu_free(const rg_buffer_type *bt, void *base, size_t n) {
+  cuda_ctx *c = bt->ctx;
+  if (c->nfree < FREE_MAX) c->freel[c->nfree++] = (block){(CUdeviceptr)(uintptr_t)base, rounded(n)};
+  else c->d.free((CUdeviceptr)(uintptr_t)base);
+}
+
+static int cu_download(const rg_buffer_type *bt, void *host, const void *src, size_t n) {
+  cuda_ctx *c = bt->ctx;
+  return c->d.dtoh(host, (CUdeviceptr)(uintptr_t)src, n) ? RG_ERR : 0;
+}
+
+static int cu_upload(const rg_buffer_type *bt, void *dst, const void *host, size_t n) {
+  cuda_ctx *c = bt->ctx;
+  return c->d.htod((CUdeviceptr)(uintptr_t)dst, host, n) ? RG_ERR : 0;
+}
+
+/* ------------------------------------------------------------------ init and fini */
+
+static void cuda_fini(void *ctx) {
+  cuda_ctx *c = ctx;
+  if (!c) return;
+  if (c->stream) c->d.sync(c->stream);
+  for (int i = 0; i < c->nfree; i++) c->d.free(c->freel[i].p);
+  for (int i = 0; i < c->nkernels; i++) {
+    c->d.unload(c->kernels[i].mod);
+    rg_free(c->kernels[i].src);
+  }
+  rg_free(c->kernels);
+  if (c->stream) c->d.stream_destroy(c->stream);
+  if (c->cu) c->d.release(c->dev);
+  rgcu_nvrtc_close(c->nvrtc);
+  dlclose(c->d.dl);
+  rg_free(c);
+}
+
+static int parse_ordinal(const char *spec, int *ordinal) {
+  const char *colon = strchr(spec, ':');
+  *ordinal = 0;
+  if (!colon) return 0;
+  char *end;
+  long k = strtol(colon + 1, &end, 10);
+  if (end == colon + 1 || *end || k < 0 || k > 1023) return RG_ERR_SYNTAX;
+  *ordinal = (int)k;
+  return 0;
+}
+
+/* The device, its context, the stream, the architecture. */
+static bool open_device(cuda_ctx *c, char *why, size_t len) {
+  int n = device_count(&c->d, why, len);
+  if (n < 0) return false;
+  if (c->ordinal >= n) return say(why, len, "no CUDA device %d (%d present)", c->ordinal, n);
+  CUresult r;
+  int major = 0, minor = 0;
+  if ((r = c->d.get(&c->dev, c->ordinal)) || (r = c->d.retain(&c->cu, c->dev)) ||
+      (r = c->d.set_current(c->cu)) || (r = c->d.stream_create(&c->stream, 0)) ||
+      (r = c->d.attr(&major, CU_ATTR_CC_MAJOR, c->dev)) || (r = c->d.attr(&minor, CU_ATTR_CC_MINOR, c->dev)))
+    return say(why, len, "CUDA device %d: %s", c->ordinal, cu_err(&c->d, r));
+  snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
+  return true;
+}
+
+static int cuda_init(const char *spec, void **ctx, rg_device *device, char *why, size_t len) {
+  cuda_ctx *c = rg_calloc(1, sizeof *c);
+  if (!c) return say(why, len, "out of memory"), RG_ERR_NOMEM;
+  if (parse_ordinal(spec, &c->ordinal)) {
+    rg_free(c);
+    return say(why, len, "bad CUDA device in '%s' (cuda or cuda:N)", spec), RG_ERR_SYNTAX;
+  }
+  if (!drv_open(&c->d, why, len)) {
+    rg_free(c);
+    return RG_ERR;
+  }
+  if (!open_device(c, why, len)) {
+    cuda_fini(c);
+    return RG_ERR;
+  }
+  snprintf(c->name, sizeof c->name, "cuda:%d", c->ordinal);
+  c->buft = (rg_buffer_type){.name = c->name, .device = RG_DEVICE_CUDA(c->ordinal), .ctx = c,
+                             .alloc = cu_alloc, .free = cu_free, .download = cu_download,
+                             .upload = cu_upload};
+  *ctx = c;
+  *device = c->buft.device;
+  return 0;
+}
+
+static const rg_buffer_type *cuda_buffer_type(void *ctx) { return &((cuda_ctx *)ctx)->buft; }
+
+/* ------------------------------------------------------------------ kernels */
+
+enum { K_EW, K_FUSED, K_RED, K_SOFTMAX };
+
+static int kind_of(const rgb_node *n) {
+  if (n->code == RG_OP_COMPOSITE) return K_FUSED;
+  if (n->code == RG_OP_SOFTMAX || n->code == RG_OP_LOG_SOFTMAX) return K_SOFTMAX;
+  switch (rg_opcode_family(n->code)) {
+  case RG_FAM_ELEMWISE: return K_EW;
+  case RG_FAM_REDUCE: return K_RED;
+  default: return -1;
+  }
+}
+
+static char *source_of(const rgb_node *n, char *why, size_t len) {
+  switch (kind_of(n)) {
+  case K_EW: return rgcu_gen_elemwise(n, why, len);
+  case K_FUSED: return rgcu_gen_composite(n, why, len);
+  case K_RED: return rgcu_gen_reduce(n, why, len);
+  case K_SOFTMAX: return rgcu_gen_softmax(n, why, len);
+  default: return say(why, len, "%s: no CUDA kernel", n->label), NULL;
+  }
+}
+
+static bool ranks_fit(const rgb_node *n) {
+  for (int i = 0; i < n->nin; i++)
+    if (n->in[i].ndim > RGCU_MAXND) return false;
+  for (int j = 0; j < n->nout; j++)
+    if (n->out[j].ndim > RGCU_MAXND) return false;
+  return n->nin + n->nout <= RGCU_MAXOPS;
+}
+
+static bool int_pow(const rgb_node *n) {
+  return n->code == RG_OP_POW && n->nout == 1 && !rg_dtype_is_float(n->out[0].dtype);
+}
+
+static bool cuda_supports(void *ctx, const rgb_node *n) {
+  (void)ctx;
+  if (kind_of(n) < 0 || !ranks_fit(n)) return false;
+  /* integer pow reports negative exponents, which a kernel cannot: the CPU runs it */
+  if (int_pow(n)) return false;
+  for (int32_t t = 0; n->inner && t < n->inner->nthunks; t++)
+    if (int_pow(&n->inner->thunks[t].node)) return false;
+  char why[8];
+  char *src = source_of(n, why, sizeof why);
+  rg_free(src);
+  return src != NULL;
+}
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return h;
+}
+
+/* The compiled kernel of a source (compiled on first use). */
+static CUfunction kernel_for(cuda_ctx *c, char *src, char *why, size_t len) {
+  uint64_t h = fnv1a(src);
+  for (int i = 0; i < c->nkernels; i++)
+    if (c->kernels[i].hash == h && !strcmp(c->kernels[i].src, src)) {
+      rg_free(src);
+      return c->kernels[i].fn;
+    }
+  if (!c->nvrtc && !(c->nvrtc = rgcu_nvrtc_open(why, len))) return rg_free(src), NULL;
+  void *image = NULL;
+  size_t size;
+  char log[2048];
+  if (rgcu_nvrtc_compile(c->nvrtc, src, c->arch, &image, &size, log, sizeof log)) {
+    say(why, len, "NVRTC: %s", log);
+    rg_free(src);
+    return NULL;
+  }
+  kernel k = {.hash = h, .src = src};
+  CUresult r = c->d.load(&k.mod, image);
+  rg_free(image);
+  if (!r && (r = c->d.function(&k.fn, k.mod, "rg_kernel"))) c->d.unload(k.mod);
+  if (r) return say(why, len, "loading a kernel: %s", cu_err(&c->d, r)), rg_free(src), NULL;
+  if (c->nkernels == c->capk) {
+    int cap = c->capk ? 2 * c->capk : 32;
+    kernel *v = rg_realloc(c->kernels, (size_t)cap * sizeof *v);
+    if (!v) return c->d.unload(k.mod), rg_free(src), say(why, len, "out of memory"), NULL;
+    c->kernels = v;
+    c->capk = cap;
+  }
+  c->kernels[c->nkernels++] = k;
+  return k.fn;
+}
+
+/* A bound kernel's state: the function and the backend it runs on. */
+typedef struct cuda_state {
+  cuda_ctx *c;
+  CUfunction fn;
+  int kind;
+} cuda_state;
+
+/* Argument structs, as gen.c declares them. */
+typedef struct ew_args {
+  long long n;
+  int nd;
+  long long shape[RGCU_MAXND];
+  long long st[RGCU_MAXOPS][RGCU_MAXND];
+  char *p[RGCU_MAXOPS];
+} ew_args;
+typedef struct red_args {
+  long long nout;
+  int nk;
+  long long kshape[RGCU_MAXND], kst[RGCU_MAXND], ost[RGCU_MAXND];
+  int nr;
+  long long rshape[RGCU_MAXND], rst[RGCU_MAXND];
+  long long rn, ast;
+  const char *in;
+  char *out;
+} red_args;
+
+static int launch(rgb_exec *x, const cuda_state *s, void *args, long long n) {
+  if (n <= 0) return 0;
+  long long blocks = (n + 255) / 256;
+  unsigned grid = (unsigned)(blocks < 65535 ? blocks : 65535);
+  void *params[] = {args};
+  CUresult r = s->c->d.launch(s->fn, grid, 1, 1, 256, 1, 1, 0, s->c->stream, params, NULL);
+  return r ? rgb_error(x, RG_ERR, "CUDA launch: %s", cu_err(&s->c->d, r)) : 0;
+}
+
+/* Strides of t broadcast to an nd-dimensional shape (0 on stretched dims). */
+static void broadcast_strides(const rg_tensor *t, int nd, const int64_t *shape, long long *st) {
+  for (int d = 0; d < nd; d++) {
+    int k = d - (nd - t->ndim);
+    st[d] = k < 0 || (t->shape[k] == 1 && shape[d] != 1) ? 0 : t->strides[k];
+  }
+}
+
+/* The broadcast shape of the inputs (the CPU checks the same rule). */
+static int out_shape(rgb_exec *x, int64_t *shape) {
+  int nd = 0;
+  for (int i = 0; i < x->node->nin; i++) nd = rgb_in(x, i)->ndim > nd ? rgb_in(x, i)->ndim : nd;
+  for (int d = 0; d < nd; d++) shape[d] = 1;
+  for (int i = 0; i < x->node->nin; i++) {
+    const rg_tensor *t = rgb_in(x, i);
+    for (int k = 0; k < t->ndim; k++) {
+      int64_t *o = &shape[nd - t->ndim + k];
+      if (t->shape[k] != 1 && *o != 1 && *o != t->shape[k])
+        return rgb_error(x, RG_ERR_TYPE, "input shapes do not broadcast"), -1;
+      if (t->shape[k] != 1) *o = t->shape[k];
+    }
+  }
+  return nd;
+}
+
+static int run_ew(rgb_exec *x, const cuda_state *s) {
+  int64_t shape[RG_MAX_NDIM];
+  int nd = out_shape(x, shape);
+  if (nd < 0) return x->rt->errcode;
+  ew_args a = {.nd = nd, .n = 1};
+  for (int d = 0; d < nd; d++) a.shape[d] = shape[d], a.n *= shape[d];
+  int nout = x->node->nout;
+  for (int j = 0; j < nout; j++) {
+    rg_tensor *o = rgb_output(x, j, x->node->out[j].dtype, nd, shape);
+    if (!o) return x->rt->errcode;
+    broadcast_strides(o, nd, shape, a.st[j]);
+    a.p[j] = o->data;
+  }
+  for (int i = 0; i < x->node->nin; i++) {
+    broadcast_strides(rgb_in(x, i), nd, shape, a.st[nout + i]);
+    a.p[nout + i] = rgb_in(x, i)->data;
+  }
+  return launch(x, s, &a, a.n);
+}
+
+/* Reductions and softmax: kept and reduced dimensions of the input. */
+static int run_red(rgb_exec *x, const cuda_state *s) {
+  const rgb_node *n = x->node;
+  const rg_tensor *in = rgb_in(x, 0);
+  bool red[RG_MAX_NDIM] = {0}, soft = s->kind == K_SOFTMAX;
+  if (soft) red[n->ints[0]] = true;
+  for (int d = 0; d < in->ndim; d++) red[d] |= n->all_axes && !soft;
+  for (int i = 0; !soft && i < n->nints; i++) red[n->ints[i]] = true;
+  int64_t oshape[RG_MAX_NDIM];
+  int od = 0;
+  for (int d = 0; d < in->ndim; d++)
+    if (soft || !red[d]) oshape[od++] = in->shape[d];
+  rg_tensor *o = rgb_output(x, 0, n->out[0].dtype, od, oshape);
+  if (!o) return x->rt->errcode;
+  red_args a = {.in = in->data, .out = o->data, .rn = 1, .nout = 1};
+  for (int d = 0, k = 0; d < in->ndim; d++) {
+    if (red[d]) {
+      a.rshape[a.nr] = in->shape[d];
+      a.rst[a.nr++] = in->strides[d];
+      a.rn *= in->shape[d];
+      if (soft) a.ast = o->strides[d];
+      continue;
+    }
+    a.kshape[a.nk] = in->shape[d];
+    a.kst[a.nk] = in->strides[d];
+    a.ost[a.nk++] = o->strides[soft ? d : k++];
+    a.nout *= in->shape[d];
+  }
+  bool needs_one = n->code == RG_OP_MAX || n->code == RG_OP_MIN || n->code == RG_OP_ARGMAX ||
+                   n->code == RG_OP_ARGMIN || soft;
+  if (a.rn == 0 && needs_one && a.nout > 0)
+    return rgb_error(x, RG_ERR_EVAL, "a reduction over zero elements has no identity");
+  return launch(x, s, &a, a.nout);
+}
+
+static int cuda_run(rgb_exec *x) {
+  const cuda_state *s = x->state;
+  cuda_ctx *c = s->c;
+  CUresult r = c->d.set_current(c->cu);
+  if (r) return rgb_error(x, RG_ERR, "CUDA: %s", cu_err(&c->d, r));
+  return s->kind == K_RED || s->kind == K_SOFTMAX ? run_red(x, s) : run_ew(x, s);
+}
+
+static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
+  cuda_ctx *c = ctx;
+  char why[512];
+  char *src = source_of(n, why, sizeof why);
+  if (!src) return RG_ERR;
+  cuda_state *s = rg_malloc(sizeof *s);
+  CUfunction fn = s ? kernel_for(c, src, why, sizeof why) : (rg_free(src), NULL);
+  if (!fn) {
+    rg_free(s);
+    return RG_ERR;
+  }
+  *s = (cuda_state){.c = c, .fn = fn, .kind = kind_of(n)};
+  *out = (rgb_bound){.fn = cuda_run, .state = s, .free_state = rg_free};
+  return 0;
+}
+
+static int cuda_synchronize(void *ctx) {
+  cuda_ctx *c = ctx;
+  return c->d.sync(c->stream) ? RG_ERR : 0;
+}
+
+const rgb_backend rgb_cuda_backend = {
+    .abi = RGB_BACKEND_ABI,
+    .name = "cuda",
+    .device = RG_DEVICE_CUDA(0),
+    .available = cuda_available,
+    .init = cuda_init,
+    .fini = cuda_fini,
+    .buffer_type = cuda_buffer_type,
+    .supports = cuda_supports,
+    .bind = cuda_bind,
+    .synchronize = cuda_synchronize,
+    .inner_on_host = true, /* a composite's inner graph only describes its kernel */
+};
