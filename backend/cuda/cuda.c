@@ -4,7 +4,10 @@
  *
  * Everything CUDA is loaded at run time: the driver (libcuda.so.1) when a
  * backend is made or its availability asked, NVRTC when the first kernel
- * is bound.  A machine without them builds, links and runs, and
+ * is bound; both stay loaded (a driver that has started is never
+ * unloaded).  Every call into the driver first makes the backend's context
+ * current on the calling thread, so functions and tensors may be used
+ * from any thread.  A machine without them builds, links and runs, and
  * rg_backend_available("cuda", ...) says which is missing (no driver, no
  * device, no NVRTC).
  *
@@ -123,7 +126,6 @@ static bool cuda_available(char *why, size_t len) {
   drv d;
   if (!drv_open(&d, why, len)) return false;
   int n = device_count(&d, why, len);
-  dlclose(d.dl);
   if (n < 0) return false;
   rgcu_nvrtc *nv = rgcu_nvrtc_open(why, len);
   if (!nv) return false;
@@ -164,6 +166,7 @@ static size_t rounded(size_t n) { return (n + 255) & ~(size_t)255; }
 
 static void *cu_alloc(const rg_buffer_type *bt, size_t n) {
   cuda_ctx *c = bt->ctx;
+  if (c->d.set_current(c->cu)) return NULL;
   size_t want = rounded(n);
   for (int i = c->nfree - 1; i >= 0; i--)
     if (c->freel[i].size >= want && c->freel[i].size <= 2 * want + 65536) {
@@ -181,17 +184,20 @@ static void *cu_alloc(const rg_buffer_type *bt, size_t n) {
 
 static void cu_free(const rg_buffer_type *bt, void *base, size_t n) {
   cuda_ctx *c = bt->ctx;
+  c->d.set_current(c->cu);
   if (c->nfree < FREE_MAX) c->freel[c->nfree++] = (block){(CUdeviceptr)(uintptr_t)base, rounded(n)};
   else c->d.free((CUdeviceptr)(uintptr_t)base);
 }
 
 static int cu_download(const rg_buffer_type *bt, void *host, const void *src, size_t n) {
   cuda_ctx *c = bt->ctx;
+  if (c->d.set_current(c->cu)) return RG_ERR;
   return c->d.dtoh(host, (CUdeviceptr)(uintptr_t)src, n) ? RG_ERR : 0;
 }
 
 static int cu_upload(const rg_buffer_type *bt, void *dst, const void *host, size_t n) {
   cuda_ctx *c = bt->ctx;
+  if (c->d.set_current(c->cu)) return RG_ERR;
   return c->d.htod((CUdeviceptr)(uintptr_t)dst, host, n) ? RG_ERR : 0;
 }
 
@@ -200,6 +206,7 @@ static int cu_upload(const rg_buffer_type *bt, void *dst, const void *host, size
 static void cuda_fini(void *ctx) {
   cuda_ctx *c = ctx;
   if (!c) return;
+  if (c->cu) c->d.set_current(c->cu);
   if (c->stream) c->d.sync(c->stream);
   for (int i = 0; i < c->nfree; i++) c->d.free(c->freel[i].p);
   for (int i = 0; i < c->nkernels; i++) {
@@ -210,7 +217,6 @@ static void cuda_fini(void *ctx) {
   if (c->stream) c->d.stream_destroy(c->stream);
   if (c->cu) c->d.release(c->dev);
   rgcu_nvrtc_close(c->nvrtc);
-  dlclose(c->d.dl);
   rg_free(c);
 }
 
@@ -495,7 +501,7 @@ static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
 
 static int cuda_synchronize(void *ctx) {
   cuda_ctx *c = ctx;
-  return c->d.sync(c->stream) ? RG_ERR : 0;
+  return c->d.set_current(c->cu) || c->d.sync(c->stream) ? RG_ERR : 0;
 }
 
 const rgb_backend rgb_cuda_backend = {
