@@ -212,17 +212,6 @@ static const rg_type *broadcast_input(uint64_t *s, rg_dtype dt, int nd, const in
   return rg_type_new(dt, nd - drop, in);
 }
 
-static int arity(rg_opcode code) {
-  switch (code) {
-    case RG_OP_ADD: case RG_OP_MUL: case RG_OP_SUB: case RG_OP_TRUE_DIV: case RG_OP_INT_DIV:
-    case RG_OP_MOD: case RG_OP_POW: case RG_OP_MAXIMUM: case RG_OP_MINIMUM: case RG_OP_LT:
-    case RG_OP_GT: case RG_OP_LE: case RG_OP_GE: case RG_OP_EQ: case RG_OP_NEQ: case RG_OP_AND:
-    case RG_OP_OR: case RG_OP_XOR: case RG_OP_SECOND: return 2;
-    case RG_OP_CLIP: case RG_OP_SWITCH: return 3;
-    default: return 1;
-  }
-}
-
 typedef struct nary_case {
   const rg_op *op;
   int n;
@@ -238,7 +227,7 @@ static void elementwise_on(ops_run *r) {
     if (rg_opcode_family((rg_opcode)code) != RG_FAM_ELEMWISE) continue;
     for (int dt = 0; dt < RG_NDTYPES; dt++) {
       for (int trial = 0; trial < 3; trial++) {
-        int n = arity((rg_opcode)code);
+        int n = tu_op_arity((rg_opcode)code);
         const rg_op *op = code == RG_OP_CAST ? rg_op_cast((rg_dtype)(trial * 3 % RG_NDTYPES))
                                              : rg_op_get((rg_opcode)code);
         int64_t shape[RG_MAX_NDIM];

@@ -32,25 +32,6 @@
 
 static rg_ctx *C;
 
-/* The argument structs, as the generated source declares them. */
-typedef struct ew_args {
-  long long n;
-  int nd;
-  long long shape[RGCU_MAXND];
-  long long st[RGCU_MAXOPS][RGCU_MAXND];
-  char *p[RGCU_MAXOPS];
-} ew_args;
-typedef struct red_args {
-  long long nout;
-  int nk;
-  long long kshape[RGCU_MAXND], kst[RGCU_MAXND], ost[RGCU_MAXND];
-  int nr;
-  long long rshape[RGCU_MAXND], rst[RGCU_MAXND];
-  long long rn, ast;
-  const char *in;
-  char *out;
-} red_args;
-
 /* ------------------------------------------------------------------ cases */
 
 enum { K_EW, K_RED, K_SOFTMAX, K_FUSED };
@@ -92,18 +73,6 @@ static void add_node(rg_variable *v, int kind, const char *label) {
   S.n++;
 }
 
-static int arity(rg_opcode code) {
-  switch (code) {
-    case RG_OP_NEG: case RG_OP_ABS: case RG_OP_EXP: case RG_OP_LOG: case RG_OP_LOG1P:
-    case RG_OP_EXPM1: case RG_OP_SQRT: case RG_OP_SQR: case RG_OP_SIN: case RG_OP_COS:
-    case RG_OP_TANH: case RG_OP_SIGMOID: case RG_OP_SOFTPLUS: case RG_OP_ERF: case RG_OP_FLOOR:
-    case RG_OP_CEIL: case RG_OP_ROUND: case RG_OP_SIGN: case RG_OP_NOT: case RG_OP_CAST:
-    case RG_OP_IDENTITY: return 1;
-    case RG_OP_CLIP: case RG_OP_SWITCH: return 3;
-    default: return 2;
-  }
-}
-
 /* Input k of an elementwise case: (3 4), the second one broadcast (4). */
 static rg_variable *ew_input(rg_dtype dt, int k) {
   return rg_input(C, NULL, k == 1 ? rg_type_new(dt, 1, (int64_t[]){4}) : rg_type_new(dt, 2, (int64_t[]){3, 4}));
@@ -113,7 +82,7 @@ static void elementwise_cases(void) {
   for (int code = 0; code < RG_OP_COUNT; code++) {
     if (rg_opcode_family((rg_opcode)code) != RG_FAM_ELEMWISE) continue;
     for (int dt = 0; dt < RG_NDTYPES; dt++) {
-      int n = arity((rg_opcode)code);
+      int n = tu_op_arity((rg_opcode)code);
       rg_variable *in[3];
       for (int i = 0; i < n; i++) in[i] = ew_input(code == RG_OP_SWITCH && i == 0 ? RG_BOOL : (rg_dtype)dt, i);
       char label[96];
@@ -247,14 +216,6 @@ static rg_tensor *random_value(rg_dtype dt, int nd, const int64_t *shape) {
   return v;
 }
 
-/* Strides of t broadcast to an nd-dimensional shape (0 on stretched dims). */
-static void broadcast_strides(const rg_tensor *t, int nd, const int64_t *shape, long long *st) {
-  for (int d = 0; d < nd; d++) {
-    int k = d - (nd - t->ndim);
-    st[d] = k < 0 || (t->shape[k] == 1 && shape[d] != 1) ? 0 : t->strides[k];
-  }
-}
-
 static bool close_enough(const rg_tensor *a, const rg_tensor *b) {
   if (a->dtype != b->dtype || rg_tensor_numel(a) != rg_tensor_numel(b)) return false;
   double tol = a->dtype == RG_FLOAT32 ? 2e-6 : 1e-13;
@@ -277,46 +238,24 @@ static int reference(kcase *k, rg_tensor **in, rg_tensor **out, char *err, size_
   return rc;
 }
 
-typedef void (*ew_kernel)(ew_args);
-typedef void (*red_kernel)(red_args);
+typedef void (*ew_kernel)(rgcu_ew_args);
+typedef void (*red_kernel)(rgcu_red_args);
 
-/* Output j of an elementwise or fused case, computed by the kernel. */
+/* An elementwise or fused case computed by its kernel, with the arguments
+ * the backend lays out (rgcu_ew_args_of). */
 static void run_ew(kcase *k, void *fn, rg_tensor **in, rg_tensor **got, const rg_tensor *like) {
-  ew_args a = {.n = rg_tensor_numel(like), .nd = like->ndim};
-  for (int d = 0; d < like->ndim; d++) a.shape[d] = like->shape[d];
-  for (int j = 0; j < k->bn.nout; j++) {
-    got[j] = rg_tensor_new(k->bn.out[j].dtype, like->ndim, like->shape);
-    broadcast_strides(got[j], like->ndim, like->shape, a.st[j]);
-    a.p[j] = got[j]->data;
-  }
-  for (int i = 0; i < k->bn.nin; i++) {
-    broadcast_strides(in[i], like->ndim, like->shape, a.st[k->bn.nout + i]);
-    a.p[k->bn.nout + i] = in[i]->data;
-  }
+  for (int j = 0; j < k->bn.nout; j++) got[j] = rg_tensor_new(k->bn.out[j].dtype, like->ndim, like->shape);
+  rgcu_ew_args a;
+  rgcu_ew_args_of(&a, like->ndim, like->shape, k->bn.nout, got, k->bn.nin, in);
   ((ew_kernel)fn)(a);
 }
 
-/* A reduction or softmax: kept and reduced dimensions of the input. */
+/* A reduction or softmax, with the backend's arguments (rgcu_red_args_of). */
 static void run_red(kcase *k, void *fn, rg_tensor *in, rg_tensor *got) {
-  red_args a = {.in = in->data, .out = got->data, .rn = 1, .nout = 1};
-  bool red[RG_MAX_NDIM] = {0};
-  if (k->kind == K_SOFTMAX) red[k->bn.ints[0]] = true;
-  for (int d = 0; d < in->ndim; d++) red[d] |= k->bn.all_axes;
-  for (int i = 0; k->kind == K_RED && i < k->bn.nints; i++) red[k->bn.ints[i]] = true;
-  int od = 0;
-  for (int d = 0; d < in->ndim; d++) {
-    if (red[d]) {
-      a.rshape[a.nr] = in->shape[d];
-      a.rst[a.nr++] = in->strides[d];
-      a.rn *= in->shape[d];
-      if (k->kind == K_SOFTMAX) a.ast = got->strides[d];
-      continue;
-    }
-    a.kshape[a.nk] = in->shape[d];
-    a.kst[a.nk] = in->strides[d];
-    a.ost[a.nk++] = got->strides[k->kind == K_SOFTMAX ? d : od++];
-    a.nout *= in->shape[d];
-  }
+  int64_t shape[RG_MAX_NDIM];
+  assert_int_equal(rgcu_red_shape(&k->bn, in, shape), got->ndim);
+  rgcu_red_args a;
+  rgcu_red_args_of(&a, &k->bn, in, got);
   ((red_kernel)fn)(a);
 }
 

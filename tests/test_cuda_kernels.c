@@ -94,18 +94,6 @@ static void queue(batch *b, rg_variable *v, gen_fn gen, const char *label) {
 
 /* ------------------------------------------------------------------ elementwise */
 
-static int arity(rg_opcode code) {
-  switch (code) {
-    case RG_OP_NEG: case RG_OP_ABS: case RG_OP_EXP: case RG_OP_LOG: case RG_OP_LOG1P:
-    case RG_OP_EXPM1: case RG_OP_SQRT: case RG_OP_SQR: case RG_OP_SIN: case RG_OP_COS:
-    case RG_OP_TANH: case RG_OP_SIGMOID: case RG_OP_SOFTPLUS: case RG_OP_ERF: case RG_OP_FLOOR:
-    case RG_OP_CEIL: case RG_OP_ROUND: case RG_OP_SIGN: case RG_OP_NOT: case RG_OP_CAST:
-    case RG_OP_IDENTITY: return 1;
-    case RG_OP_CLIP: case RG_OP_SWITCH: return 3;
-    default: return 2;
-  }
-}
-
 static rg_variable *vec_in(rg_dtype dt) {
   int64_t n = 4;
   return rg_input(C, NULL, rg_type_new(dt, 1, &n));
@@ -117,7 +105,7 @@ static void test_elementwise(void **st) {
   for (int code = 0; code < RG_OP_COUNT; code++) {
     if (rg_opcode_family((rg_opcode)code) != RG_FAM_ELEMWISE) continue;
     for (int dt = 0; dt < RG_NDTYPES; dt++) {
-      int n = arity((rg_opcode)code);
+      int n = tu_op_arity((rg_opcode)code);
       rg_variable *in[3];
       for (int i = 0; i < n; i++) in[i] = vec_in(code == RG_OP_SWITCH && i == 0 ? RG_BOOL : (rg_dtype)dt);
       char label[96];

@@ -56,6 +56,15 @@ const char *tu_source_path(const char *rel) {
   return rg_string_value(rg_string(buf));
 }
 
+int tu_op_arity(rg_opcode code) {
+#define TU_LO(c, name, fam, lo, hi) lo,
+#define TU_HI(c, name, fam, lo, hi) hi,
+  static const int los[] = {RG_OP_TABLE(TU_LO)}, his[] = {RG_OP_TABLE(TU_HI)};
+#undef TU_LO
+#undef TU_HI
+  return los[code] == his[code] ? los[code] : 2;
+}
+
 rg_tensor *tu_value(const rg_type *t, uint64_t seed, double lo, double width) {
   int64_t shape[RG_MAX_NDIM];
   for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d] >= 0 ? t->shape[d] : 3;

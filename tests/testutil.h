@@ -29,6 +29,9 @@ const char *tu_source_path(const char *rel);
 /* A tensor of type t (unknown sizes 3) filled with deterministic values
  * in [lo, lo + width), drawn from seed. */
 rg_tensor *tu_value(const rg_type *t, uint64_t seed, double lo, double width);
+/* The number of inputs to give an op of the table: its fixed count, or 2
+ * for those taking any number (add, mul). */
+int tu_op_arity(rg_opcode code);
 /* Compiles fg's outputs with `query` and runs them at tu_value(seed
  * 7 + i, lo, width) for each input i (at most 8 inputs and outputs);
  * the results go to res.  Fails the test on an error. */

@@ -45,6 +45,37 @@ char *rgcu_gen_reduce(const rgb_node *n, char *why, size_t len);
  * dimension; the output has the input's shape and its own strides). */
 char *rgcu_gen_softmax(const rgb_node *n, char *why, size_t len);
 
+/* The argument structs of the generated kernels, as their source
+ * declares them (rg_ew_args, rg_red_args), and how a kernel's arguments
+ * are laid out from its tensors. */
+typedef struct rgcu_ew_args {
+  long long n;                              /* elements of the output shape */
+  int nd;
+  long long shape[RGCU_MAXND];
+  long long st[RGCU_MAXOPS][RGCU_MAXND];    /* bytes; outputs first, then inputs */
+  char *p[RGCU_MAXOPS];
+} rgcu_ew_args;
+typedef struct rgcu_red_args {
+  long long nout;                           /* output elements (rows, for softmax) */
+  int nk;                                   /* kept dimensions */
+  long long kshape[RGCU_MAXND], kst[RGCU_MAXND], ost[RGCU_MAXND];
+  int nr;                                   /* reduced dimensions */
+  long long rshape[RGCU_MAXND], rst[RGCU_MAXND];
+  long long rn;                             /* elements reduced per output */
+  long long ast;                            /* softmax: the output's stride along the axis */
+  const char *in;
+  char *out;
+} rgcu_red_args;
+/* Elementwise and fused kernels: the nout outputs and nin inputs over the
+ * nd-dimensional output shape (an input broadcast has stride 0 where it
+ * is stretched). */
+void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg_tensor *const *outs,
+                     int nin, rg_tensor *const *ins);
+/* Reductions (the node's axes) and softmax (its axis): in reduced into out. */
+void rgcu_red_args_of(rgcu_red_args *a, const rgb_node *n, const rg_tensor *in, rg_tensor *out);
+/* The rank and shape of a reduction's or softmax's output. */
+int rgcu_red_shape(const rgb_node *n, const rg_tensor *in, int64_t *shape);
+
 /* ------------------------------------------------------------------ NVRTC */
 
 /* NVRTC, loaded from the toolkit's shared library.  A handle is owned by

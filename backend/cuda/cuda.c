@@ -367,25 +367,6 @@ typedef struct cuda_state {
   int kind;
 } cuda_state;
 
-/* Argument structs, as gen.c declares them. */
-typedef struct ew_args {
-  long long n;
-  int nd;
-  long long shape[RGCU_MAXND];
-  long long st[RGCU_MAXOPS][RGCU_MAXND];
-  char *p[RGCU_MAXOPS];
-} ew_args;
-typedef struct red_args {
-  long long nout;
-  int nk;
-  long long kshape[RGCU_MAXND], kst[RGCU_MAXND], ost[RGCU_MAXND];
-  int nr;
-  long long rshape[RGCU_MAXND], rst[RGCU_MAXND];
-  long long rn, ast;
-  const char *in;
-  char *out;
-} red_args;
-
 static int launch(rgb_exec *x, const cuda_state *s, void *args, long long n) {
   if (n <= 0) return 0;
   long long blocks = (n + 255) / 256;
@@ -393,14 +374,6 @@ static int launch(rgb_exec *x, const cuda_state *s, void *args, long long n) {
   void *params[] = {args};
   CUresult r = s->c->d.launch(s->fn, grid, 1, 1, 256, 1, 1, 0, s->c->stream, params, NULL);
   return r ? rgb_error(x, RG_ERR, "CUDA launch: %s", cu_err(&s->c->d, r)) : 0;
-}
-
-/* Strides of t broadcast to an nd-dimensional shape (0 on stretched dims). */
-static void broadcast_strides(const rg_tensor *t, int nd, const int64_t *shape, long long *st) {
-  for (int d = 0; d < nd; d++) {
-    int k = d - (nd - t->ndim);
-    st[d] = k < 0 || (t->shape[k] == 1 && shape[d] != 1) ? 0 : t->strides[k];
-  }
 }
 
 /* The broadcast shape of the inputs (the CPU checks the same rule). */
@@ -424,19 +397,12 @@ static int run_ew(rgb_exec *x, const cuda_state *s) {
   int64_t shape[RG_MAX_NDIM];
   int nd = out_shape(x, shape);
   if (nd < 0) return x->rt->errcode;
-  ew_args a = {.nd = nd, .n = 1};
-  for (int d = 0; d < nd; d++) a.shape[d] = shape[d], a.n *= shape[d];
-  int nout = x->node->nout;
-  for (int j = 0; j < nout; j++) {
-    rg_tensor *o = rgb_output(x, j, x->node->out[j].dtype, nd, shape);
-    if (!o) return x->rt->errcode;
-    broadcast_strides(o, nd, shape, a.st[j]);
-    a.p[j] = o->data;
-  }
-  for (int i = 0; i < x->node->nin; i++) {
-    broadcast_strides(rgb_in(x, i), nd, shape, a.st[nout + i]);
-    a.p[nout + i] = rgb_in(x, i)->data;
-  }
+  rg_tensor *outs[RGCU_MAXOPS], *ins[RGCU_MAXOPS];
+  for (int j = 0; j < x->node->nout; j++)
+    if (!(outs[j] = rgb_output(x, j, x->node->out[j].dtype, nd, shape))) return x->rt->errcode;
+  for (int i = 0; i < x->node->nin; i++) ins[i] = rgb_in(x, i);
+  rgcu_ew_args a;
+  rgcu_ew_args_of(&a, nd, shape, x->node->nout, outs, x->node->nin, ins);
   return launch(x, s, &a, a.n);
 }
 
@@ -444,32 +410,14 @@ static int run_ew(rgb_exec *x, const cuda_state *s) {
 static int run_red(rgb_exec *x, const cuda_state *s) {
   const rgb_node *n = x->node;
   const rg_tensor *in = rgb_in(x, 0);
-  bool red[RG_MAX_NDIM] = {0}, soft = s->kind == K_SOFTMAX;
-  if (soft) red[n->ints[0]] = true;
-  for (int d = 0; d < in->ndim; d++) red[d] |= n->all_axes && !soft;
-  for (int i = 0; !soft && i < n->nints; i++) red[n->ints[i]] = true;
   int64_t oshape[RG_MAX_NDIM];
-  int od = 0;
-  for (int d = 0; d < in->ndim; d++)
-    if (soft || !red[d]) oshape[od++] = in->shape[d];
+  int od = rgcu_red_shape(n, in, oshape);
   rg_tensor *o = rgb_output(x, 0, n->out[0].dtype, od, oshape);
   if (!o) return x->rt->errcode;
-  red_args a = {.in = in->data, .out = o->data, .rn = 1, .nout = 1};
-  for (int d = 0, k = 0; d < in->ndim; d++) {
-    if (red[d]) {
-      a.rshape[a.nr] = in->shape[d];
-      a.rst[a.nr++] = in->strides[d];
-      a.rn *= in->shape[d];
-      if (soft) a.ast = o->strides[d];
-      continue;
-    }
-    a.kshape[a.nk] = in->shape[d];
-    a.kst[a.nk] = in->strides[d];
-    a.ost[a.nk++] = o->strides[soft ? d : k++];
-    a.nout *= in->shape[d];
-  }
+  rgcu_red_args a;
+  rgcu_red_args_of(&a, n, in, o);
   bool needs_one = n->code == RG_OP_MAX || n->code == RG_OP_MIN || n->code == RG_OP_ARGMAX ||
-                   n->code == RG_OP_ARGMIN || soft;
+                   n->code == RG_OP_ARGMIN || s->kind == K_SOFTMAX;
   if (a.rn == 0 && needs_one && a.nout > 0)
     return rgb_error(x, RG_ERR_EVAL, "a reduction over zero elements has no identity");
   return launch(x, s, &a, a.nout);

@@ -355,3 +355,67 @@ char *rgcu_gen_softmax(const rgb_node *n, char *why, size_t len) {
   put_ew_tail(&b);
   return finish(&b, why, len);
 }
+
+/* ------------------------------------------------------------------ kernel arguments */
+
+/* Strides of t broadcast to an nd-dimensional shape (0 on stretched dims). */
+static void broadcast_strides(const rg_tensor *t, int nd, const int64_t *shape, long long *st) {
+  for (int d = 0; d < nd; d++) {
+    int k = d - (nd - t->ndim);
+    st[d] = k < 0 || (t->shape[k] == 1 && shape[d] != 1) ? 0 : t->strides[k];
+  }
+}
+
+void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg_tensor *const *outs,
+                     int nin, rg_tensor *const *ins) {
+  memset(a, 0, sizeof *a);
+  a->nd = nd;
+  a->n = 1;
+  for (int d = 0; d < nd; d++) a->shape[d] = shape[d], a->n *= shape[d];
+  for (int j = 0; j < nout; j++) {
+    broadcast_strides(outs[j], nd, shape, a->st[j]);
+    a->p[j] = outs[j]->data;
+  }
+  for (int i = 0; i < nin; i++) {
+    broadcast_strides(ins[i], nd, shape, a->st[nout + i]);
+    a->p[nout + i] = ins[i]->data;
+  }
+}
+
+static bool is_softmax(const rgb_node *n) { return n->code == RG_OP_SOFTMAX || n->code == RG_OP_LOG_SOFTMAX; }
+
+/* Which dimensions of the input a reduction or softmax runs along. */
+static void reduced_dims(const rgb_node *n, int ndim, bool *red) {
+  bool soft = is_softmax(n);
+  for (int d = 0; d < ndim; d++) red[d] = n->all_axes && !soft;
+  for (int i = 0; i < n->nints && (!soft || i < 1); i++) red[n->ints[i]] = true;
+}
+
+int rgcu_red_shape(const rgb_node *n, const rg_tensor *in, int64_t *shape) {
+  bool red[RG_MAX_NDIM];
+  reduced_dims(n, in->ndim, red);
+  int od = 0;
+  for (int d = 0; d < in->ndim; d++)
+    if (is_softmax(n) || !red[d]) shape[od++] = in->shape[d];
+  return od;
+}
+
+void rgcu_red_args_of(rgcu_red_args *a, const rgb_node *n, const rg_tensor *in, rg_tensor *out) {
+  bool red[RG_MAX_NDIM], soft = is_softmax(n);
+  reduced_dims(n, in->ndim, red);
+  memset(a, 0, sizeof *a);
+  *a = (rgcu_red_args){.in = in->data, .out = out->data, .rn = 1, .nout = 1};
+  for (int d = 0, k = 0; d < in->ndim; d++) {
+    if (red[d]) {
+      a->rshape[a->nr] = in->shape[d];
+      a->rst[a->nr++] = in->strides[d];
+      a->rn *= in->shape[d];
+      if (soft) a->ast = out->strides[d];
+      continue;
+    }
+    a->kshape[a->nk] = in->shape[d];
+    a->kst[a->nk] = in->strides[d];
+    a->ost[a->nk++] = out->strides[soft ? d : k++];
+    a->nout *= in->shape[d];
+  }
+}
