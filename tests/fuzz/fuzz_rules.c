@@ -8,8 +8,10 @@
  * The graph holds the ops the rules of tests/golden and examples match
  * (arithmetic, dot, casts, integer and float dtypes, a constant to fold).
  * Work per input is bounded like the kanren harness's: at most MAX_INPUT
- * bytes, searches of at most MAX_STEPS steps, and a rewrite budget of
- * MAX_USE_RATIO times the graph's size per rule.  Programs the kanren
+ * bytes, searches of at most MAX_STEPS steps, all the searches of an input
+ * within INPUT_SECONDS (a rule whose relation recurses without end made
+ * thousands of searches of MAX_STEPS each, 12 s in all), and a rewrite
+ * budget of MAX_USE_RATIO times the graph's size per rule.  Programs the kanren
  * harness skips are skipped here too (fuzz_skipped_program).
  */
 #include "fuzz_common.h"
@@ -21,6 +23,7 @@
 #define MAX_STEPS 2000
 #define MAX_SECONDS 0.05
 #define MAX_USE_RATIO 2.0
+#define INPUT_SECONDS 0.02 /* all the searches of one input */
 
 static const char small_graph[] =
     "(graph\n"
@@ -60,6 +63,7 @@ static void apply_rules(const char *text) {
   rg_ctx *C = rg_interp_ctx(I);
   rg_run_opts ropts = {.max_steps = MAX_STEPS, .timeout_s = MAX_SECONDS};
   rg_interp_set_run_opts(I, &ropts);
+  rg_ctx_set_deadline(C, INPUT_SECONDS);
   rg_rewriter *rw = load_rules(I, text);
   if (!rw) {
     if (!rg_errmsg(C)[0]) abort(); /* a failure always has a message */
