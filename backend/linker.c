@@ -173,8 +173,6 @@ static bool setup_backends(linker *L, int nin, rg_variable *const *inputs) {
 
 /* ------------------------------------------------------------------ transfers */
 
-static void transfer_free_none(void *state) { (void)state; }
-
 /* A thunk copying cell `from` (a value of static type vt) into a new cell
  * on b's device. */
 static bool emit_transfer(linker *L, int32_t from, const rgb_vtype *vt, const rg_backend *b,
@@ -184,7 +182,6 @@ static bool emit_transfer(linker *L, int32_t from, const rgb_vtype *vt, const rg
   t->kind = RGB_T_TRANSFER;
   t->backend = b;
   t->fn = rgb_transfer_kernel;
-  t->free_state = transfer_free_none;
   t->node.code = RGB_TRANSFER;
   t->node.inplace = -1;
   t->node.nin = t->node.nout = 1;

@@ -40,17 +40,12 @@ const char *rg_backend_name(int i) {
   return i >= 0 && i < rg_backend_count() ? rgb_backends[i]->name : NULL;
 }
 
-static bool say(char *why, size_t len, const char *fmt, const char *a, unsigned x, unsigned y) {
-  if (why && len) snprintf(why, len, fmt, a, x, y);
-  return false;
-}
-
 bool rg_backend_available(const char *name, char *why, size_t len) {
   const rgb_backend *b = name ? rgb_backend_find(name) : NULL;
-  if (!b) return say(why, len, "no backend named %s in this build", name ? name : "(null)", 0, 0);
+  if (!b) return rg_say(why, len, "no backend named %s in this build", name ? name : "(null)");
   if (b->abi != RGB_BACKEND_ABI)
-    return say(why, len, "backend %s has interface version %u, not %u", b->name, b->abi, RGB_BACKEND_ABI);
-  if (strchr(name, ':') && !b->init) return say(why, len, "backend %s has no devices to number", b->name, 0, 0);
+    return rg_say(why, len, "backend %s has interface version %u, not %u", b->name, b->abi, RGB_BACKEND_ABI);
+  if (strchr(name, ':') && !b->init) return rg_say(why, len, "backend %s has no devices to number", b->name);
   return !b->available || b->available(why, len);
 }
 
@@ -60,7 +55,7 @@ rg_backend *rg_backend_new(const char *name, char *why, size_t len) {
   if (!rg_backend_available(name, why, len)) return NULL;
   const rgb_backend *i = rgb_backend_find(name);
   rg_backend *b = rg_calloc(1, sizeof *b);
-  if (!b) return say(why, len, "out of memory", "", 0, 0), NULL;
+  if (!b) return rg_say(why, len, "out of memory"), NULL;
   b->iface = i;
   b->device = i->device;
   if (i->init && i->init(name, &b->ctx, &b->device, why, len)) {

@@ -65,3 +65,13 @@ void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) {
     b->cap = cap;
   }
 }
+
+bool rg_say(char *why, size_t len, const char *fmt, ...) {
+  if (why && len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}

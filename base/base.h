@@ -151,6 +151,9 @@ typedef struct rg_strbuf {
   bool failed;
 } rg_strbuf;
 void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes a reason into why[len] (when why is not NULL) and returns false:
+ * `return rg_say(why, len, "no device %d", k);`. */
+bool rg_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ------------------------------------------------------------------ hash map */
 

@@ -74,20 +74,11 @@ typedef struct drv {
   CUresult (*error)(CUresult, const char **);
 } drv;
 
-static bool say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool say(char *why, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (why && len) vsnprintf(why, len, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
 /* Loads the driver and binds the entry points used. */
 static bool drv_open(drv *d, char *why, size_t len) {
   memset(d, 0, sizeof *d);
   d->dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!d->dl) return say(why, len, "no CUDA driver (libcuda.so.1 cannot be loaded)");
+  if (!d->dl) return rg_say(why, len, "no CUDA driver (libcuda.so.1 cannot be loaded)");
 #define SYM(f, name) (*(void **)&d->f = dlsym(d->dl, name)) != NULL
   bool ok = SYM(init, "cuInit") && SYM(count, "cuDeviceGetCount") && SYM(get, "cuDeviceGet") &&
             SYM(attr, "cuDeviceGetAttribute") && SYM(retain, "cuDevicePrimaryCtxRetain") &&
@@ -101,7 +92,7 @@ static bool drv_open(drv *d, char *why, size_t len) {
 #undef SYM
   if (!ok) {
     dlclose(d->dl);
-    return say(why, len, "the CUDA driver found lacks an entry point relgraph uses");
+    return rg_say(why, len, "the CUDA driver found lacks an entry point relgraph uses");
   }
   return true;
 }
@@ -115,10 +106,10 @@ static const char *cu_err(const drv *d, CUresult r) {
 /* The number of devices, or -1 with the reason. */
 static int device_count(drv *d, char *why, size_t len) {
   CUresult r = d->init(0);
-  if (r) return say(why, len, "the CUDA driver does not start: %s", cu_err(d, r)), -1;
+  if (r) return rg_say(why, len, "the CUDA driver does not start: %s", cu_err(d, r)), -1;
   int n = 0;
-  if ((r = d->count(&n))) return say(why, len, "no CUDA device: %s", cu_err(d, r)), -1;
-  if (n == 0) return say(why, len, "no CUDA device"), -1;
+  if ((r = d->count(&n))) return rg_say(why, len, "no CUDA device: %s", cu_err(d, r)), -1;
+  if (n == 0) return rg_say(why, len, "no CUDA device"), -1;
   return n;
 }
 
@@ -235,23 +226,23 @@ static int parse_ordinal(const char *spec, int *ordinal) {
 static bool open_device(cuda_ctx *c, char *why, size_t len) {
   int n = device_count(&c->d, why, len);
   if (n < 0) return false;
-  if (c->ordinal >= n) return say(why, len, "no CUDA device %d (%d present)", c->ordinal, n);
+  if (c->ordinal >= n) return rg_say(why, len, "no CUDA device %d (%d present)", c->ordinal, n);
   CUresult r;
   int major = 0, minor = 0;
   if ((r = c->d.get(&c->dev, c->ordinal)) || (r = c->d.retain(&c->cu, c->dev)) ||
       (r = c->d.set_current(c->cu)) || (r = c->d.stream_create(&c->stream, 0)) ||
       (r = c->d.attr(&major, CU_ATTR_CC_MAJOR, c->dev)) || (r = c->d.attr(&minor, CU_ATTR_CC_MINOR, c->dev)))
-    return say(why, len, "CUDA device %d: %s", c->ordinal, cu_err(&c->d, r));
+    return rg_say(why, len, "CUDA device %d: %s", c->ordinal, cu_err(&c->d, r));
   snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
   return true;
 }
 
 static int cuda_init(const char *spec, void **ctx, rg_device *device, char *why, size_t len) {
   cuda_ctx *c = rg_calloc(1, sizeof *c);
-  if (!c) return say(why, len, "out of memory"), RG_ERR_NOMEM;
+  if (!c) return rg_say(why, len, "out of memory"), RG_ERR_NOMEM;
   if (parse_ordinal(spec, &c->ordinal)) {
     rg_free(c);
-    return say(why, len, "bad CUDA device in '%s' (cuda or cuda:N)", spec), RG_ERR_SYNTAX;
+    return rg_say(why, len, "bad CUDA device in '%s' (cuda or cuda:N)", spec), RG_ERR_SYNTAX;
   }
   if (!drv_open(&c->d, why, len)) {
     rg_free(c);
@@ -292,7 +283,7 @@ static char *source_of(const rgb_node *n, char *why, size_t len) {
   case K_FUSED: return rgcu_gen_composite(n, why, len);
   case K_RED: return rgcu_gen_reduce(n, why, len);
   case K_SOFTMAX: return rgcu_gen_softmax(n, why, len);
-  default: return say(why, len, "%s: no CUDA kernel", n->label), NULL;
+  default: return rg_say(why, len, "%s: no CUDA kernel", n->label), NULL;
   }
 }
 
@@ -340,7 +331,7 @@ static CUfunction kernel_for(cuda_ctx *c, char *src, char *why, size_t len) {
   size_t size;
   char log[2048];
   if (rgcu_nvrtc_compile(c->nvrtc, src, c->arch, &image, &size, log, sizeof log)) {
-    say(why, len, "NVRTC: %s", log);
+    rg_say(why, len, "NVRTC: %s", log);
     rg_free(src);
     return NULL;
   }
@@ -348,11 +339,11 @@ static CUfunction kernel_for(cuda_ctx *c, char *src, char *why, size_t len) {
   CUresult r = c->d.load(&k.mod, image);
   rg_free(image);
   if (!r && (r = c->d.function(&k.fn, k.mod, "rg_kernel"))) c->d.unload(k.mod);
-  if (r) return say(why, len, "loading a kernel: %s", cu_err(&c->d, r)), rg_free(src), NULL;
+  if (r) return rg_say(why, len, "loading a kernel: %s", cu_err(&c->d, r)), rg_free(src), NULL;
   if (c->nkernels == c->capk) {
     int cap = c->capk ? 2 * c->capk : 32;
     kernel *v = rg_realloc(c->kernels, (size_t)cap * sizeof *v);
-    if (!v) return c->d.unload(k.mod), rg_free(src), say(why, len, "out of memory"), NULL;
+    if (!v) return c->d.unload(k.mod), rg_free(src), rg_say(why, len, "out of memory"), NULL;
     c->kernels = v;
     c->capk = cap;
   }

@@ -30,15 +30,6 @@
 
 /* ------------------------------------------------------------------ text pieces */
 
-static bool fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool fail(char *why, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  if (why && len) vsnprintf(why, len, fmt, ap);
-  va_end(ap);
-  return false;
-}
-
 static const char *ctype(rg_dtype dt) {
   static const char *const names[RG_NDTYPES] = {
       [RG_BOOL] = "uint8_t", [RG_INT8] = "int8_t",   [RG_INT16] = "int16_t",  [RG_INT32] = "int32_t",
@@ -98,7 +89,7 @@ static bool put_node(rg_strbuf *b, const rgb_node *n, const char *const *arg, co
                      char *why, size_t len) {
   rgbc_ew_info info;
   const char *err = n->nout == 1 ? rgbc_ew_info_of(n, &info) : "more than one output";
-  if (err) return fail(why, len, "%s: %s", n->label, err);
+  if (err) return rg_say(why, len, "%s: %s", n->label, err);
   rg_dtype odt = n->out[0].dtype;
   if (info.copy) {
     rg_strbuf_put(b, "{ %s = ", out);
@@ -109,7 +100,7 @@ static bool put_node(rg_strbuf *b, const rgb_node *n, const char *const *arg, co
   rg_dtype cdt = is_compare(n->code) ? info.in[0] : n->code == RG_OP_SWITCH ? info.in[1] : odt;
   int arity = info.nary ? 2 : n->nin;
   const char *e = expr_of(n->code, cdt, arity);
-  if (!e) return fail(why, len, "%s: no CUDA form for %s", n->label, rg_dtype_name(cdt));
+  if (!e) return rg_say(why, len, "%s: no CUDA form for %s", n->label, rg_dtype_name(cdt));
   const char *T = ctype(cdt), *names[3] = {"x", "y", "z"};
   if (info.nary) {
     rg_strbuf_put(b, "{ %s acc = ", T);
@@ -158,14 +149,14 @@ static void put_ew_tail(rg_strbuf *b) { rg_strbuf_put(b, "  }\n}\n"); }
 static char *finish(rg_strbuf *b, char *why, size_t len) {
   if (!b->failed) return b->s;
   rg_free(b->s);
-  fail(why, len, "out of memory");
+  rg_say(why, len, "out of memory");
   return NULL;
 }
 
 char *rgcu_gen_elemwise(const rgb_node *n, char *why, size_t len) {
   int nops = n->nout + n->nin;
   if (rg_opcode_family(n->code) != RG_FAM_ELEMWISE || nops > RGCU_MAXOPS || n->nout != 1)
-    return fail(why, len, "%s: not an elementwise node of at most %d operands", n->label, RGCU_MAXOPS), NULL;
+    return rg_say(why, len, "%s: not an elementwise node of at most %d operands", n->label, RGCU_MAXOPS), NULL;
   rg_strbuf b = {0};
   put_prelude(&b);
   put_ew_head(&b, nops);
@@ -189,7 +180,7 @@ char *rgcu_gen_elemwise(const rgb_node *n, char *why, size_t len) {
 
 /* A scalar constant of the inner program as a literal of its dtype. */
 static bool put_constant(rg_strbuf *b, const rg_tensor *t, int32_t c, char *why, size_t len) {
-  if (rg_tensor_numel(t) != 1) return fail(why, len, "composite: a constant of %lld elements", (long long)rg_tensor_numel(t));
+  if (rg_tensor_numel(t) != 1) return rg_say(why, len, "composite: a constant of %lld elements", (long long)rg_tensor_numel(t));
   if (rg_dtype_is_float(t->dtype)) rg_strbuf_put(b, "    const %s v%d = (%s)%a;\n", ctype(t->dtype), c, ctype(t->dtype), rg_tensor_get_f64(t, 0));
   else rg_strbuf_put(b, "    const %s v%d = (%s)%lldLL;\n", ctype(t->dtype), c, ctype(t->dtype), (long long)rg_tensor_get_i64(t, 0));
   return true;
@@ -207,7 +198,7 @@ static bool put_inner(rg_strbuf *b, const rgb_program *p, int nout, char *why, s
     const rgb_thunk *th = &p->thunks[t];
     const rgb_node *n = &th->node;
     if (th->kind != RGB_T_KERNEL || n->inner || n->nout != 1 || n->nin > 3 * RGCU_MAXOPS)
-      return fail(why, len, "composite: %s cannot be fused on CUDA", n->label);
+      return rg_say(why, len, "composite: %s cannot be fused on CUDA", n->label);
     char names[3 * RGCU_MAXOPS][16];
     const char *args[3 * RGCU_MAXOPS];
     for (int k = 0; k < n->nin; k++) {
@@ -225,10 +216,10 @@ static bool put_inner(rg_strbuf *b, const rgb_program *p, int nout, char *why, s
 
 char *rgcu_gen_composite(const rgb_node *n, char *why, size_t len) {
   const rgb_program *p = n->inner;
-  if (n->code != RG_OP_COMPOSITE || !p) return fail(why, len, "%s: not a linked composite", n->label), NULL;
+  if (n->code != RG_OP_COMPOSITE || !p) return rg_say(why, len, "%s: not a linked composite", n->label), NULL;
   int nops = n->nout + n->nin;
   if (nops > RGCU_MAXOPS || p->nin != n->nin || p->nout != n->nout)
-    return fail(why, len, "composite: %d operands (at most %d)", nops, RGCU_MAXOPS), NULL;
+    return rg_say(why, len, "composite: %d operands (at most %d)", nops, RGCU_MAXOPS), NULL;
   rg_strbuf b = {0};
   put_prelude(&b);
   for (int k = 0; k < n->nin; k++) rg_strbuf_put(&b, "typedef %s IN%d;\n", ctype(n->in[k].dtype), k);
@@ -311,7 +302,7 @@ static bool put_reduce_body(rg_strbuf *b, const rgb_node *n, char *why, size_t l
   case RG_OP_ANY:
     rg_strbuf_put(b, "    TO acc = 0;\n%sacc = (TO)(acc | (v != 0)); }\n", loop);
     break;
-  default: return fail(why, len, "%s: not a reduction", n->label);
+  default: return rg_say(why, len, "%s: not a reduction", n->label);
   }
   rg_strbuf_put(b, "    *(TO *)(a.out + obase) = acc;\n");
   return true;
@@ -319,7 +310,7 @@ static bool put_reduce_body(rg_strbuf *b, const rgb_node *n, char *why, size_t l
 
 char *rgcu_gen_reduce(const rgb_node *n, char *why, size_t len) {
   if (rg_opcode_family(n->code) != RG_FAM_REDUCE || n->code == RG_OP_SOFTMAX || n->code == RG_OP_LOG_SOFTMAX)
-    return fail(why, len, "%s: not a reduction", n->label), NULL;
+    return rg_say(why, len, "%s: not a reduction", n->label), NULL;
   rg_strbuf b = {0};
   put_prelude(&b);
   put_red_head(&b, ctype(n->in[0].dtype), ctype(n->out[0].dtype));
@@ -334,7 +325,7 @@ char *rgcu_gen_reduce(const rgb_node *n, char *why, size_t len) {
 char *rgcu_gen_softmax(const rgb_node *n, char *why, size_t len) {
   rg_dtype dt = n->out[0].dtype;
   if ((n->code != RG_OP_SOFTMAX && n->code != RG_OP_LOG_SOFTMAX) || !rg_dtype_is_float(dt))
-    return fail(why, len, "%s: not a float softmax", n->label), NULL;
+    return rg_say(why, len, "%s: not a float softmax", n->label), NULL;
   bool f32 = dt == RG_FLOAT32;
   const char *S = f32 ? "f32" : "f64", *ex = f32 ? "expf" : "exp", *lg = f32 ? "logf" : "log";
   rg_strbuf b = {0};
