@@ -151,6 +151,18 @@ typedef struct rg_strbuf {
   bool failed;
 } rg_strbuf;
 void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ------------------------------------------------------------------ the cache of generated code */
+
+/* FNV-1a of a string, continuing from h (start: 0xcbf29ce484222325). */
+uint64_t rg_fnv1a(const char *s, uint64_t h);
+/* The cache directory (created): $RELGRAPH_CACHE_DIR, else
+ * $XDG_CACHE_HOME/relgraph, else $HOME/.cache/relgraph; false if none. */
+bool rg_cache_dir(char *dir, size_t len);
+/* A cache entry's bytes (rg_free), or NULL when absent. */
+void *rg_cache_read(const char *path, size_t *size);
+/* Writes an entry atomically (a file of this process renamed into place). */
+bool rg_cache_write(const char *path, const void *data, size_t size);
+
 /* Writes a reason into why[len] (when why is not NULL) and returns false:
  * `return rg_say(why, len, "no device %d", k);`. */
 bool rg_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

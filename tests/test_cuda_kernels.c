@@ -220,6 +220,40 @@ static void test_fused(void **st) {
   assert_true(total >= 4);
 }
 
+/* ------------------------------------------------------------------ the disk cache */
+
+static void test_disk_cache(void **st) {
+  (void)st;
+  char dir[] = "/tmp/rg-cubin-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("RELGRAPH_CACHE_DIR", dir, 1);
+  rg_variable *x = vec_in(RG_FLOAT32);
+  rgb_node bn;
+  assert_int_equal(rgb_node_init(&bn, rg_tanh(x)->owner), 0);
+  char why[256], log[1024];
+  char *src = rgcu_gen_elemwise(&bn, why, sizeof why);
+  assert_non_null(src);
+  void *a, *b;
+  size_t na, nb;
+  bool hit;
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", &a, &na, &hit, log, sizeof log), RG_OK);
+  assert_false(hit);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_true(hit);
+  assert_true(na == nb && memcmp(a, b, na) == 0);
+  rg_free(b);
+  /* another architecture is another entry */
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_80", &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_false(hit);
+  rg_free(a);
+  rg_free(b);
+  rg_free(src);
+  rgb_node_clear(&bn);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   rg_init();
   C = rg_ctx_new();
@@ -234,6 +268,7 @@ int main(void) {
       cmocka_unit_test(test_elementwise),
       cmocka_unit_test(test_reductions),
       cmocka_unit_test(test_fused),
+      cmocka_unit_test(test_disk_cache),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   rgcu_nvrtc_close(nv);

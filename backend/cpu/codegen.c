@@ -278,28 +278,6 @@ fail:
 
 /* ------------------------------------------------------------------ compiling and loading */
 
-static uint64_t fnv1a(const char *s, uint64_t h) {
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-  return h;
-}
-
-/* The cache directory (created), or false. */
-static bool cache_dir(char *dir, size_t len) {
-  const char *env = getenv("RELGRAPH_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  int k = env && *env   ? snprintf(dir, len, "%s", env)
-          : xdg && *xdg ? snprintf(dir, len, "%s/relgraph", xdg)
-          : home && *home ? snprintf(dir, len, "%s/.cache/relgraph", home)
-                          : -1;
-  if (k < 0 || (size_t)k >= len) return false;
-  for (char *q = dir + 1; *q; q++) /* mkdir -p */
-    if (*q == '/') {
-      *q = 0;
-      if (mkdir(dir, 0755) && errno != EEXIST) return false;
-      *q = '/';
-    }
-  return !mkdir(dir, 0755) || errno == EEXIST;
-}
-
 #define CFLAGS "-O3 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared"
 
 /* Compiles src into path (through temporary files renamed into place). */
@@ -327,9 +305,9 @@ rgbc_kernel_fn rgbc_codegen(const rgb_program *p, rg_dtype dt) {
   if (!src) return NULL;
   char dir[4096], path[4200];
   rgbc_kernel_fn fn = NULL;
-  if (cache_dir(dir, sizeof dir)) {
+  if (rg_cache_dir(dir, sizeof dir)) {
     snprintf(path, sizeof path, "%s/rgk-%016llx.so", dir,
-             (unsigned long long)fnv1a(CFLAGS, fnv1a(src, 0xcbf29ce484222325ull)));
+             (unsigned long long)rg_fnv1a(CFLAGS, rg_fnv1a(src, 0xcbf29ce484222325ull)));
     if (access(path, R_OK) == 0 || compile(src, path)) {
       void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
       if (h) fn = (rgbc_kernel_fn)dlsym(h, "rg_kernel");

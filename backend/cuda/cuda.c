@@ -13,8 +13,8 @@
  *
  * A backend object ("cuda" or "cuda:N") holds the device's primary
  * context, one blocking stream, a caching allocator and the kernels it has
- * compiled (keyed by their source: one NVRTC compilation per distinct
- * kernel, for the device's architecture, for the life of the backend).
+ * loaded (keyed by their source; the device code of each comes from the
+ * disk cache or one NVRTC compilation for the device's architecture).
  * Kernels run asynchronously on the stream in schedule order; the buffers
  * a released value leaves go back to the allocator's free list and are
  * reused by later kernels of the same stream, which the stream orders.
@@ -330,7 +330,8 @@ static CUfunction kernel_for(cuda_ctx *c, char *src, char *why, size_t len) {
   void *image = NULL;
   size_t size;
   char log[2048];
-  if (rgcu_nvrtc_compile(c->nvrtc, src, c->arch, &image, &size, log, sizeof log)) {
+  bool hit;
+  if (rgcu_nvrtc_compile_cached(c->nvrtc, src, c->arch, &image, &size, &hit, log, sizeof log)) {
     rg_say(why, len, "NVRTC: %s", log);
     rg_free(src);
     return NULL;

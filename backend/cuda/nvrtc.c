@@ -7,7 +7,9 @@
  * everything else runs.  Only the handful of entry points used are
  * declared, with the types of NVRTC's C API (nvrtcResult is an int enum,
  * nvrtcProgram an opaque pointer).  NVRTC compiles without a GPU, which is
- * what lets the kernel test run on machines that have none.
+ * what lets the kernel test run on machines that have none.  Compiled
+ * device code is also kept on disk (base/cache.c), keyed by the source,
+ * the architecture, NVRTC's version and the options.
  */
 #include "backend/cuda/cuda-impl.h"
 #include "base/base.h"
@@ -15,6 +17,9 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The compile options beyond the architecture (part of the cache key). */
+#define OPTIONS_KEY "--fmad=false"
 
 typedef int nvres;
 typedef struct nvprog_ *nvprog;
@@ -106,7 +111,7 @@ int rgcu_nvrtc_compile(rgcu_nvrtc *l, const char *src, const char *arch, void **
   snprintf(opt_arch, sizeof opt_arch, "--gpu-architecture=%s", arch);
   /* no fused multiply-add: the CPU's loops do not contract either;
    * unused helpers are the rule (every kernel carries them all) */
-  const char *opts[] = {opt_arch, "--fmad=false", "--diag-suppress=177"};
+  const char *opts[] = {opt_arch, OPTIONS_KEY, "--diag-suppress=177"};
   r = l->compile(prog, 3, opts);
   int rc = RG_OK;
   if (r != 0) {
@@ -120,5 +125,26 @@ int rgcu_nvrtc_compile(rgcu_nvrtc *l, const char *src, const char *arch, void **
     rc = RG_ERR;
   }
   l->destroy(&prog);
+  return rc;
+}
+
+/* The cache entry of a kernel: its source, the architecture, NVRTC's
+ * version and the options determine the device code. */
+static bool entry_path(const rgcu_nvrtc *l, const char *src, const char *arch, char *path, size_t len) {
+  char dir[4096], key[96];
+  if (!rg_cache_dir(dir, sizeof dir)) return false;
+  snprintf(key, sizeof key, "%s %d.%d %s", arch, l->major, l->minor, OPTIONS_KEY);
+  uint64_t h = rg_fnv1a(key, rg_fnv1a(src, 0xcbf29ce484222325ull));
+  return snprintf(path, len, "%s/rgcu-%016llx-%s.cubin", dir, (unsigned long long)h, arch) < (int)len;
+}
+
+int rgcu_nvrtc_compile_cached(rgcu_nvrtc *l, const char *src, const char *arch, void **image,
+                              size_t *size, bool *hit, char *log, size_t loglen) {
+  char path[4200];
+  bool cacheable = entry_path(l, src, arch, path, sizeof path);
+  *hit = cacheable && (*image = rg_cache_read(path, size)) != NULL;
+  if (*hit) return RG_OK;
+  int rc = rgcu_nvrtc_compile(l, src, arch, image, size, log, loglen);
+  if (rc == RG_OK && cacheable) rg_cache_write(path, *image, *size); /* best effort */
   return rc;
 }

@@ -1,0 +1,65 @@
+/*
+ * cache.c — the on-disk cache of generated code (C kernels compiled by the
+ * system compiler, CUDA kernels compiled by NVRTC).
+ *
+ * One directory holds every entry: $RELGRAPH_CACHE_DIR, else
+ * $XDG_CACHE_HOME/relgraph, else $HOME/.cache/relgraph, created on first
+ * use.  Entries are named by a hash of everything that determines their
+ * content (the source, the compiler's flags or version, the target), so
+ * an entry is never stale; writers write a file of their own and rename
+ * it into place, so concurrent processes never see half an entry.
+ */
+#include "base/base.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+uint64_t rg_fnv1a(const char *s, uint64_t h) {
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return h;
+}
+
+bool rg_cache_dir(char *dir, size_t len) {
+  const char *env = getenv("RELGRAPH_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  int k = env && *env   ? snprintf(dir, len, "%s", env)
+          : xdg && *xdg ? snprintf(dir, len, "%s/relgraph", xdg)
+          : home && *home ? snprintf(dir, len, "%s/.cache/relgraph", home)
+                          : -1;
+  if (k < 0 || (size_t)k >= len) return false;
+  for (char *q = dir + 1; *q; q++) /* mkdir -p */
+    if (*q == '/') {
+      *q = 0;
+      if (mkdir(dir, 0755) && errno != EEXIST) return false;
+      *q = '/';
+    }
+  return !mkdir(dir, 0755) || errno == EEXIST;
+}
+
+void *rg_cache_read(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  void *buf = NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = rg_malloc((size_t)n)) &&
+      fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    rg_free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf) *size = (size_t)n;
+  return buf;
+}
+
+bool rg_cache_write(const char *path, const void *data, size_t size) {
+  char tmp[4300];
+  if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp) return false;
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return false;
+  bool ok = fwrite(data, 1, size, f) == size;
+  ok = !fclose(f) && ok && rename(tmp, path) == 0;
+  if (!ok) unlink(tmp);
+  return ok;
+}
