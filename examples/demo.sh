@@ -5,7 +5,9 @@
 #   3. the standard rewrites and a compiled graph run on random inputs,
 #   4. loops (Scan): a cumulative sum, Fibonacci and an RNN,
 #   5. gradients, built from each op's rule and checked numerically,
-#   6. optimization search: matrix-chain orders by e-graph and cost.
+#   6. optimization search: matrix-chain orders by e-graph and cost,
+#   7. backends: nodes placed on the mirror checking device with the
+#      transfers between devices, and why CUDA cannot run here.
 set -euo pipefail
 bin=${1:-relgraph}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -53,4 +55,12 @@ echo
 
 echo "== 6. optimization search"
 show search examples/graphs/matrix_chain.graph --rules examples/rules/assoc.kn --answers 3
+
+echo "== 7. backends: placement and transfers"
+# mirror: a checking device whose memory the CPU kernels cannot read; the
+# nodes it runs go there, the others stay on the CPU, values cross once
+show run tests/golden/run/placement.graph --random 7 --backend mirror --placement --query none
+show run examples/graphs/mlp.graph --random 1 --backend mirror --placement
+# CUDA where a GPU is present; here, the reason it cannot run
+show run examples/graphs/mlp.graph --random 1 --backend cuda || true
 rm -f /tmp/relgraph-demo-distributed.graph
