@@ -34,12 +34,9 @@
 #include "base/base.h"
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 

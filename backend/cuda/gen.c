@@ -24,7 +24,6 @@
 #include "backend/cpu/cpu-impl.h"
 #include "base/base.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
