@@ -15,7 +15,9 @@
 const rgb_backend *const rgb_backends[] = {
     &rgb_cpu_backend,
     &rgb_mirror_backend,
+#ifndef RG_NO_CUDA
     &rgb_cuda_backend,
+#endif
     NULL,
 };
 

@@ -164,8 +164,9 @@ int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *
 /* Backends compiled into this library: "cpu" always; "mirror", the
  * checking device (the CPU's kernels behind buffers the CPU kernels cannot
  * read, running a subset of the ops: it exercises placement and transfers
- * without a GPU); "cuda" when built with the CUDA toolkit (usable only
- * where a device is present). */
+ * without a GPU); "cuda" unless built with -DRG_CUDA=OFF (it loads the
+ * driver and NVRTC at run time, so it is usable where a GPU, its driver
+ * and NVRTC are present, and says which is missing elsewhere). */
 int rg_backend_count(void);
 const char *rg_backend_name(int i);
 /* Whether a backend can run here; if not, why.  name may carry a device
