@@ -129,21 +129,9 @@ static void reduction_cases(void) {
   }
 }
 
-static const char *const fused_graphs[] = {
-    "(graph (input a float32 (256 256)) (input b float32 (256 256)) (input c float32 (256 256))"
-    " (input d float32 (256 256)) (input c0 float32 (256 256))"
-    " (define cell (add (mul (sigmoid b) c0) (mul (sigmoid a) (tanh c))))"
-    " (output cell) (output (mul (sigmoid d) (tanh cell))))",
-    "(graph (input x float64 (300 300)) (input y float64 (300))"
-    " (output (add (switch (gt x 0.0) x (mul 0.1 x)) (softplus y) (erf x) (maximum x y)"
-    "              (int_div x 3.0) (mod y 2.5) (clip x -1.0 1.0))))",
-    "(graph (input i int32 (400 400)) (input j int32 (400))"
-    " (output (exp ((cast float32) (mod (int_div (add (mul i 3) j) 2) 5)))))",
-};
-
 static void fused_cases(void) {
-  for (size_t g = 0; g < sizeof fused_graphs / sizeof *fused_graphs; g++) {
-    rg_fgraph *fg = rg_graph_read(C, "<fused>", fused_graphs[g], strlen(fused_graphs[g]));
+  for (size_t g = 0; g < TU_NFUSED; g++) {
+    rg_fgraph *fg = rg_graph_read(C, "<fused>", tu_fused_graphs[g], strlen(tu_fused_graphs[g]));
     assert_non_null(fg);
     int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
     rg_variable *in[8], *out[8];

@@ -181,21 +181,6 @@ static int queue_composites(batch *b, const rgb_program *p, const char *file) {
   return n;
 }
 
-/* Pointwise groups large enough to fuse: the LSTM cell's tail (two
- * outputs), a float64 mix with comparisons and switch, integer arithmetic
- * cast to float. */
-static const char *const fused_graphs[] = {
-    "(graph (input a float32 (512 512)) (input b float32 (512 512)) (input c float32 (512 512))"
-    " (input d float32 (512 512)) (input c0 float32 (512 512))"
-    " (define cell (add (mul (sigmoid b) c0) (mul (sigmoid a) (tanh c))))"
-    " (output cell) (output (mul (sigmoid d) (tanh cell))))",
-    "(graph (input x float64 (300 300)) (input y float64 (300))"
-    " (output (add (switch (gt x 0.0) x (mul 0.1 x)) (softplus y) (erf x) (maximum x y)"
-    "              (int_div x 3.0) (mod y 2.5) (clip x -1.0 1.0))))",
-    "(graph (input i int32 (400 400)) (input j int32 (400))"
-    " (output (exp ((cast float32) (mod (int_div (add (mul i 3) j) 2) 5)))))",
-};
-
 static void test_fused(void **st) {
   (void)st;
   batch b = {0};
@@ -203,7 +188,7 @@ static void test_fused(void **st) {
                                       "examples/graphs/lstm.graph", "<graph 0>", "<graph 1>", "<graph 2>"};
   int total = 0;
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-    const char *text = files[i][0] == '<' ? fused_graphs[files[i][7] - '0'] : NULL;
+    const char *text = files[i][0] == '<' ? tu_fused_graphs[files[i][7] - '0'] : NULL;
     rg_fgraph *fg = text ? rg_graph_read(C, files[i], text, strlen(text)) : rg_graph_load(C, tu_source_path(files[i]));
     if (!fg) fail_msg("%s", rg_errmsg(C));
     int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);

@@ -56,6 +56,18 @@ const char *tu_source_path(const char *rel) {
   return rg_string_value(rg_string(buf));
 }
 
+const char *const tu_fused_graphs[TU_NFUSED] = {
+    "(graph (input a float32 (256 256)) (input b float32 (256 256)) (input c float32 (256 256))"
+    " (input d float32 (256 256)) (input c0 float32 (256 256))"
+    " (define cell (add (mul (sigmoid b) c0) (mul (sigmoid a) (tanh c))))"
+    " (output cell) (output (mul (sigmoid d) (tanh cell))))",
+    "(graph (input x float64 (300 300)) (input y float64 (300))"
+    " (output (add (switch (gt x 0.0) x (mul 0.1 x)) (softplus y) (erf x) (maximum x y)"
+    "              (int_div x 3.0) (mod y 2.5) (clip x -1.0 1.0))))",
+    "(graph (input i int32 (400 400)) (input j int32 (400))"
+    " (output (exp ((cast float32) (mod (int_div (add (mul i 3) j) 2) 5)))))",
+};
+
 int tu_op_arity(rg_opcode code) {
 #define TU_LO(c, name, fam, lo, hi) lo,
 #define TU_HI(c, name, fam, lo, hi) hi,

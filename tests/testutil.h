@@ -32,6 +32,11 @@ rg_tensor *tu_value(const rg_type *t, uint64_t seed, double lo, double width);
 /* The number of inputs to give an op of the table: its fixed count, or 2
  * for those taking any number (add, mul). */
 int tu_op_arity(rg_opcode code);
+/* Graphs whose pointwise parts fusion makes one composite each (sizes
+ * over its threshold): the LSTM cell's tail (two outputs), a float64 mix
+ * with comparisons and switch, integer arithmetic cast to float. */
+#define TU_NFUSED 3
+extern const char *const tu_fused_graphs[TU_NFUSED];
 /* Compiles fg's outputs with `query` and runs them at tu_value(seed
  * 7 + i, lo, width) for each input i (at most 8 inputs and outputs);
  * the results go to res.  Fails the test on an error. */
