@@ -106,6 +106,25 @@ static rg_tensor *header(rg_dtype dt, int ndim, const int64_t *shape) {
   return t;
 }
 
+/* A C-contiguous tensor over a buffer just allocated, from its start: our
+ * own memory (bt NULL) or a buffer type's.  NULL when memory runs out (the
+ * buffer is then the caller's to free). */
+static rg_tensor *adopt(rg_dtype dt, int ndim, const int64_t *shape, void *base, size_t nbytes,
+                        const rg_buffer_type *bt) {
+  rg_tensor *t = header(dt, ndim, shape);
+  rg_storage *s = t ? storage_new(base, nbytes, NULL, NULL) : NULL;
+  if (!s) {
+    rg_free(t);
+    return NULL;
+  }
+  s->owned = !bt;
+  s->buft = bt;
+  t->storage = s;
+  t->data = base;
+  c_strides(t);
+  return t;
+}
+
 static rg_tensor *alloc_tensor(rg_dtype dt, int ndim, const int64_t *shape, bool zero) {
   int64_t numel;
   size_t nbytes;
@@ -114,17 +133,8 @@ static rg_tensor *alloc_tensor(rg_dtype dt, int ndim, const int64_t *shape, bool
   void *base = rg_aligned_alloc(64, alloc ? alloc : 64);
   if (!base) return NULL;
   if (zero) memset(base, 0, alloc ? alloc : 64);
-  rg_tensor *t = header(dt, ndim, shape);
-  rg_storage *s = t ? storage_new(base, nbytes, NULL, NULL) : NULL;
-  if (!s) {
-    rg_free(base);
-    rg_free(t);
-    return NULL;
-  }
-  s->owned = true;
-  t->storage = s;
-  t->data = base;
-  c_strides(t);
+  rg_tensor *t = adopt(dt, ndim, shape, base, nbytes, NULL);
+  if (!t) rg_free(base);
   return t;
 }
 
@@ -380,17 +390,8 @@ rg_tensor *rg_tensor_empty_on(const rg_buffer_type *bt, rg_dtype dt, int ndim,
   if (!shape_size(dt, ndim, shape, &numel, &nbytes)) return NULL;
   void *base = bt->alloc(bt, nbytes ? nbytes : 1);
   if (!base) return NULL;
-  rg_tensor *t = header(dt, ndim, shape);
-  rg_storage *s = t ? storage_new(base, nbytes, NULL, NULL) : NULL;
-  if (!s) {
-    bt->free(bt, base, nbytes ? nbytes : 1);
-    rg_free(t);
-    return NULL;
-  }
-  s->buft = bt;
-  t->storage = s;
-  t->data = base;
-  c_strides(t);
+  rg_tensor *t = adopt(dt, ndim, shape, base, nbytes, bt);
+  if (!t) bt->free(bt, base, nbytes ? nbytes : 1);
   return t;
 }
 
@@ -403,18 +404,14 @@ static rg_tensor *download_view(const rg_tensor *t) {
   if (empty) return alloc_tensor(t->dtype, t->ndim, t->shape, false);
   size_t span = (size_t)(hi - lo);
   char *buf = rg_aligned_alloc(64, (span + 63) & ~(size_t)63);
-  rg_tensor *h = buf ? header(t->dtype, t->ndim, t->shape) : NULL;
-  rg_storage *s = h ? storage_new(buf, span, NULL, NULL) : NULL;
+  rg_tensor *h = buf ? adopt(t->dtype, t->ndim, t->shape, buf, span, NULL) : NULL;
   const rg_buffer_type *bt = t->storage->buft;
-  if (!s || bt->download(bt, buf, t->data + lo, span) != 0) {
-    rg_free(s);
-    rg_free(h);
-    rg_free(buf);
+  if (!h || bt->download(bt, buf, t->data + lo, span) != 0) {
+    if (h) rg_tensor_free(h);
+    else rg_free(buf);
     return NULL;
   }
-  s->owned = true;
-  h->storage = s;
-  h->data = buf - lo;
+  h->data = buf - lo; /* t's layout over the downloaded span */
   memcpy(h->strides, t->strides, (size_t)t->ndim * sizeof(int64_t));
   return h;
 }
