@@ -388,17 +388,24 @@ static void apply_updates(rg_function *f, rg_tensor **values) {
   }
 }
 
-int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, const int *which,
-                            rg_tensor **outputs) {
-  f->err[0] = 0;
-  int nallin = f->nin + f->nshared;
-  rg_tensor *ins[nallin + 1];
+/* The program's inputs: the caller's values, checked, then the shared
+ * containers' values. */
+static int bind_values(rg_function *f, rg_tensor *const *inputs, rg_tensor **ins) {
   for (int i = 0; i < f->nin; i++) {
     int rc = check_value(f, i, inputs[i]);
     if (rc) return rc;
     ins[i] = inputs[i];
   }
   for (int i = 0; i < f->nshared; i++) ins[f->nin + i] = f->shared[i]->value;
+  return RG_OK;
+}
+
+int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, const int *which,
+                            rg_tensor **outputs) {
+  f->err[0] = 0;
+  rg_tensor *ins[f->nin + f->nshared + 1];
+  int rc = bind_values(f, inputs, ins);
+  if (rc) return rc;
   for (int i = 0; i < n; i++)
     if (which && (which[i] < 0 || which[i] >= f->nout))
       return ferr(f, RG_ERR_TYPE, "output index %d out of range", which[i]);
@@ -408,7 +415,7 @@ int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, con
   for (int u = 0; u < f->nupdates; u++) sel[n + u] = f->nout + u;
   rg_tensor *all[nwant + 1];
   bool everything = !which && n == f->nout;
-  int rc = rgb_program_run(f->p, ins, nwant, everything ? NULL : sel, all);
+  rc = rgb_program_run(f->p, ins, nwant, everything ? NULL : sel, all);
   if (rc) return ferr(f, rc, "%s", f->p->rt->err);
   for (int i = 0; i < n; i++) outputs[i] = all[i];
   apply_updates(f, all + n);
@@ -421,20 +428,16 @@ int rg_function_call(rg_function *f, rg_tensor *const *inputs, rg_tensor **outpu
 
 int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *const *outputs) {
   f->err[0] = 0;
-  int nallin = f->nin + f->nshared, nall = f->nout + f->nupdates;
-  rg_tensor *ins[nallin + 1], *into[nall + 1], *refs[nall + 1];
-  for (int i = 0; i < f->nin; i++) {
-    int rc = check_value(f, i, inputs[i]);
-    if (rc) return rc;
-    ins[i] = inputs[i];
-  }
-  for (int i = 0; i < f->nshared; i++) ins[f->nin + i] = f->shared[i]->value;
+  int nall = f->nout + f->nupdates;
+  rg_tensor *ins[f->nin + f->nshared + 1], *into[nall + 1], *refs[nall + 1];
+  int rc = bind_values(f, inputs, ins);
+  if (rc) return rc;
   for (int j = 0; j < f->nout; j++) {
     if (!outputs[j]) return ferr(f, RG_ERR_TYPE, "output %d: no tensor given to write it into", j);
     into[j] = outputs[j];
   }
   for (int u = 0; u < f->nupdates; u++) into[f->nout + u] = NULL;
-  int rc = rgb_program_run_into(f->p, ins, into, refs);
+  rc = rgb_program_run_into(f->p, ins, into, refs);
   if (rc) return ferr(f, rc, "%s", f->p->rt->err);
   apply_updates(f, refs + f->nout);
   return RG_OK;

@@ -98,8 +98,7 @@ int rgb_eval_node(const rg_node *n, rg_tensor *const *inputs, rg_tensor **output
     return rc;
   }
   rgb_bound bound = {0};
-  rgb_kernel k = n->op->code != RG_OP_IFELSE && rgb_cpu_backend.supports(NULL, &bn) &&
-                 !rgb_cpu_backend.bind(NULL, &bn, &bound) ? bound.fn : NULL;
+  rgb_kernel k = !rgb_cpu_backend.bind(NULL, &bn, &bound) ? bound.fn : NULL; /* ifelse: none */
   if (!k) {
     snprintf(err, errlen, "%s: the CPU backend cannot run this op on its own", bn.label);
     rgb_node_clear(&bn);
