@@ -261,6 +261,9 @@ rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *c
                       int nout, rg_variable *const *outputs, const rgb_link_opts *o, char *err,
                       size_t errlen);
 void rgb_program_free(rgb_program *p);
+/* The program's backend whose values live on device d, or NULL (every
+ * cell's device has one: the linker made it). */
+const rg_backend *rgb_program_backend_on(const rgb_program *p, rg_device d);
 /* A compiled function's program (for tests and benchmarks). */
 rgb_program *rgb_function_program(const rg_function *f);
 /* Runs a program: inputs are borrowed; outputs receive new references.

@@ -114,7 +114,7 @@ static int backend_slot(const rgb_program *p, const rg_backend *b) {
   return -1;
 }
 
-static const rg_backend *backend_on(const rgb_program *p, rg_device d) {
+const rg_backend *rgb_program_backend_on(const rgb_program *p, rg_device d) {
   for (int i = 0; i < p->nbackends; i++)
     if (p->backend[i]->device == d) return p->backend[i];
   return NULL;
@@ -128,7 +128,7 @@ static bool can_run(const rg_backend *b, const rgb_node *bn) {
 static const rg_backend *place(const rgb_program *p, const rgb_node *bn) {
   if (bn->code == RG_OP_IFELSE) return &rgb_cpu;
   rg_device want = bn->nout ? bn->out[0].device : RG_DEVICE_HOST;
-  const rg_backend *b = backend_on(p, want);
+  const rg_backend *b = rgb_program_backend_on(p, want);
   if (b != &rgb_cpu && can_run(b, bn)) return b;
   if (can_run(p->backend[0], bn)) return p->backend[0];
   return can_run(&rgb_cpu, bn) ? &rgb_cpu : NULL;
@@ -161,7 +161,7 @@ static bool setup_backends(linker *L, int nin, rg_variable *const *inputs) {
   /* an inner graph runs where its node runs, whatever its types say */
   for (int i = 0; i < nin && !o->inner; i++) {
     rg_device d = inputs[i]->type->device;
-    if (backend_on(L->p, d)) continue;
+    if (rgb_program_backend_on(L->p, d)) continue;
     char name[16], why[256];
     rg_device_str(d, name, sizeof name);
     rg_backend *b = rg_backend_new(name, why, sizeof why);
@@ -284,7 +284,7 @@ static const rg_backend *input_home(const rgb_program *p, const rgb_node *bn, in
   if (bn->code != RG_OP_IFELSE) return b;
   if (i == 0) return &rgb_cpu;
   int32_t then = i <= bn->nout ? c : in_cells[i - bn->nout];
-  const rg_backend *home = backend_on(p, p->cell_dev[then]);
+  const rg_backend *home = rgb_program_backend_on(p, p->cell_dev[then]);
   return home ? home : &rgb_cpu;
 }
 

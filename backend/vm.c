@@ -173,12 +173,6 @@ static void unbind_inputs(rgb_program *p) {
   }
 }
 
-static const rg_buffer_type *buft_of(const rgb_program *p, rg_device d) {
-  for (int i = 0; i < p->nbackends; i++)
-    if (p->backend[i]->device == d) return p->backend[i]->buft;
-  return NULL;
-}
-
 /* Binds the inputs to their cells; a value on another device than its
  * cell's is copied there for the call (and freed by unbind_inputs). */
 static int bind_inputs(rgb_program *p, rg_tensor *const *inputs) {
@@ -186,7 +180,7 @@ static int bind_inputs(rgb_program *p, rg_tensor *const *inputs) {
     int32_t c = p->in_cells[i];
     rg_tensor *v = inputs[i];
     if (v && rg_tensor_device(v) != p->cell_dev[c]) {
-      v = rg_tensor_to_device(v, buft_of(p, p->cell_dev[c]));
+      v = rg_tensor_to_device(v, rgb_program_backend_on(p, p->cell_dev[c])->buft);
       if (!v) {
         snprintf(p->rt->err, sizeof p->rt->err, "out of memory copying input %d to its device", i);
         return p->rt->errcode = RG_ERR_NOMEM;
