@@ -153,7 +153,8 @@ typedef struct rg_strbuf {
 void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* ------------------------------------------------------------------ the cache of generated code */
 
-/* FNV-1a of a string, continuing from h (start: 0xcbf29ce484222325). */
+/* FNV-1a of a string, continuing from h (start with RG_FNV_SEED). */
+#define RG_FNV_SEED 0xcbf29ce484222325ull
 uint64_t rg_fnv1a(const char *s, uint64_t h);
 /* The cache directory (created): $RELGRAPH_CACHE_DIR, else
  * $XDG_CACHE_HOME/relgraph, else $HOME/.cache/relgraph; false if none. */

@@ -304,7 +304,7 @@ rgbc_kernel_fn rgbc_codegen(const rgb_program *p, rg_dtype dt) {
   rgbc_kernel_fn fn = NULL;
   if (rg_cache_dir(dir, sizeof dir)) {
     snprintf(path, sizeof path, "%s/rgk-%016llx.so", dir,
-             (unsigned long long)rg_fnv1a(CFLAGS, rg_fnv1a(src, 0xcbf29ce484222325ull)));
+             (unsigned long long)rg_fnv1a(CFLAGS, rg_fnv1a(src, RG_FNV_SEED)));
     if (access(path, R_OK) == 0 || compile(src, path)) {
       void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
       if (h) fn = (rgbc_kernel_fn)dlsym(h, "rg_kernel");

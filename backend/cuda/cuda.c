@@ -311,15 +311,9 @@ static bool cuda_supports(void *ctx, const rgb_node *n) {
   return src != NULL;
 }
 
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-  return h;
-}
-
 /* The compiled kernel of a source (compiled on first use). */
 static CUfunction kernel_for(cuda_ctx *c, char *src, char *why, size_t len) {
-  uint64_t h = fnv1a(src);
+  uint64_t h = rg_fnv1a(src, RG_FNV_SEED);
   for (int i = 0; i < c->nkernels; i++)
     if (c->kernels[i].hash == h && !strcmp(c->kernels[i].src, src)) {
       rg_free(src);

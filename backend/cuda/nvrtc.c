@@ -134,7 +134,7 @@ static bool entry_path(const rgcu_nvrtc *l, const char *src, const char *arch, c
   char dir[4096], key[96];
   if (!rg_cache_dir(dir, sizeof dir)) return false;
   snprintf(key, sizeof key, "%s %d.%d %s", arch, l->major, l->minor, OPTIONS_KEY);
-  uint64_t h = rg_fnv1a(key, rg_fnv1a(src, 0xcbf29ce484222325ull));
+  uint64_t h = rg_fnv1a(key, rg_fnv1a(src, RG_FNV_SEED));
   return snprintf(path, len, "%s/rgcu-%016llx-%s.cubin", dir, (unsigned long long)h, arch) < (int)len;
 }
 
