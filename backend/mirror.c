@@ -36,13 +36,12 @@ static void mirror_free(const rg_buffer_type *bt, void *base, size_t nbytes) {
   rg_free(base);
 }
 
-static void xor_copy(unsigned char *dst, const unsigned char *src, size_t n) {
-  for (size_t i = 0; i < n; i++) dst[i] = src[i] ^ MIRROR_KEY;
-}
-
+/* Both directions: the key undoes itself. */
 static int mirror_move(const rg_buffer_type *bt, void *dst, const void *src, size_t n) {
   (void)bt;
-  xor_copy(dst, src, n);
+  unsigned char *d = dst;
+  const unsigned char *s = src;
+  for (size_t i = 0; i < n; i++) d[i] = s[i] ^ MIRROR_KEY;
   return 0;
 }
 
