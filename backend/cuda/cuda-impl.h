@@ -46,23 +46,24 @@ char *rgcu_gen_reduce(const rgb_node *n, char *why, size_t len);
 char *rgcu_gen_softmax(const rgb_node *n, char *why, size_t len);
 
 /* The argument structs of the generated kernels, as their source
- * declares them (rg_ew_args, rg_red_args), and how a kernel's arguments
- * are laid out from its tensors. */
+ * declares them (rg_ew_args, rg_red_args, with long long for int64_t:
+ * the same 8 bytes), and how a kernel's arguments are laid out from its
+ * tensors. */
 typedef struct rgcu_ew_args {
-  long long n;                              /* elements of the output shape */
+  int64_t n;                              /* elements of the output shape */
   int nd;
-  long long shape[RGCU_MAXND];
-  long long st[RGCU_MAXOPS][RGCU_MAXND];    /* bytes; outputs first, then inputs */
+  int64_t shape[RGCU_MAXND];
+  int64_t st[RGCU_MAXOPS][RGCU_MAXND];    /* bytes; outputs first, then inputs */
   char *p[RGCU_MAXOPS];
 } rgcu_ew_args;
 typedef struct rgcu_red_args {
-  long long nout;                           /* output elements (rows, for softmax) */
+  int64_t nout;                           /* output elements (rows, for softmax) */
   int nk;                                   /* kept dimensions */
-  long long kshape[RGCU_MAXND], kst[RGCU_MAXND], ost[RGCU_MAXND];
+  int64_t kshape[RGCU_MAXND], kst[RGCU_MAXND], ost[RGCU_MAXND];
   int nr;                                   /* reduced dimensions */
-  long long rshape[RGCU_MAXND], rst[RGCU_MAXND];
-  long long rn;                             /* elements reduced per output */
-  long long ast;                            /* softmax: the output's stride along the axis */
+  int64_t rshape[RGCU_MAXND], rst[RGCU_MAXND];
+  int64_t rn;                             /* elements reduced per output */
+  int64_t ast;                            /* softmax: the output's stride along the axis */
   const char *in;
   char *out;
 } rgcu_red_args;

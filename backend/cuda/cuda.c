@@ -361,31 +361,16 @@ static int launch(rgb_exec *x, const cuda_state *s, void *args, long long n) {
   return r ? rgb_error(x, RG_ERR, "CUDA launch: %s", cu_err(&s->c->d, r)) : 0;
 }
 
-/* The broadcast shape of the inputs (the CPU checks the same rule). */
-static int out_shape(rgb_exec *x, int64_t *shape) {
-  int nd = 0;
-  for (int i = 0; i < x->node->nin; i++) nd = rgb_in(x, i)->ndim > nd ? rgb_in(x, i)->ndim : nd;
-  for (int d = 0; d < nd; d++) shape[d] = 1;
-  for (int i = 0; i < x->node->nin; i++) {
-    const rg_tensor *t = rgb_in(x, i);
-    for (int k = 0; k < t->ndim; k++) {
-      int64_t *o = &shape[nd - t->ndim + k];
-      if (t->shape[k] != 1 && *o != 1 && *o != t->shape[k])
-        return rgb_error(x, RG_ERR_TYPE, "input shapes do not broadcast"), -1;
-      if (t->shape[k] != 1) *o = t->shape[k];
-    }
-  }
-  return nd;
-}
-
 static int run_ew(rgb_exec *x, const cuda_state *s) {
   int64_t shape[RG_MAX_NDIM];
-  int nd = out_shape(x, shape);
-  if (nd < 0) return x->rt->errcode;
+  int nd;
   rg_tensor *outs[RGCU_MAXOPS], *ins[RGCU_MAXOPS];
+  for (int i = 0; i < x->node->nin; i++) ins[i] = rgb_in(x, i);
+  /* the CPU's rule: a dimension stretches only where its static size is 1 */
+  int rc = rgbc_broadcast_shape(x, x->node->nin, (const rg_tensor *const *)ins, x->node->in, &nd, shape);
+  if (rc) return rc;
   for (int j = 0; j < x->node->nout; j++)
     if (!(outs[j] = rgb_output(x, j, x->node->out[j].dtype, nd, shape))) return x->rt->errcode;
-  for (int i = 0; i < x->node->nin; i++) ins[i] = rgb_in(x, i);
   rgcu_ew_args a;
   rgcu_ew_args_of(&a, nd, shape, x->node->nout, outs, x->node->nin, ins);
   return launch(x, s, &a, a.n);

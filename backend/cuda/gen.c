@@ -348,14 +348,6 @@ char *rgcu_gen_softmax(const rgb_node *n, char *why, size_t len) {
 
 /* ------------------------------------------------------------------ kernel arguments */
 
-/* Strides of t broadcast to an nd-dimensional shape (0 on stretched dims). */
-static void broadcast_strides(const rg_tensor *t, int nd, const int64_t *shape, long long *st) {
-  for (int d = 0; d < nd; d++) {
-    int k = d - (nd - t->ndim);
-    st[d] = k < 0 || (t->shape[k] == 1 && shape[d] != 1) ? 0 : t->strides[k];
-  }
-}
-
 void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg_tensor *const *outs,
                      int nin, rg_tensor *const *ins) {
   memset(a, 0, sizeof *a);
@@ -363,11 +355,11 @@ void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg
   a->n = 1;
   for (int d = 0; d < nd; d++) a->shape[d] = shape[d], a->n *= shape[d];
   for (int j = 0; j < nout; j++) {
-    broadcast_strides(outs[j], nd, shape, a->st[j]);
+    rgbc_broadcast_strides(outs[j], nd, shape, a->st[j]);
     a->p[j] = outs[j]->data;
   }
   for (int i = 0; i < nin; i++) {
-    broadcast_strides(ins[i], nd, shape, a->st[nout + i]);
+    rgbc_broadcast_strides(ins[i], nd, shape, a->st[nout + i]);
     a->p[nout + i] = ins[i]->data;
   }
 }
