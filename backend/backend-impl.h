@@ -135,7 +135,7 @@ typedef struct rgb_bound {
 /* The interface every backend implements (ggml-backend's model), listed
  * in backend/registry.c.  Slots marked (optional) may be NULL.  `ctx` is
  * the backend object's own context, made by init. */
-#define RGB_BACKEND_ABI 2
+#define RGB_BACKEND_ABI 3
 typedef struct rgb_backend {
   uint32_t abi;                 /* RGB_BACKEND_ABI */
   const char *name;             /* "cpu", "mirror", "cuda" */
@@ -153,7 +153,24 @@ typedef struct rgb_backend {
    * for the CPU (its kernels run them on the host); else for itself */
   bool inner_on_host;
   int (*synchronize)(void *ctx);                     /* (optional) */
+  /* (optional) input i of n is read by the host (a shape argument): the
+   * scheduler leaves it in host memory rather than moving it to the
+   * backend's device */
+  bool (*host_input)(void *ctx, const rgb_node *n, int i);
 } rgb_backend;
+
+/* Whether input i of n is a shape argument, which the kernels read on the
+ * host: alloc's inputs after the value, alloc_empty's inputs, reshape's
+ * shape and split's sizes, subtensor's index inputs.  A device backend
+ * running these ops leaves them in host memory (its host_input slot). */
+static inline bool rgb_shape_argument(const rgb_node *n, int i) {
+  switch (n->code) {
+  case RG_OP_ALLOC: case RG_OP_SUBTENSOR: return i >= 1;
+  case RG_OP_ALLOC_EMPTY: return true;
+  case RG_OP_RESHAPE: case RG_OP_SPLIT: return i == 1;
+  default: return false;
+  }
+}
 
 /* A backend object (public as rg_backend): an interface and its context.
  * Invariant: buft is iface->buffer_type(ctx), fixed at creation. */

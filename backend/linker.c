@@ -275,13 +275,15 @@ static bool wire_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
   return true;
 }
 
-/* Where input i (in cell c) must be read: on the node's backend; for an
+/* Where input i (in cell c) must be read: on the node's backend, or on
+ * the host where the backend reads it there (shape arguments); for an
  * ifelse, the condition on the host (the virtual machine reads it) and
  * each branch where its `then` value lives, so the branch taken is never
  * copied to the host and back. */
 static const rg_backend *input_home(const rgb_program *p, const rgb_node *bn, int i,
                                     const int32_t *in_cells, int32_t c, const rg_backend *b) {
-  if (bn->code != RG_OP_IFELSE) return b;
+  if (bn->code != RG_OP_IFELSE)
+    return b->iface->host_input && b->iface->host_input(b->ctx, bn, i) ? &rgb_cpu : b;
   if (i == 0) return &rgb_cpu;
   int32_t then = i <= bn->nout ? c : in_cells[i - bn->nout];
   const rg_backend *home = rgb_program_backend_on(p, p->cell_dev[then]);

@@ -14,9 +14,11 @@
  * Its kernels are the CPU's: each downloads its inputs into host tensors,
  * runs the CPU kernel of the op, and uploads the outputs into mirror
  * buffers.  It runs a subset of the ops (elementwise, composite, the BLAS
- * ops, dimshuffle, reshape, flatten, subtensor, sum, softmax and
- * log_softmax), so programs on it mix devices; everything else runs on
- * the CPU.  Inner graphs of its composites run on the host.
+ * ops, dimshuffle, reshape, flatten, subtensor, sum, softmax,
+ * log_softmax, alloc and alloc_empty), so programs on it mix devices;
+ * everything else runs on the CPU.  Inner graphs of its composites run on
+ * the host, and the shape arguments of alloc are read on the host, as a
+ * GPU backend reads them (its host_input slot).
  */
 #include "backend/backend-impl.h"
 #include "base/base.h"
@@ -69,7 +71,8 @@ static bool mirror_supports(void *ctx, const rgb_node *n) {
   }
   switch (n->code) {
     case RG_OP_COMPOSITE: case RG_OP_DIMSHUFFLE: case RG_OP_RESHAPE: case RG_OP_FLATTEN:
-    case RG_OP_SUBTENSOR: case RG_OP_SUM: case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX: return true;
+    case RG_OP_SUBTENSOR: case RG_OP_SUM: case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX:
+    case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: return true;
     default: return false;
   }
 }
@@ -83,11 +86,25 @@ static void free_host(rg_tensor **v, int n) {
   for (int i = 0; i < n; i++) rg_tensor_free(v[i]);
 }
 
-/* Downloads the inputs (each must be on the mirror device). */
+static bool mirror_host_input(void *ctx, const rgb_node *n, int i) {
+  (void)ctx;
+  return rgb_shape_argument(n, i);
+}
+
+/* Downloads the inputs (each must be on the mirror device, but for shape
+ * arguments, which must be on the host). */
 static int download_inputs(rgb_exec *x, rg_tensor **h) {
   for (int k = 0; k < x->node->nin; k++) {
-    const rg_tensor *v = rgb_in(x, k);
+    rg_tensor *v = rgb_in(x, k);
     h[k] = NULL;
+    if (rgb_shape_argument(x->node, k)) {
+      if (rg_tensor_device(v) != RG_DEVICE_HOST) {
+        free_host(h, k);
+        return rgb_error(x, RG_ERR, "shape argument %d is not on the host", k);
+      }
+      if (!(h[k] = rg_tensor_ref(v))) return free_host(h, k), rgb_error(x, RG_ERR_NOMEM, "out of memory");
+      continue;
+    }
     if (rg_tensor_device(v) != RG_DEVICE_MIRROR) {
       free_host(h, k);
       return rgb_error(x, RG_ERR, "input %d is not on the mirror device (a transfer is missing)", k);
@@ -146,4 +163,5 @@ const rgb_backend rgb_mirror_backend = {
     .supports = mirror_supports,
     .bind = mirror_bind,
     .inner_on_host = true,
+    .host_input = mirror_host_input,
 };

@@ -79,6 +79,10 @@ const char *rg_backend_label(const rg_backend *b) { return b->name; }
 rg_device rg_backend_device(const rg_backend *b) { return b->device; }
 const rg_buffer_type *rg_backend_buffer_type(const rg_backend *b) { return b->buft; }
 
+int rg_backend_synchronize(rg_backend *b) {
+  return b->iface->synchronize ? b->iface->synchronize(b->ctx) : RG_OK;
+}
+
 /* ------------------------------------------------------------------ transfers */
 
 int rgb_transfer_kernel(rgb_exec *x) {

@@ -178,6 +178,32 @@ static void test_constants_uploaded_once(void **st) {
   rg_function_free(f);
 }
 
+/* alloc runs on the mirror with its shape arguments read on the host: the
+ * scalars from shape_i are never moved to the device (the backend's
+ * host_input slot), while the value broadcast is. */
+static void test_shape_arguments_on_the_host(void **st) {
+  (void)st;
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  rg_variable *n = rg_shape_i(x, 0);
+  rg_variable *a = rg_allocate(rg_sqr(x), 2, (rg_variable *[]){n, n});
+  rg_variable *e = rg_allocate_empty(C, RG_FLOAT64, 1, &n);
+  rg_variable *out[2] = {rg_add(a, x), rg_shape(e)};
+  rg_function *f = compile(1, &x, 2, out, "mirror", "none", false);
+  const char *d = dump(f);
+  assert_non_null(strstr(d, "alloc          mirror"));
+  assert_non_null(strstr(d, "alloc_empty    mirror"));
+  /* x up once, e down for shape (a CPU op), the sum down: no shape scalar moves */
+  assert_non_null(strstr(d, "; 3 transfers"));
+  rg_tensor *in = vec_f64(3, (double[]){1, 2, 3}), *res[2];
+  assert_int_equal(rg_function_call(f, &in, res), RG_OK);
+  assert_int_equal(res[0]->ndim, 2);
+  assert_true(rg_tensor_get_f64(res[0], 0) == 2 && rg_tensor_get_f64(res[0], 8) == 12);
+  assert_true(rg_tensor_get_i64(res[1], 0) == 3);
+  for (int j = 0; j < 2; j++) rg_tensor_free(res[j]);
+  rg_tensor_free(in);
+  rg_function_free(f);
+}
+
 /* Inputs may come on either device; outputs stay on the device on request. */
 static void test_inputs_and_outputs_on_devices(void **st) {
   (void)st;
@@ -390,6 +416,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_transfers),
       cmocka_unit_test(test_placement_and_transfers),
       cmocka_unit_test(test_constants_uploaded_once),
+      cmocka_unit_test(test_shape_arguments_on_the_host),
       cmocka_unit_test(test_inputs_and_outputs_on_devices),
       cmocka_unit_test(test_lazy_across_devices),
       cmocka_unit_test(test_inner_graphs_and_scan),

@@ -9,7 +9,8 @@
  * order.  Every kernel of the cases below (every elementwise op on every
  * dtype it accepts, with a broadcast input and a reversed view; the
  * reductions on every dtype over one axis and over all; softmax and
- * log_softmax; fused groups) goes into one C++ file (a namespace per
+ * log_softmax; fused groups; the copy kernel between every pair of dtypes,
+ * against a cast) goes into one C++ file (a namespace per
  * kernel), compiled once with the system's C++ compiler and loaded; each
  * is then called on random values laid out as the backend lays them out
  * (strides, broadcast strides of 0), and its result compared with the CPU
@@ -34,7 +35,7 @@ static rg_ctx *C;
 
 /* ------------------------------------------------------------------ cases */
 
-enum { K_EW, K_RED, K_SOFTMAX, K_FUSED };
+enum { K_EW, K_RED, K_SOFTMAX, K_FUSED, K_COPY };
 #define MAXCASES 1200
 
 typedef struct kcase {
@@ -66,7 +67,8 @@ static void add_node(rg_variable *v, int kind, const char *label) {
   k->node = v->owner;
   assert_int_equal(rgb_node_init(&k->bn, v->owner), 0);
   char why[512];
-  k->src = kind == K_EW ? rgcu_gen_elemwise(&k->bn, why, sizeof why)
+  k->src = kind == K_COPY ? rgcu_gen_copy(k->bn.in[0].dtype, k->bn.out[0].dtype, why, sizeof why)
+         : kind == K_EW ? rgcu_gen_elemwise(&k->bn, why, sizeof why)
          : kind == K_RED ? rgcu_gen_reduce(&k->bn, why, sizeof why)
                          : rgcu_gen_softmax(&k->bn, why, sizeof why);
   if (!k->src) fail_msg("%s: %s", label, why);
@@ -90,6 +92,8 @@ static void elementwise_cases(void) {
         for (int to = 0; to < RG_NDTYPES; to++) {
           snprintf(label, sizeof label, "cast %s -> %s", rg_dtype_name((rg_dtype)dt), rg_dtype_name((rg_dtype)to));
           add_node(rg_cast(in[0], (rg_dtype)to), K_EW, label);
+          snprintf(label, sizeof label, "copy %s -> %s", rg_dtype_name((rg_dtype)dt), rg_dtype_name((rg_dtype)to));
+          add_node(rg_cast(in[0], (rg_dtype)to), K_COPY, label);
         }
         continue;
       }
@@ -263,7 +267,7 @@ static void check_case(kcase *k, void *h, int idx) {
     for (int i = 0; i < k->bn.nin; i++) rg_tensor_free(in[i]);
     return;
   }
-  if (k->kind == K_EW || k->kind == K_FUSED) {
+  if (k->kind == K_EW || k->kind == K_FUSED || k->kind == K_COPY) {
     run_ew(k, fn, in, got, want[0]);
   } else {
     got[0] = rg_tensor_new(want[0]->dtype, want[0]->ndim, want[0]->shape);
@@ -292,14 +296,15 @@ static void test_generated_kernels_on_the_host(void **st) {
   if (!dir) dir = RG_BINARY_DIR;
 #endif
   void *h = compile_all(dir ? dir : ".");
-  int kinds[4] = {0};
+  int kinds[5] = {0};
   for (int i = 0; i < S.n; i++) {
     check_case(&S.c[i], h, i);
     kinds[S.c[i].kind]++;
   }
-  printf("%d elementwise, %d reduction, %d softmax and %d fused kernels agree with the CPU\n",
-         kinds[K_EW], kinds[K_RED], kinds[K_SOFTMAX], kinds[K_FUSED]);
-  assert_true(kinds[K_EW] > 250 && kinds[K_RED] > 100 && kinds[K_FUSED] >= 3);
+  printf("%d elementwise, %d reduction, %d softmax, %d fused and %d copy kernels agree with the CPU\n",
+         kinds[K_EW], kinds[K_RED], kinds[K_SOFTMAX], kinds[K_FUSED], kinds[K_COPY]);
+  assert_true(kinds[K_EW] > 250 && kinds[K_RED] > 100 && kinds[K_FUSED] >= 3 &&
+              kinds[K_COPY] == RG_NDTYPES * RG_NDTYPES);
   for (int i = 0; i < S.n; i++) {
     rg_free(S.c[i].src);
     if (S.c[i].kind != K_FUSED) rgb_node_clear(&S.c[i].bn);

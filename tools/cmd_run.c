@@ -11,7 +11,11 @@
  * printed (large ones summarised).  --repeat N runs N times and prints the
  * median time per call.  --backend runs the nodes it can on that backend
  * (the rest on the CPU, with transfers); --placement prints the linked
- * program: each node's backend and the transfers.
+ * program: each node's backend and the transfers.  Inputs whose type
+ * names that backend's device (`(input x float32 (N) cuda:0)`) get their
+ * values there once, before the calls, and outputs then stay on the
+ * device until the calls are done: each call is timed to the end of its
+ * work on the device, with no transfer of data the program keeps there.
  *
  * Exit status: 0, 2 bad usage, 3 bad input (graph, .npy file, an input
  * missing or of the wrong type, an unwritable directory, a run-time error).
@@ -194,14 +198,21 @@ static int cmp_d(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-/* Runs the function a->repeat times; the last outputs stay in outs. */
-static int run_calls(rg_function *f, const run_args *a, rg_tensor **ins, rg_tensor **outs, int nout) {
+/* Runs the function a->repeat times; the last outputs stay in outs.  With
+ * a device backend b whose outputs stay on the device, each call is timed
+ * to the end of its work on the device. */
+static int run_calls(rg_function *f, const run_args *a, rg_backend *b, rg_tensor **ins,
+                     rg_tensor **outs, int nout) {
   double *t = malloc((size_t)a->repeat * sizeof *t);
   int rc = RG_OK;
   for (int64_t r = 0; r < a->repeat && rc == RG_OK; r++) {
     if (r) for (int j = 0; j < nout; j++) rg_tensor_free(outs[j]);
     double t0 = now_s();
     rc = rg_function_call(f, ins, outs);
+    if (rc == RG_OK && b && rg_backend_synchronize(b) != RG_OK) {
+      cli_error("run", "%s failed", rg_backend_label(b));
+      rc = RG_ERR;
+    }
     t[r] = now_s() - t0;
   }
   if (rc == RG_OK && a->repeat > 1) {
@@ -212,6 +223,44 @@ static int run_calls(rg_function *f, const run_args *a, rg_tensor **ins, rg_tens
   free(t);
   if (rc != RG_OK) cli_error("run", "%s", rg_function_errmsg(f));
   return rc == RG_OK ? EXIT_OK : EXIT_INPUT;
+}
+
+/* The backend object of --backend (NULL for the CPU or none). */
+static int make_backend(const run_args *a, rg_backend **b) {
+  *b = NULL;
+  if (!a->backend || !strcmp(a->backend, "cpu")) return EXIT_OK;
+  char why[256];
+  *b = rg_backend_new(a->backend, why, sizeof why);
+  if (!*b) return cli_error("run", "backend %s cannot run here: %s", a->backend, why), EXIT_INPUT;
+  return EXIT_OK;
+}
+
+/* Values of inputs typed on b's device are put there once, before the
+ * calls, as a program that keeps its data on a GPU would have them;
+ * returns whether any was. */
+static bool inputs_to_device(rg_backend *b, rg_fgraph *fg, rg_tensor **ins) {
+  bool any = false;
+  for (int i = 0; b && i < rg_fgraph_ninputs(fg); i++) {
+    if (rg_fgraph_input(fg, i)->type->device != rg_backend_device(b)) continue;
+    rg_tensor *d = rg_tensor_to_device(ins[i], rg_backend_buffer_type(b));
+    if (!d) continue; /* the function moves it per call */
+    rg_tensor_free(ins[i]);
+    ins[i] = d;
+    any = true;
+  }
+  return any;
+}
+
+/* Outputs left on a device come to the host for printing and saving. */
+static int outputs_to_host(int nout, rg_tensor **outs) {
+  for (int j = 0; j < nout; j++) {
+    if (rg_tensor_device(outs[j]) == RG_DEVICE_HOST) continue;
+    rg_tensor *h = rg_tensor_to_host(outs[j]);
+    if (!h) return cli_error("run", "cannot copy output %d to the host", j), EXIT_INPUT;
+    rg_tensor_free(outs[j]);
+    outs[j] = h;
+  }
+  return EXIT_OK;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -228,13 +277,17 @@ int cmd_run(int argc, char **argv) {
   for (int i = 0; i < nin; i++) vin[i] = rg_fgraph_input(fg, i);
   for (int j = 0; j < nout; j++) vout[j] = rg_fgraph_output(fg, j);
   rg_tensor **ins = calloc((size_t)nin + 1, sizeof *ins), **outs = calloc((size_t)nout + 1, sizeof *outs);
+  rg_backend *b = NULL;
   rc = load_inputs(C, &a, fg, ins);
-  rg_compile_opts o = {.mode = {.query = a.query, .backend = a.backend}, .profile = a.profile,
-                       .nthreads = (int)a.threads};
+  if (!rc) rc = make_backend(&a, &b);
+  bool on_device = !rc && inputs_to_device(b, fg, ins);
+  rg_compile_opts o = {.mode = {.query = a.query, .backend = a.backend}, .backend = b,
+                       .device_outputs = on_device, .profile = a.profile, .nthreads = (int)a.threads};
   rg_function *f = rc ? NULL : rg_compile(C, nin, vin, nout, vout, &o);
   if (!rc && !f) rc = (cli_error("run", "%s", rg_errmsg(C)), EXIT_INPUT);
   if (!rc && a.placement) rg_function_dump(f, stdout);
-  if (!rc) rc = run_calls(f, &a, ins, outs, nout);
+  if (!rc) rc = run_calls(f, &a, on_device ? b : NULL, ins, outs, nout);
+  if (!rc) rc = outputs_to_host(nout, outs);
   if (!rc) rc = write_outputs(C, &a, nout, outs);
   if (!rc && a.profile) rg_function_profile(f, stdout);
   for (int i = 0; i < nin; i++) rg_tensor_free(ins[i]);
@@ -242,5 +295,6 @@ int cmd_run(int argc, char **argv) {
   free(ins);
   free(outs);
   rg_function_free(f);
+  rg_backend_free(b);
   return rc;
 }

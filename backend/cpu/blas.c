@@ -58,28 +58,41 @@ typedef struct bmat {
   rg_tensor *own;
 } bmat;
 
+bool rgbc_blas_matrix(const rg_tensor *t, rg_dtype dt, int64_t *ld, bool *trans) {
+  int64_t es = rgbc_size(dt), r = t->shape[0], c = t->shape[1];
+  int64_t rs = r > 1 ? t->strides[0] : (c > 1 ? c : 1) * es, cs = c > 1 ? t->strides[1] : es;
+  *trans = false;
+  if (t->dtype != dt) return false;
+  if (cs == es && rs % es == 0 && rs >= (c > 1 ? c : 1) * es) {
+    *ld = rs / es;
+    return true;
+  }
+  if (r > 1 && c > 1 && rs == es && cs % es == 0 && cs >= r * es) {
+    *ld = cs / es;
+    *trans = true;
+    return true;
+  }
+  return false;
+}
+
+bool rgbc_blas_vector(const rg_tensor *t, rg_dtype dt, int64_t *inc) {
+  int64_t es = rgbc_size(dt), n = t->shape[0], s = n > 1 ? t->strides[0] : es;
+  *inc = s / es;
+  return t->dtype == dt && s != 0 && s % es == 0 && s / es <= INT32_MAX && s / es >= -INT32_MAX;
+}
+
 /* Describes the (r, c) matrix t of dtype dt to BLAS, copying it when its
  * strides do not allow otherwise.  Returns false with an error recorded. */
 static bool as_matrix(rgb_exec *x, const rg_tensor *t, rg_dtype dt, bmat *m) {
-  int64_t es = rgbc_size(dt), r = t->shape[0], c = t->shape[1];
-  int64_t rs = r > 1 ? t->strides[0] : (c > 1 ? c : 1) * es, cs = c > 1 ? t->strides[1] : es;
   m->own = NULL;
-  m->trans = false;
-  if (t->dtype == dt && cs == es && rs % es == 0 && rs >= (c > 1 ? c : 1) * es) {
+  if (rgbc_blas_matrix(t, dt, &m->ld, &m->trans)) {
     m->data = t->data;
-    m->ld = rs / es;
-    return true;
-  }
-  if (t->dtype == dt && r > 1 && c > 1 && rs == es && cs % es == 0 && cs >= r * es) {
-    m->data = t->data;
-    m->ld = cs / es;
-    m->trans = true;
     return true;
   }
   m->own = rgbc_contiguous(x, t, dt);
   if (!m->own) return false;
   m->data = m->own->data;
-  m->ld = c > 1 ? c : 1;
+  m->ld = t->shape[1] > 1 ? t->shape[1] : 1;
   return true;
 }
 
@@ -91,11 +104,11 @@ typedef struct bvec {
 } bvec;
 
 static bool as_vector(rgb_exec *x, const rg_tensor *t, rg_dtype dt, bvec *v) {
-  int64_t es = rgbc_size(dt), n = t->shape[0], s = n > 1 ? t->strides[0] : es;
+  int64_t inc;
   v->own = NULL;
-  if (t->dtype == dt && s != 0 && s % es == 0 && s / es <= INT32_MAX && s / es >= -INT32_MAX) {
-    v->inc = (int)(s / es);
-    v->data = s > 0 ? t->data : t->data + (n - 1) * s;
+  if (rgbc_blas_vector(t, dt, &inc)) {
+    v->inc = (int)inc;
+    v->data = inc > 0 ? t->data : t->data + (t->shape[0] - 1) * inc * rgbc_size(dt);
     return true;
   }
   v->own = rgbc_contiguous(x, t, dt);
@@ -271,14 +284,22 @@ int rgb_cpu_outer(rgb_exec *x) {
 /* The output of a BLAS form: input 0 itself (in place) when allowed and
  * BLAS can write it (unit inner stride), else a fresh tensor holding a
  * copy of input 0 (not made when beta is 0: BLAS does not read it). */
+bool rgbc_blas_writable(const rg_tensor *z) {
+  int64_t es = rgbc_size(z->dtype);
+  return z->ndim == 1 ? (z->shape[0] <= 1 || z->strides[0] == es)
+                      : (z->shape[1] <= 1 || z->strides[1] == es) &&
+                            (z->shape[0] <= 1 ||
+                             (z->strides[0] % es == 0 && z->strides[0] >= z->shape[1] * es));
+}
+
+int64_t rgbc_blas_row_ld(const rg_tensor *t) {
+  int64_t es = rgbc_size(t->dtype);
+  return t->shape[0] > 1 ? t->strides[0] / es : (t->shape[1] > 1 ? t->shape[1] : 1);
+}
+
 static rg_tensor *blas_output(rgb_exec *x, bool copy) {
   rg_tensor *z = rgb_in(x, 0);
-  int64_t es = rgbc_size(z->dtype);
-  bool unit = z->ndim == 1 ? (z->shape[0] <= 1 || z->strides[0] == es)
-                           : (z->shape[1] <= 1 || z->strides[1] == es) &&
-                                 (z->shape[0] <= 1 || (z->strides[0] % es == 0 &&
-                                                       z->strides[0] >= z->shape[1] * es));
-  if (x->node->inplace == 0 && unit && rg_storage_refcount(z) == 1) {
+  if (x->node->inplace == 0 && rgbc_blas_writable(z) && rg_storage_refcount(z) == 1) {
     rg_tensor *r = rg_tensor_ref(z);
     if (!r) {
       rgb_error(x, RG_ERR_NOMEM, "out of memory");
@@ -290,11 +311,6 @@ static rg_tensor *blas_output(rgb_exec *x, bool copy) {
   rg_tensor *out = rgb_output(x, 0, z->dtype, z->ndim, z->shape);
   if (out && copy && rgbc_assign(x, out, z, NULL) != RG_OK) return NULL;
   return out;
-}
-
-static int64_t row_ld(const rg_tensor *t) {
-  int64_t es = rgbc_size(t->dtype);
-  return t->shape[0] > 1 ? t->strides[0] / es : (t->shape[1] > 1 ? t->shape[1] : 1);
 }
 
 /* out = beta * out where BLAS is not called (k == 0 or alpha == 0);
@@ -330,7 +346,7 @@ int rgb_cpu_gemm(rgb_exec *x) {
     free_ops(ma.own, NULL, NULL);
     return x->rt->errcode;
   }
-  gemm_call(out->dtype, m, n, k, alpha, &ma, &mb, beta, out->data, row_ld(out));
+  gemm_call(out->dtype, m, n, k, alpha, &ma, &mb, beta, out->data, rgbc_blas_row_ld(out));
   free_ops(ma.own, mb.own, NULL);
   return RG_OK;
 }
@@ -384,10 +400,10 @@ int rgb_cpu_ger(rgb_exec *x) {
   }
   if (out->dtype == RG_FLOAT32)
     cblas_sger(CblasRowMajor, (int)m, (int)n, (float)alpha, (const float *)vu.data, vu.inc,
-               (const float *)vv.data, vv.inc, (float *)out->data, (int)row_ld(out));
+               (const float *)vv.data, vv.inc, (float *)out->data, (int)rgbc_blas_row_ld(out));
   else
     cblas_dger(CblasRowMajor, (int)m, (int)n, alpha, (const double *)vu.data, vu.inc,
-               (const double *)vv.data, vv.inc, (double *)out->data, (int)row_ld(out));
+               (const double *)vv.data, vv.inc, (double *)out->data, (int)rgbc_blas_row_ld(out));
   free_ops(vu.own, vv.own, NULL);
   return RG_OK;
 }

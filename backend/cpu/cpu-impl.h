@@ -148,6 +148,18 @@ void rgbc_broadcast_strides(const rg_tensor *t, int ndim, const int64_t *shape, 
 /* Whether t can be broadcast to shape with the static rule (vt: t's static
  * type, NULL to let any size-1 dimension stretch). */
 bool rgbc_fits(const rg_tensor *t, const rgb_vtype *vt, int ndim, const int64_t *shape);
+/* The shape of an alloc (its inputs 1.., checked non-negative, with the
+ * value fitting it) or alloc_empty (its inputs), read from host scalars. */
+int rgbc_alloc_shape(rgb_exec *x, int64_t *shape);
+/* reshape, flatten and join with the copy a backend makes between two of
+ * its buffers (dst and src of one shape, any strides): the CPU's is
+ * rgbc_copy_host; a device backend passes its own, so the shape rules
+ * stay defined once. */
+typedef int (*rgbc_copy_fn)(rgb_exec *x, rg_tensor *dst, const rg_tensor *src);
+int rgbc_copy_host(rgb_exec *x, rg_tensor *dst, const rg_tensor *src);
+int rgbc_reshape_with(rgb_exec *x, rgbc_copy_fn copy);
+int rgbc_flatten_with(rgb_exec *x, rgbc_copy_fn copy);
+int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy);
 
 /* "(3 4)" into buf (for messages); returns buf. */
 const char *rgbc_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);
@@ -166,6 +178,17 @@ int rgbc_assign(rgb_exec *x, rg_tensor *dst, const rg_tensor *src, const rgb_vty
 /* A new C-contiguous tensor of dtype dt with src's values (a reference to
  * src itself when it already is one).  NULL with an error recorded. */
 rg_tensor *rgbc_contiguous(rgb_exec *x, const rg_tensor *src, rg_dtype dt);
+/* How BLAS addresses an operand of dtype dt without a copy (CBLAS and
+ * cuBLAS alike; false: it must be copied first).  A 2-D matrix: row-major
+ * with leading dimension *ld, or stored transposed (*trans: its columns
+ * are contiguous).  A vector: any non-zero element stride *inc that fits
+ * an int.  A BLAS output (gemm's z, gemv's y, ger's A) is writable in
+ * place when its inner stride is one element; its leading dimension is
+ * rgbc_blas_row_ld. */
+bool rgbc_blas_matrix(const rg_tensor *t, rg_dtype dt, int64_t *ld, bool *trans);
+bool rgbc_blas_vector(const rg_tensor *t, rg_dtype dt, int64_t *inc);
+bool rgbc_blas_writable(const rg_tensor *z);
+int64_t rgbc_blas_row_ld(const rg_tensor *t);
 /* The output tensor for an op that overwrites a copy of input k: input k
  * itself when `allow`, the node works in place on it, its storage is
  * unshared and it has the output's dtype; else a fresh output holding a

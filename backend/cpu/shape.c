@@ -128,7 +128,7 @@ static bool reshape_strides(const rg_tensor *t, int nn, const int64_t *ns, int64
 }
 
 /* Output 0 = t with shape ns: a view when possible, else a copy. */
-static int reshape_to(rgb_exec *x, const rg_tensor *t, int nn, const int64_t *ns) {
+static int reshape_to(rgb_exec *x, const rg_tensor *t, int nn, const int64_t *ns, rgbc_copy_fn copy) {
   int64_t nst[RG_MAX_NDIM];
   if (reshape_strides(t, nn, ns, nst)) return set_view(x, 0, t, nn, ns, nst, 0);
   rg_tensor *out = rgb_output(x, 0, t->dtype, nn, ns);
@@ -136,10 +136,14 @@ static int reshape_to(rgb_exec *x, const rg_tensor *t, int nn, const int64_t *ns
   int64_t cst[RG_MAX_NDIM];
   c_strides(t->ndim, t->shape, rgbc_size(t->dtype), cst);
   rg_tensor dst = header(out, t->ndim, t->shape, cst, 0);
-  return rgbc_assign(x, &dst, t, NULL);
+  return copy(x, &dst, t);
 }
 
-int rgb_cpu_reshape(rgb_exec *x) {
+int rgbc_copy_host(rgb_exec *x, rg_tensor *dst, const rg_tensor *src) {
+  return rgbc_assign(x, dst, src, NULL);
+}
+
+int rgbc_reshape_with(rgb_exec *x, rgbc_copy_fn copy) {
   const rg_tensor *t = rgb_in(x, 0), *s = rgb_in(x, 1);
   int nn = (int)x->node->ints[0];
   if (s->ndim != 1 || s->shape[0] != nn)
@@ -161,10 +165,12 @@ int rgb_cpu_reshape(rgb_exec *x) {
     return rgb_error(x, RG_ERR_TYPE, "cannot reshape an array of size %lld (shape %s) into shape %s",
                      (long long)n, rgbc_shape_str(a, sizeof a, t->ndim, t->shape),
                      rgbc_shape_str(b, sizeof b, nn, ns));
-  return reshape_to(x, t, nn, ns);
+  return reshape_to(x, t, nn, ns, copy);
 }
 
-int rgb_cpu_flatten(rgb_exec *x) {
+int rgb_cpu_reshape(rgb_exec *x) { return rgbc_reshape_with(x, rgbc_copy_host); }
+
+int rgbc_flatten_with(rgb_exec *x, rgbc_copy_fn copy) {
   const rg_tensor *t = rgb_in(x, 0);
   int nn = (int)x->node->ints[0];
   if (t->ndim < nn)
@@ -172,8 +178,10 @@ int rgb_cpu_flatten(rgb_exec *x) {
   int64_t ns[RG_MAX_NDIM];
   for (int d = 0; d < nn - 1; d++) ns[d] = t->shape[d];
   ns[nn - 1] = numel_of(t->ndim - (nn - 1), t->shape + nn - 1);
-  return reshape_to(x, t, nn, ns);
+  return reshape_to(x, t, nn, ns, copy);
 }
+
+int rgb_cpu_flatten(rgb_exec *x) { return rgbc_flatten_with(x, rgbc_copy_host); }
 
 /* ------------------------------------------------------------------ shape, shape_i */
 
@@ -210,25 +218,32 @@ static int dims_from_inputs(rgb_exec *x, int first, int64_t *shape) {
   return RG_OK;
 }
 
-int rgb_cpu_alloc(rgb_exec *x) {
+int rgbc_alloc_shape(rgb_exec *x, int64_t *shape) {
   const rgb_node *n = x->node;
+  if (n->code == RG_OP_ALLOC_EMPTY) return dims_from_inputs(x, 0, shape);
   const rg_tensor *v = rgb_in(x, 0);
   int nd = n->nin - 1;
-  int64_t shape[RG_MAX_NDIM];
   if (dims_from_inputs(x, 1, shape) || check_rank(x, 0)) return x->rt->errcode;
   char a[160], b[160];
   if (!rgbc_fits(v, &n->in[0], nd, shape))
     return rgb_error(x, RG_ERR_TYPE, "the value of shape %s does not broadcast to %s",
                      rgbc_shape_str(a, sizeof a, v->ndim, v->shape),
                      rgbc_shape_str(b, sizeof b, nd, shape));
-  rg_tensor *out = rgb_output(x, 0, n->out[0].dtype, nd, shape);
+  return RG_OK;
+}
+
+int rgb_cpu_alloc(rgb_exec *x) {
+  const rgb_node *n = x->node;
+  int64_t shape[RG_MAX_NDIM];
+  if (rgbc_alloc_shape(x, shape)) return x->rt->errcode;
+  rg_tensor *out = rgb_output(x, 0, n->out[0].dtype, n->nin - 1, shape);
   if (!out) return x->rt->errcode;
-  return rgbc_assign(x, out, v, &n->in[0]);
+  return rgbc_assign(x, out, rgb_in(x, 0), &n->in[0]);
 }
 
 int rgb_cpu_alloc_empty(rgb_exec *x) {
   int64_t shape[RG_MAX_NDIM];
-  if (dims_from_inputs(x, 0, shape)) return x->rt->errcode;
+  if (rgbc_alloc_shape(x, shape)) return x->rt->errcode;
   return rgb_output(x, 0, x->node->dtype, x->node->nin, shape) ? RG_OK : x->rt->errcode;
 }
 
@@ -246,7 +261,7 @@ int rgb_cpu_make_vector(rgb_exec *x) {
 
 /* ------------------------------------------------------------------ join, split */
 
-int rgb_cpu_join(rgb_exec *x) {
+int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy) {
   const rgb_node *n = x->node;
   int axis = (int)n->ints[0];
   const rg_tensor *t0 = rgb_in(x, 0);
@@ -272,12 +287,14 @@ int rgb_cpu_join(rgb_exec *x) {
     memcpy(part, shape, sizeof part);
     part[axis] = t->shape[axis];
     rg_tensor dst = header(out, out->ndim, part, out->strides, at * out->strides[axis]);
-    int rc = numel_of(out->ndim, part) ? rgbc_assign(x, &dst, t, NULL) : RG_OK;
+    int rc = numel_of(out->ndim, part) ? copy(x, &dst, t) : RG_OK;
     if (rc) return rc;
     at += t->shape[axis];
   }
   return RG_OK;
 }
+
+int rgb_cpu_join(rgb_exec *x) { return rgbc_join_with(x, rgbc_copy_host); }
 
 int rgb_cpu_split(rgb_exec *x) {
   const rgb_node *n = x->node;

@@ -36,6 +36,9 @@ char *rgcu_gen_elemwise(const rgb_node *n, char *why, size_t len);
  * holds elementwise nodes only; one kernel computes every inner node in
  * registers, constants inlined. */
 char *rgcu_gen_composite(const rgb_node *n, char *why, size_t len);
+/* A strided copy converting dtype `from` to `to` as a cast does (the
+ * elementwise layout with one output and one input). */
+char *rgcu_gen_copy(rg_dtype from, rg_dtype to, char *why, size_t len);
 /* Reductions (sum, prod, max, min, argmax, argmin, all, any, mean) over
  * any axes (rg_red_args): one thread per output element walks the reduced
  * dimensions (kept dims kd, reduced dims rd, each with input strides;
@@ -69,7 +72,9 @@ typedef struct rgcu_red_args {
 } rgcu_red_args;
 /* Elementwise and fused kernels: the nout outputs and nin inputs over the
  * nd-dimensional output shape (an input broadcast has stride 0 where it
- * is stretched). */
+ * is stretched); dimensions of size 1 are dropped and dimensions every
+ * operand steps over as one are merged, so contiguous operands of any
+ * rank are addressed as one dimension. */
 void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg_tensor *const *outs,
                      int nin, rg_tensor *const *ins);
 /* Reductions (the node's axes) and softmax (its axis): in reduced into out. */
@@ -95,5 +100,87 @@ int rgcu_nvrtc_compile(rgcu_nvrtc *lib, const char *src, const char *arch, void 
  * of base/cache.c): *hit says whether the image came from the cache. */
 int rgcu_nvrtc_compile_cached(rgcu_nvrtc *lib, const char *src, const char *arch, void **image,
                               size_t *size, bool *hit, char *log, size_t loglen);
+
+/* ------------------------------------------------------------------ the backend's context (cuda.c) */
+
+/* The driver API's types and the entry points the backend binds (by
+ * dlopen of libcuda.so.1: no CUDA header is needed to build). */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef unsigned long long CUdeviceptr;
+enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
+
+typedef struct rgcu_drv {
+  void *dl;
+  CUresult (*init)(unsigned);
+  CUresult (*count)(int *);
+  CUresult (*get)(CUdevice *, int);
+  CUresult (*attr)(int *, int, CUdevice);
+  CUresult (*retain)(CUcontext *, CUdevice);
+  CUresult (*release)(CUdevice);
+  CUresult (*set_current)(CUcontext);
+  CUresult (*stream_create)(CUstream *, unsigned);
+  CUresult (*stream_destroy)(CUstream);
+  CUresult (*sync)(CUstream);
+  CUresult (*alloc)(CUdeviceptr *, size_t);
+  CUresult (*free)(CUdeviceptr);
+  CUresult (*htod)(CUdeviceptr, const void *, size_t);
+  CUresult (*dtoh)(void *, CUdeviceptr, size_t);
+  CUresult (*load)(CUmodule *, const void *);
+  CUresult (*function)(CUfunction *, CUmodule, const char *);
+  CUresult (*unload)(CUmodule);
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream, void **, void **);
+  CUresult (*error)(CUresult, const char **);
+} rgcu_drv;
+
+/* A CUDA backend object's context.  Invariants: `cu` is the device's
+ * primary context, made current before every driver call; every kernel,
+ * copy and cuBLAS call of this backend goes to `stream`, which orders
+ * them, so a block in `freel` may be handed out while a kernel queued
+ * earlier still reads it; kernels[0..nkernels) are loaded modules keyed
+ * by their source. */
+#define RGCU_FREE_MAX 256 /* blocks kept for reuse */
+typedef struct rgcu_block { CUdeviceptr p; size_t size; } rgcu_block;
+typedef struct rgcu_kernel { uint64_t hash; char *src; CUmodule mod; CUfunction fn; } rgcu_kernel;
+
+typedef struct rgcu_ctx {
+  rgcu_drv d;
+  int ordinal;
+  CUdevice dev;
+  CUcontext cu;
+  CUstream stream;
+  char arch[16];           /* "sm_90" */
+  rgcu_nvrtc *nvrtc;       /* opened by the first bind */
+  rg_buffer_type buft;     /* ctx = this */
+  char name[16];
+  rgcu_block freel[RGCU_FREE_MAX];   /* the caching allocator's free blocks */
+  int nfree;
+  rgcu_kernel *kernels;         /* compiled kernels */
+  int nkernels, capk;
+  CUfunction copyk[RG_NDTYPES][RG_NDTYPES]; /* copy kernels by dtypes, loaded on use */
+  struct rgcu_blas *blas;  /* cuBLAS, loaded by the first BLAS node bound */
+} rgcu_ctx;
+
+/* A strided copy on the device (src and dst of the same shape, any
+ * strides and dtypes, converting as a cast does), queued on the stream. */
+int rgcu_copy(rgb_exec *x, rgcu_ctx *c, rg_tensor *dst, const rg_tensor *src);
+/* The reason of a driver error. */
+const char *rgcu_error(const rgcu_drv *d, CUresult r);
+
+/* ------------------------------------------------------------------ cuBLAS (blas.c) */
+
+/* dot, outer, gemm, gemv and ger of float32 and float64 through cuBLAS,
+ * loaded with dlopen (libcublas.so.13 or .12) when the first such node is
+ * bound; one handle per backend context, on its stream. */
+typedef struct rgcu_blas rgcu_blas;
+bool rgcu_blas_supports(const rgb_node *n);
+rgcu_blas *rgcu_blas_open(rgcu_ctx *c, char *why, size_t len);
+void rgcu_blas_close(rgcu_blas *b);
+int rgcu_blas_run(rgb_exec *x, rgcu_ctx *c);
 
 #endif

@@ -24,10 +24,14 @@
  *
  * What runs here: every elementwise node (but integer pow, whose errors
  * only the CPU reports) and fused group, the reductions and softmax
- * (backend/cuda/gen.c, the CPU's semantics).  Everything else
- * (BLAS, shape ops, join, Scan, ...) runs on the CPU with transfers; cuBLAS
- * and device views are not written yet.  This code has not run on a GPU:
- * the machines it was written on had none (see docs/backends.md).
+ * (backend/cuda/gen.c, the CPU's semantics), strided copies, alloc and
+ * alloc_empty, dimshuffle, subtensor and split as views (the CPU's own
+ * kernels: they only compute shapes and strides), reshape, flatten and
+ * join (the CPU's shape rules with device copies), and dot, outer, gemm,
+ * gemv and ger through cuBLAS (backend/cuda/blas.c).  Shape arguments
+ * (alloc's shape, subtensor's indices, ...) are read on the host
+ * (host_input).  Everything else (inc_subtensor, Scan, ...) runs on the
+ * CPU with transfers.
  */
 #include "backend/cuda/cuda-impl.h"
 #include "backend/cpu/cpu-impl.h"
@@ -40,41 +44,8 @@
 
 /* ------------------------------------------------------------------ the driver API */
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUstream_st *CUstream;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef unsigned long long CUdeviceptr;
-enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
-
-typedef struct drv {
-  void *dl;
-  CUresult (*init)(unsigned);
-  CUresult (*count)(int *);
-  CUresult (*get)(CUdevice *, int);
-  CUresult (*attr)(int *, int, CUdevice);
-  CUresult (*retain)(CUcontext *, CUdevice);
-  CUresult (*release)(CUdevice);
-  CUresult (*set_current)(CUcontext);
-  CUresult (*stream_create)(CUstream *, unsigned);
-  CUresult (*stream_destroy)(CUstream);
-  CUresult (*sync)(CUstream);
-  CUresult (*alloc)(CUdeviceptr *, size_t);
-  CUresult (*free)(CUdeviceptr);
-  CUresult (*htod)(CUdeviceptr, const void *, size_t);
-  CUresult (*dtoh)(void *, CUdeviceptr, size_t);
-  CUresult (*load)(CUmodule *, const void *);
-  CUresult (*function)(CUfunction *, CUmodule, const char *);
-  CUresult (*unload)(CUmodule);
-  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                     unsigned, CUstream, void **, void **);
-  CUresult (*error)(CUresult, const char **);
-} drv;
-
 /* Loads the driver and binds the entry points used. */
-static bool drv_open(drv *d, char *why, size_t len) {
+static bool drv_open(rgcu_drv *d, char *why, size_t len) {
   memset(d, 0, sizeof *d);
   d->dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!d->dl) return rg_say(why, len, "no CUDA driver (libcuda.so.1 cannot be loaded)");
@@ -96,24 +67,24 @@ static bool drv_open(drv *d, char *why, size_t len) {
   return true;
 }
 
-static const char *cu_err(const drv *d, CUresult r) {
+const char *rgcu_error(const rgcu_drv *d, CUresult r) {
   const char *s = NULL;
   if (d->error && d->error(r, &s) == 0 && s) return s;
   return "unknown CUDA error";
 }
 
 /* The number of devices, or -1 with the reason. */
-static int device_count(drv *d, char *why, size_t len) {
+static int device_count(rgcu_drv *d, char *why, size_t len) {
   CUresult r = d->init(0);
-  if (r) return rg_say(why, len, "the CUDA driver does not start: %s", cu_err(d, r)), -1;
+  if (r) return rg_say(why, len, "the CUDA driver does not start: %s", rgcu_error(d, r)), -1;
   int n = 0;
-  if ((r = d->count(&n))) return rg_say(why, len, "no CUDA device: %s", cu_err(d, r)), -1;
+  if ((r = d->count(&n))) return rg_say(why, len, "no CUDA device: %s", rgcu_error(d, r)), -1;
   if (n == 0) return rg_say(why, len, "no CUDA device"), -1;
   return n;
 }
 
 static bool cuda_available(char *why, size_t len) {
-  drv d;
+  rgcu_drv d;
   if (!drv_open(&d, why, len)) return false;
   int n = device_count(&d, why, len);
   if (n < 0) return false;
@@ -125,26 +96,6 @@ static bool cuda_available(char *why, size_t len) {
 
 /* ------------------------------------------------------------------ a backend's context */
 
-#define FREE_MAX 256 /* blocks kept for reuse */
-typedef struct block { CUdeviceptr p; size_t size; } block;
-typedef struct kernel { uint64_t hash; char *src; CUmodule mod; CUfunction fn; } kernel;
-
-typedef struct cuda_ctx {
-  drv d;
-  int ordinal;
-  CUdevice dev;
-  CUcontext cu;
-  CUstream stream;
-  char arch[16];           /* "sm_90" */
-  rgcu_nvrtc *nvrtc;       /* opened by the first bind */
-  rg_buffer_type buft;     /* ctx = this */
-  char name[16];
-  block freel[FREE_MAX];   /* the caching allocator's free blocks */
-  int nfree;
-  kernel *kernels;         /* compiled kernels */
-  int nkernels, capk;
-} cuda_ctx;
-
 /* ------------------------------------------------------------------ device memory */
 
 /* Blocks are rounded to 256 bytes; a freed block waits in the free list
@@ -155,7 +106,7 @@ typedef struct cuda_ctx {
 static size_t rounded(size_t n) { return (n + 255) & ~(size_t)255; }
 
 static void *cu_alloc(const rg_buffer_type *bt, size_t n) {
-  cuda_ctx *c = bt->ctx;
+  rgcu_ctx *c = bt->ctx;
   if (c->d.set_current(c->cu)) return NULL;
   size_t want = rounded(n);
   for (int i = c->nfree - 1; i >= 0; i--)
@@ -173,20 +124,20 @@ static void *cu_alloc(const rg_buffer_type *bt, size_t n) {
 }
 
 static void cu_free(const rg_buffer_type *bt, void *base, size_t n) {
-  cuda_ctx *c = bt->ctx;
+  rgcu_ctx *c = bt->ctx;
   c->d.set_current(c->cu);
-  if (c->nfree < FREE_MAX) c->freel[c->nfree++] = (block){(CUdeviceptr)(uintptr_t)base, rounded(n)};
+  if (c->nfree < RGCU_FREE_MAX) c->freel[c->nfree++] = (rgcu_block){(CUdeviceptr)(uintptr_t)base, rounded(n)};
   else c->d.free((CUdeviceptr)(uintptr_t)base);
 }
 
 static int cu_download(const rg_buffer_type *bt, void *host, const void *src, size_t n) {
-  cuda_ctx *c = bt->ctx;
+  rgcu_ctx *c = bt->ctx;
   if (c->d.set_current(c->cu)) return RG_ERR;
   return c->d.dtoh(host, (CUdeviceptr)(uintptr_t)src, n) ? RG_ERR : 0;
 }
 
 static int cu_upload(const rg_buffer_type *bt, void *dst, const void *host, size_t n) {
-  cuda_ctx *c = bt->ctx;
+  rgcu_ctx *c = bt->ctx;
   if (c->d.set_current(c->cu)) return RG_ERR;
   return c->d.htod((CUdeviceptr)(uintptr_t)dst, host, n) ? RG_ERR : 0;
 }
@@ -194,7 +145,7 @@ static int cu_upload(const rg_buffer_type *bt, void *dst, const void *host, size
 /* ------------------------------------------------------------------ init and fini */
 
 static void cuda_fini(void *ctx) {
-  cuda_ctx *c = ctx;
+  rgcu_ctx *c = ctx;
   if (!c) return;
   if (c->cu) c->d.set_current(c->cu);
   if (c->stream) c->d.sync(c->stream);
@@ -204,6 +155,7 @@ static void cuda_fini(void *ctx) {
     rg_free(c->kernels[i].src);
   }
   rg_free(c->kernels);
+  rgcu_blas_close(c->blas);
   if (c->stream) c->d.stream_destroy(c->stream);
   if (c->cu) c->d.release(c->dev);
   rgcu_nvrtc_close(c->nvrtc);
@@ -222,7 +174,7 @@ static int parse_ordinal(const char *spec, int *ordinal) {
 }
 
 /* The device, its context, the stream, the architecture. */
-static bool open_device(cuda_ctx *c, char *why, size_t len) {
+static bool open_device(rgcu_ctx *c, char *why, size_t len) {
   int n = device_count(&c->d, why, len);
   if (n < 0) return false;
   if (c->ordinal >= n) return rg_say(why, len, "no CUDA device %d (%d present)", c->ordinal, n);
@@ -231,13 +183,13 @@ static bool open_device(cuda_ctx *c, char *why, size_t len) {
   if ((r = c->d.get(&c->dev, c->ordinal)) || (r = c->d.retain(&c->cu, c->dev)) ||
       (r = c->d.set_current(c->cu)) || (r = c->d.stream_create(&c->stream, 0)) ||
       (r = c->d.attr(&major, CU_ATTR_CC_MAJOR, c->dev)) || (r = c->d.attr(&minor, CU_ATTR_CC_MINOR, c->dev)))
-    return rg_say(why, len, "CUDA device %d: %s", c->ordinal, cu_err(&c->d, r));
+    return rg_say(why, len, "CUDA device %d: %s", c->ordinal, rgcu_error(&c->d, r));
   snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
   return true;
 }
 
 static int cuda_init(const char *spec, void **ctx, rg_device *device, char *why, size_t len) {
-  cuda_ctx *c = rg_calloc(1, sizeof *c);
+  rgcu_ctx *c = rg_calloc(1, sizeof *c);
   if (!c) return rg_say(why, len, "out of memory"), RG_ERR_NOMEM;
   if (parse_ordinal(spec, &c->ordinal)) {
     rg_free(c);
@@ -260,15 +212,22 @@ static int cuda_init(const char *spec, void **ctx, rg_device *device, char *why,
   return 0;
 }
 
-static const rg_buffer_type *cuda_buffer_type(void *ctx) { return &((cuda_ctx *)ctx)->buft; }
+static const rg_buffer_type *cuda_buffer_type(void *ctx) { return &((rgcu_ctx *)ctx)->buft; }
 
 /* ------------------------------------------------------------------ kernels */
 
-enum { K_EW, K_FUSED, K_RED, K_SOFTMAX };
+enum { K_EW, K_FUSED, K_RED, K_SOFTMAX, K_BLAS, K_ALLOC, K_VIEW, K_SHAPE };
 
 static int kind_of(const rgb_node *n) {
   if (n->code == RG_OP_COMPOSITE) return K_FUSED;
   if (n->code == RG_OP_SOFTMAX || n->code == RG_OP_LOG_SOFTMAX) return K_SOFTMAX;
+  if (rgcu_blas_supports(n)) return K_BLAS;
+  switch (n->code) {
+  case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: return K_ALLOC;
+  case RG_OP_DIMSHUFFLE: case RG_OP_SUBTENSOR: case RG_OP_SPLIT: return K_VIEW;
+  case RG_OP_RESHAPE: case RG_OP_FLATTEN: case RG_OP_JOIN: return K_SHAPE;
+  default: break;
+  }
   switch (rg_opcode_family(n->code)) {
   case RG_FAM_ELEMWISE: return K_EW;
   case RG_FAM_REDUCE: return K_RED;
@@ -300,7 +259,10 @@ static bool int_pow(const rgb_node *n) {
 
 static bool cuda_supports(void *ctx, const rgb_node *n) {
   (void)ctx;
-  if (kind_of(n) < 0 || !ranks_fit(n)) return false;
+  int kind = kind_of(n);
+  if (kind == K_BLAS) return true;
+  if (kind == K_ALLOC || kind == K_VIEW || kind == K_SHAPE) return ranks_fit(n);
+  if (kind < 0 || !ranks_fit(n)) return false;
   /* integer pow reports negative exponents, which a kernel cannot: the CPU runs it */
   if (int_pow(n)) return false;
   for (int32_t t = 0; n->inner && t < n->inner->nthunks; t++)
@@ -312,7 +274,7 @@ static bool cuda_supports(void *ctx, const rgb_node *n) {
 }
 
 /* The compiled kernel of a source (compiled on first use). */
-static CUfunction kernel_for(cuda_ctx *c, char *src, char *why, size_t len) {
+static CUfunction kernel_for(rgcu_ctx *c, char *src, char *why, size_t len) {
   uint64_t h = rg_fnv1a(src, RG_FNV_SEED);
   for (int i = 0; i < c->nkernels; i++)
     if (c->kernels[i].hash == h && !strcmp(c->kernels[i].src, src)) {
@@ -329,14 +291,14 @@ static CUfunction kernel_for(cuda_ctx *c, char *src, char *why, size_t len) {
     rg_free(src);
     return NULL;
   }
-  kernel k = {.hash = h, .src = src};
+  rgcu_kernel k = {.hash = h, .src = src};
   CUresult r = c->d.load(&k.mod, image);
   rg_free(image);
   if (!r && (r = c->d.function(&k.fn, k.mod, "rg_kernel"))) c->d.unload(k.mod);
-  if (r) return rg_say(why, len, "loading a kernel: %s", cu_err(&c->d, r)), rg_free(src), NULL;
+  if (r) return rg_say(why, len, "loading a kernel: %s", rgcu_error(&c->d, r)), rg_free(src), NULL;
   if (c->nkernels == c->capk) {
     int cap = c->capk ? 2 * c->capk : 32;
-    kernel *v = rg_realloc(c->kernels, (size_t)cap * sizeof *v);
+    rgcu_kernel *v = rg_realloc(c->kernels, (size_t)cap * sizeof *v);
     if (!v) return c->d.unload(k.mod), rg_free(src), rg_say(why, len, "out of memory"), NULL;
     c->kernels = v;
     c->capk = cap;
@@ -347,18 +309,33 @@ static CUfunction kernel_for(cuda_ctx *c, char *src, char *why, size_t len) {
 
 /* A bound kernel's state: the function and the backend it runs on. */
 typedef struct cuda_state {
-  cuda_ctx *c;
+  rgcu_ctx *c;
   CUfunction fn;
   int kind;
 } cuda_state;
 
-static int launch(rgb_exec *x, const cuda_state *s, void *args, long long n) {
+/* A grid-stride kernel over n items: 256 threads a block, at most 65535
+ * blocks. */
+static int launch(rgb_exec *x, rgcu_ctx *c, CUfunction fn, void *args, long long n) {
   if (n <= 0) return 0;
   long long blocks = (n + 255) / 256;
   unsigned grid = (unsigned)(blocks < 65535 ? blocks : 65535);
   void *params[] = {args};
-  CUresult r = s->c->d.launch(s->fn, grid, 1, 1, 256, 1, 1, 0, s->c->stream, params, NULL);
-  return r ? rgb_error(x, RG_ERR, "CUDA launch: %s", cu_err(&s->c->d, r)) : 0;
+  CUresult r = c->d.launch(fn, grid, 1, 1, 256, 1, 1, 0, c->stream, params, NULL);
+  return r ? rgb_error(x, RG_ERR, "CUDA launch: %s", rgcu_error(&c->d, r)) : 0;
+}
+
+int rgcu_copy(rgb_exec *x, rgcu_ctx *c, rg_tensor *dst, const rg_tensor *src) {
+  CUfunction *fn = &c->copyk[src->dtype][dst->dtype];
+  if (!*fn) {
+    char why[512];
+    char *code = rgcu_gen_copy(src->dtype, dst->dtype, why, sizeof why);
+    if (!code || !(*fn = kernel_for(c, code, why, sizeof why)))
+      return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, why);
+  }
+  rgcu_ew_args a;
+  rgcu_ew_args_of(&a, dst->ndim, dst->shape, 1, &dst, 1, (rg_tensor *const *)&src);
+  return launch(x, c, *fn, &a, a.n);
 }
 
 static int run_ew(rgb_exec *x, const cuda_state *s) {
@@ -373,7 +350,7 @@ static int run_ew(rgb_exec *x, const cuda_state *s) {
     if (!(outs[j] = rgb_output(x, j, x->node->out[j].dtype, nd, shape))) return x->rt->errcode;
   rgcu_ew_args a;
   rgcu_ew_args_of(&a, nd, shape, x->node->nout, outs, x->node->nin, ins);
-  return launch(x, s, &a, a.n);
+  return launch(x, s->c, s->fn, &a, a.n);
 }
 
 /* Reductions and softmax: kept and reduced dimensions of the input. */
@@ -390,20 +367,62 @@ static int run_red(rgb_exec *x, const cuda_state *s) {
                    n->code == RG_OP_ARGMIN || s->kind == K_SOFTMAX;
   if (a.rn == 0 && needs_one && a.nout > 0)
     return rgb_error(x, RG_ERR_EVAL, "a reduction over zero elements has no identity");
-  return launch(x, s, &a, a.nout);
+  return launch(x, s->c, s->fn, &a, a.nout);
+}
+
+/* alloc (the value broadcast by a copy) and alloc_empty; the shape comes
+ * from host scalars (host_input). */
+static int run_alloc(rgb_exec *x, rgcu_ctx *c) {
+  const rgb_node *n = x->node;
+  int64_t shape[RG_MAX_NDIM];
+  if (rgbc_alloc_shape(x, shape)) return x->rt->errcode;
+  bool empty = n->code == RG_OP_ALLOC_EMPTY;
+  rg_tensor *out = rgb_output(x, 0, n->out[0].dtype, empty ? n->nin : n->nin - 1, shape);
+  if (!out) return x->rt->errcode;
+  return empty ? RG_OK : rgcu_copy(x, c, out, rgb_in(x, 0));
+}
+
+/* The copies of reshape, flatten and join (the CPU's shape rules). */
+static int copy_on_device(rgb_exec *x, rg_tensor *dst, const rg_tensor *src) {
+  return rgcu_copy(x, ((const cuda_state *)x->state)->c, dst, src);
+}
+
+static bool cuda_host_input(void *ctx, const rgb_node *n, int i) {
+  (void)ctx;
+  return rgb_shape_argument(n, i);
 }
 
 static int cuda_run(rgb_exec *x) {
   const cuda_state *s = x->state;
-  cuda_ctx *c = s->c;
+  rgcu_ctx *c = s->c;
   CUresult r = c->d.set_current(c->cu);
-  if (r) return rgb_error(x, RG_ERR, "CUDA: %s", cu_err(&c->d, r));
+  if (r) return rgb_error(x, RG_ERR, "CUDA: %s", rgcu_error(&c->d, r));
+  if (s->kind == K_BLAS) return rgcu_blas_run(x, c);
+  if (s->kind == K_ALLOC) return run_alloc(x, c);
+  if (s->kind == K_SHAPE) {
+    rgbc_copy_fn copy = copy_on_device;
+    if (x->node->code == RG_OP_JOIN) return rgbc_join_with(x, copy);
+    return x->node->code == RG_OP_RESHAPE ? rgbc_reshape_with(x, copy) : rgbc_flatten_with(x, copy);
+  }
   return s->kind == K_RED || s->kind == K_SOFTMAX ? run_red(x, s) : run_ew(x, s);
 }
 
 static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
-  cuda_ctx *c = ctx;
+  rgcu_ctx *c = ctx;
   char why[512];
+  int kind = kind_of(n);
+  if (kind == K_VIEW) { /* views: the CPU's kernels, which only read shapes and strides */
+    *out = (rgb_bound){.fn = rgb_cpu_kernels[n->code]};
+    return 0;
+  }
+  if (kind == K_BLAS || kind == K_ALLOC || kind == K_SHAPE) {
+    cuda_state *s = rg_malloc(sizeof *s);
+    if (!s || (kind == K_BLAS && !c->blas && !(c->blas = rgcu_blas_open(c, why, sizeof why))))
+      return rg_free(s), RG_ERR;
+    *s = (cuda_state){.c = c, .kind = kind};
+    *out = (rgb_bound){.fn = cuda_run, .state = s, .free_state = rg_free};
+    return 0;
+  }
   char *src = source_of(n, why, sizeof why);
   if (!src) return RG_ERR;
   cuda_state *s = rg_malloc(sizeof *s);
@@ -418,7 +437,7 @@ static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
 }
 
 static int cuda_synchronize(void *ctx) {
-  cuda_ctx *c = ctx;
+  rgcu_ctx *c = ctx;
   return c->d.set_current(c->cu) || c->d.sync(c->stream) ? RG_ERR : 0;
 }
 
@@ -434,4 +453,5 @@ const rgb_backend rgb_cuda_backend = {
     .bind = cuda_bind,
     .synchronize = cuda_synchronize,
     .inner_on_host = true, /* a composite's inner graph only describes its kernel */
+    .host_input = cuda_host_input,
 };

@@ -135,12 +135,13 @@ static void put_ew_head(rg_strbuf *b, int nops) {
                    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step) {\n"
                    "    long long off[%d], r = i;\n"
                    "    for (int k = 0; k < %d; k++) off[k] = 0;\n"
-                   "    for (int d = a.nd - 1; d >= 0; d--) {\n"
+                   "    for (int d = a.nd - 1; d > 0; d--) {\n"
                    "      const long long q = r / a.shape[d], j = r - q * a.shape[d];\n"
                    "      r = q;\n"
                    "      for (int k = 0; k < %d; k++) off[k] += j * a.st[k][d];\n"
-                   "    }\n",
-                nops, nops, nops);
+                   "    }\n"
+                   "    if (a.nd > 0) for (int k = 0; k < %d; k++) off[k] += r * a.st[k][0];\n",
+                nops, nops, nops, nops);
 }
 
 static void put_ew_tail(rg_strbuf *b) { rg_strbuf_put(b, "  }\n}\n"); }
@@ -173,6 +174,18 @@ char *rgcu_gen_elemwise(const rgb_node *n, char *why, size_t len) {
     return NULL;
   }
   rg_strbuf_put(&b, "\n    *(%s *)(a.p[0] + off[0]) = v;\n", ctype(n->out[0].dtype));
+  put_ew_tail(&b);
+  return finish(&b, why, len);
+}
+
+char *rgcu_gen_copy(rg_dtype from, rg_dtype to, char *why, size_t len) {
+  rg_strbuf b = {0};
+  put_prelude(&b);
+  put_ew_head(&b, 2);
+  rg_strbuf_put(&b, "    const %s v = *(const %s *)(a.p[1] + off[1]);\n    *(%s *)(a.p[0] + off[0]) = ",
+                ctype(from), ctype(from), ctype(to));
+  put_convert(&b, "v", from, to);
+  rg_strbuf_put(&b, ";\n");
   put_ew_tail(&b);
   return finish(&b, why, len);
 }
@@ -348,6 +361,29 @@ char *rgcu_gen_softmax(const rgb_node *n, char *why, size_t len) {
 
 /* ------------------------------------------------------------------ kernel arguments */
 
+/* Merges dimension d into d + 1 wherever every operand steps over both
+ * as over one (st[d] == st[d + 1] * shape[d + 1]) and drops dimensions
+ * of size 1, so a contiguous operand set is one dimension whatever its
+ * rank: the kernel divides once per remaining inner dimension. */
+static void coalesce(rgcu_ew_args *a, int nops) {
+  int nd = 0;
+  for (int d = 0; d < a->nd; d++) {
+    if (a->shape[d] == 1) continue;
+    bool merge = nd > 0;
+    for (int k = 0; merge && k < nops; k++)
+      merge = a->st[k][nd - 1] == a->st[k][d] * a->shape[d];
+    if (merge) {
+      a->shape[nd - 1] *= a->shape[d];
+      for (int k = 0; k < nops; k++) a->st[k][nd - 1] = a->st[k][d];
+      continue;
+    }
+    a->shape[nd] = a->shape[d];
+    for (int k = 0; k < nops; k++) a->st[k][nd] = a->st[k][d];
+    nd++;
+  }
+  a->nd = nd;
+}
+
 void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg_tensor *const *outs,
                      int nin, rg_tensor *const *ins) {
   memset(a, 0, sizeof *a);
@@ -362,6 +398,7 @@ void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg
     rgbc_broadcast_strides(ins[i], nd, shape, a->st[nout + i]);
     a->p[nout + i] = ins[i]->data;
   }
+  if (a->n > 0) coalesce(a, nout + nin);
 }
 
 static bool is_softmax(const rgb_node *n) { return n->code == RG_OP_SOFTMAX || n->code == RG_OP_LOG_SOFTMAX; }
