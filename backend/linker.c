@@ -231,16 +231,23 @@ static bool moved_cell(linker *L, int32_t c, const rgb_vtype *vt, const rg_backe
 
 /* ------------------------------------------------------------------ thunks */
 
+static bool inner_error(linker *L, const rgb_node *bn) {
+  char why[512];
+  snprintf(why, sizeof why, "%s", L->err);
+  return lerr(L, "the inner graph of %s: %s", bn->label, why);
+}
+
 /* Binds a node to b's kernel; inner graphs are linked first, for b or, when
- * b runs them on the host, for the CPU. */
+ * b runs them on the host, for the CPU (a composite's already is: see
+ * link_thunk). */
 static bool bind_node(linker *L, rgb_node *bn, const rg_node *n, const rg_backend *b,
                       rgb_bound *bound) {
   const rg_backend *ib = b->iface->inner_on_host ? &rgb_cpu : b;
-  if (rgb_node_link_inner(bn, n, ib, L->err, L->errlen)) {
-    char why[512];
-    snprintf(why, sizeof why, "%s", L->err);
-    return lerr(L, "the inner graph of %s: %s", bn->label, why);
+  if (bn->inner && ib != &rgb_cpu) {
+    rgb_program_free(bn->inner);
+    bn->inner = NULL;
   }
+  if (!bn->inner && rgb_node_link_inner(bn, n, ib, L->err, L->errlen)) return inner_error(L, bn);
   if (n->op->code == RG_OP_IFELSE) return true;
   if (b->iface->bind(b->ctx, bn, bound)) return lerr(L, "the %s backend cannot bind %s", b->name, bn->label);
   return true;
@@ -296,6 +303,13 @@ static bool link_thunk(linker *L, const rg_node *n) {
   if (rgb_node_init(&bn, n)) return lerr(L, "out of memory");
   if (n->op->code == RG_OP_OPAQUE) {
     lerr(L, "%s is an opaque op: it has no kernel and cannot be executed", bn.label);
+    return rgb_node_clear(&bn), false;
+  }
+  /* a composite's inner graph is linked for the host before placement: a
+   * backend that generates one kernel for it is asked with the graph at
+   * hand */
+  if (n->op->code == RG_OP_COMPOSITE && rgb_node_link_inner(&bn, n, &rgb_cpu, L->err, L->errlen)) {
+    inner_error(L, &bn);
     return rgb_node_clear(&bn), false;
   }
   const rg_backend *b = place(p, &bn);

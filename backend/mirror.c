@@ -70,7 +70,10 @@ static bool mirror_supports(void *ctx, const rgb_node *n) {
     default: break;
   }
   switch (n->code) {
-    case RG_OP_COMPOSITE: case RG_OP_DIMSHUFFLE: case RG_OP_RESHAPE: case RG_OP_FLATTEN:
+    /* as a backend generating one kernel from a fused group does, it
+     * decides with the group's inner graph at hand (linked before placement) */
+    case RG_OP_COMPOSITE: return n->inner != NULL;
+    case RG_OP_DIMSHUFFLE: case RG_OP_RESHAPE: case RG_OP_FLATTEN:
     case RG_OP_SUBTENSOR: case RG_OP_SUM: case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX:
     case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: return true;
     default: return false;

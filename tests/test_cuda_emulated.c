@@ -10,7 +10,8 @@
  * dtype it accepts, with a broadcast input and a reversed view; the
  * reductions on every dtype over one axis and over all; softmax and
  * log_softmax; fused groups; the copy kernel between every pair of dtypes,
- * against a cast) goes into one C++ file (a namespace per
+ * against a cast, half of them in their 64-bit index form) goes into one
+ * C++ file (a namespace per
  * kernel), compiled once with the system's C++ compiler and loaded; each
  * is then called on random values laid out as the backend lays them out
  * (strides, broadcast strides of 0), and its result compared with the CPU
@@ -72,6 +73,12 @@ static void add_node(rg_variable *v, int kind, const char *label) {
          : kind == K_RED ? rgcu_gen_reduce(&k->bn, why, sizeof why)
                          : rgcu_gen_softmax(&k->bn, why, sizeof why);
   if (!k->src) fail_msg("%s: %s", label, why);
+  if (kind == K_COPY && S.n % 2) { /* half the copies run with 64-bit indices */
+    char *w = rgcu_widen(k->src);
+    assert_non_null(w);
+    rg_free(k->src);
+    k->src = w;
+  }
   S.n++;
 }
 
@@ -312,6 +319,31 @@ static void test_generated_kernels_on_the_host(void **st) {
   for (int i = 0; i < S.nkeep; i++) rg_function_free(S.keep[i]);
 }
 
+/* 32-bit indices where a launch fits them; the 64-bit form otherwise. */
+static void test_index_width(void **st) {
+  (void)st;
+  int64_t small[2] = {1000, 1000};
+  rg_tensor *t = rg_tensor_new(RG_FLOAT32, 2, small);
+  rgcu_ew_args a;
+  rgcu_ew_args_of(&a, 2, small, 1, &t, 1, &t);
+  assert_int_equal(a.nd, 1); /* contiguous: one dimension */
+  assert_true(rgcu_ew_narrow(&a, 2));
+  a.n = a.shape[0] = 3000000000LL;          /* more elements than 32 bits count */
+  assert_false(rgcu_ew_narrow(&a, 2));
+  a.n = a.shape[0] = 1000;
+  a.st[1][0] = 4LL << 28;                   /* an operand reaching past 2^31 bytes */
+  assert_false(rgcu_ew_narrow(&a, 2));
+  rg_tensor_free(t);
+  char why[64];
+  char *src = rgcu_gen_copy(RG_FLOAT32, RG_FLOAT64, why, sizeof why), *w = rgcu_widen(src);
+  assert_non_null(strstr(src, RGCU_NARROW));
+  assert_null(strstr(w, RGCU_NARROW));
+  assert_non_null(strstr(w, RGCU_WIDE));
+  assert_null(rgcu_widen("no index type here"));
+  rg_free(src);
+  rg_free(w);
+}
+
 int main(void) {
   rg_init();
   C = rg_ctx_new();
@@ -321,6 +353,7 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_generated_kernels_on_the_host),
+      cmocka_unit_test(test_index_width),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,8 @@
  * (inputs and outputs) of an elementwise or fused kernel. */
 #define RGCU_MAXND 8
 #define RGCU_MAXOPS 16
+/* Elements an elementwise kernel's thread handles per pass of its loop. */
+#define RGCU_UNROLL 4
 
 /* ------------------------------------------------------------------ generated kernels */
 
@@ -25,7 +27,8 @@
  * manual memory (rg_free), or NULL with the reason in why.
  *
  * Elementwise and fused kernels (rg_ew_args): a grid-stride loop over the
- * n elements of the output shape (nd <= RGCU_MAXND dimensions); operand k
+ * n elements of the output shape (nd <= RGCU_MAXND dimensions),
+ * RGCU_UNROLL elements a thread per pass, loads first; operand k
  * (outputs first, then inputs) is addressed at p[k] + sum(idx[d] * st[k][d])
  * bytes, so broadcasting (stride 0), views and any strides need nothing
  * else.  The scalar semantics are the CPU's, from scalar-float.h and
@@ -77,6 +80,16 @@ typedef struct rgcu_red_args {
  * rank are addressed as one dimension. */
 void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg_tensor *const *outs,
                      int nin, rg_tensor *const *ins);
+/* Elementwise kernels index in 32 bits (their source declares rg_idx with
+ * RGCU_NARROW): cheaper on a GPU, whose 64-bit integer arithmetic is
+ * emulated.  rgcu_ew_narrow says whether a launch fits (the element count
+ * and every operand's reach in bytes under 2^31); otherwise the backend
+ * runs the same kernel widened to 64 bits (rgcu_widen: the source with
+ * RGCU_WIDE instead, rg_malloc'd; NULL if it has no RGCU_NARROW). */
+#define RGCU_NARROW "typedef int rg_idx;"
+#define RGCU_WIDE "typedef long long rg_idx;"
+char *rgcu_widen(const char *src);
+bool rgcu_ew_narrow(const rgcu_ew_args *a, int nops);
 /* Reductions (the node's axes) and softmax (its axis): in reduced into out. */
 void rgcu_red_args_of(rgcu_red_args *a, const rgb_node *n, const rg_tensor *in, rg_tensor *out);
 /* The rank and shape of a reduction's or softmax's output. */
@@ -163,6 +176,7 @@ typedef struct rgcu_ctx {
   rgcu_kernel *kernels;         /* compiled kernels */
   int nkernels, capk;
   CUfunction copyk[RG_NDTYPES][RG_NDTYPES]; /* copy kernels by dtypes, loaded on use */
+  CUfunction copyk_wide[RG_NDTYPES][RG_NDTYPES]; /* the same with 64-bit indices */
   struct rgcu_blas *blas;  /* cuBLAS, loaded by the first BLAS node bound */
 } rgcu_ctx;
 

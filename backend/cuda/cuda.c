@@ -307,18 +307,43 @@ static CUfunction kernel_for(rgcu_ctx *c, char *src, char *why, size_t len) {
   return k.fn;
 }
 
-/* A bound kernel's state: the function and the backend it runs on. */
+/* A bound kernel's state: the function and the backend it runs on; for
+ * elementwise kernels, the source widened to 64-bit indices and its
+ * function, compiled the first time a launch needs it. */
 typedef struct cuda_state {
   rgcu_ctx *c;
   CUfunction fn;
   int kind;
+  char *wide_src;
+  CUfunction wide;
 } cuda_state;
 
-/* A grid-stride kernel over n items: 256 threads a block, at most 65535
- * blocks. */
-static int launch(rgb_exec *x, rgcu_ctx *c, CUfunction fn, void *args, long long n) {
+static void free_state(void *p) {
+  cuda_state *s = p;
+  if (s) rg_free(s->wide_src);
+  rg_free(s);
+}
+
+/* The function of an elementwise launch: narrow where its indices fit in
+ * 32 bits, else the widened kernel (compiled on first use). */
+static CUfunction ew_function(rgb_exec *x, cuda_state *s, const rgcu_ew_args *a, int nops) {
+  if (rgcu_ew_narrow(a, nops)) return s->fn;
+  if (s->wide) return s->wide;
+  char why[512];
+  char *src = s->wide_src;
+  s->wide_src = NULL; /* kernel_for takes it */
+  if (!src || !(s->wide = kernel_for(s->c, src, why, sizeof why))) {
+    rgb_error(x, RG_ERR, "a kernel with 64-bit indices on %s: %s", s->c->name, src ? why : "lost");
+    return NULL;
+  }
+  return s->wide;
+}
+
+/* A grid-stride kernel over n items, `per` of them a thread per pass: 256
+ * threads a block, at most 65535 blocks. */
+static int launch(rgb_exec *x, rgcu_ctx *c, CUfunction fn, void *args, long long n, int per) {
   if (n <= 0) return 0;
-  long long blocks = (n + 255) / 256;
+  long long blocks = (n + 256LL * per - 1) / (256LL * per);
   unsigned grid = (unsigned)(blocks < 65535 ? blocks : 65535);
   void *params[] = {args};
   CUresult r = c->d.launch(fn, grid, 1, 1, 256, 1, 1, 0, c->stream, params, NULL);
@@ -326,19 +351,27 @@ static int launch(rgb_exec *x, rgcu_ctx *c, CUfunction fn, void *args, long long
 }
 
 int rgcu_copy(rgb_exec *x, rgcu_ctx *c, rg_tensor *dst, const rg_tensor *src) {
-  CUfunction *fn = &c->copyk[src->dtype][dst->dtype];
-  if (!*fn) {
-    char why[512];
-    char *code = rgcu_gen_copy(src->dtype, dst->dtype, why, sizeof why);
-    if (!code || !(*fn = kernel_for(c, code, why, sizeof why)))
-      return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, why);
-  }
+  CUfunction *fn = &c->copyk[src->dtype][dst->dtype], *wide = &c->copyk_wide[src->dtype][dst->dtype];
+  char why[512];
+  char *code = rgcu_gen_copy(src->dtype, dst->dtype, why, sizeof why);
+  if (!code) return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, why);
   rgcu_ew_args a;
   rgcu_ew_args_of(&a, dst->ndim, dst->shape, 1, &dst, 1, (rg_tensor *const *)&src);
-  return launch(x, c, *fn, &a, a.n);
+  bool narrow = rgcu_ew_narrow(&a, 2);
+  if (!narrow && !*wide) {
+    char *w = rgcu_widen(code);
+    rg_free(code);
+    if (!w || !(*wide = kernel_for(c, w, why, sizeof why)))
+      return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, w ? why : "out of memory");
+  } else if (narrow && !*fn) {
+    if (!(*fn = kernel_for(c, code, why, sizeof why))) return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, why);
+  } else {
+    rg_free(code);
+  }
+  return launch(x, c, narrow ? *fn : *wide, &a, a.n, RGCU_UNROLL);
 }
 
-static int run_ew(rgb_exec *x, const cuda_state *s) {
+static int run_ew(rgb_exec *x, cuda_state *s) {
   int64_t shape[RG_MAX_NDIM];
   int nd;
   rg_tensor *outs[RGCU_MAXOPS], *ins[RGCU_MAXOPS];
@@ -350,7 +383,8 @@ static int run_ew(rgb_exec *x, const cuda_state *s) {
     if (!(outs[j] = rgb_output(x, j, x->node->out[j].dtype, nd, shape))) return x->rt->errcode;
   rgcu_ew_args a;
   rgcu_ew_args_of(&a, nd, shape, x->node->nout, outs, x->node->nin, ins);
-  return launch(x, s->c, s->fn, &a, a.n);
+  CUfunction fn = ew_function(x, s, &a, x->node->nout + x->node->nin);
+  return fn ? launch(x, s->c, fn, &a, a.n, RGCU_UNROLL) : x->rt->errcode;
 }
 
 /* Reductions and softmax: kept and reduced dimensions of the input. */
@@ -367,7 +401,7 @@ static int run_red(rgb_exec *x, const cuda_state *s) {
                    n->code == RG_OP_ARGMIN || s->kind == K_SOFTMAX;
   if (a.rn == 0 && needs_one && a.nout > 0)
     return rgb_error(x, RG_ERR_EVAL, "a reduction over zero elements has no identity");
-  return launch(x, s->c, s->fn, &a, a.nout);
+  return launch(x, s->c, s->fn, &a, a.nout, 1);
 }
 
 /* alloc (the value broadcast by a copy) and alloc_empty; the shape comes
@@ -393,7 +427,7 @@ static bool cuda_host_input(void *ctx, const rgb_node *n, int i) {
 }
 
 static int cuda_run(rgb_exec *x) {
-  const cuda_state *s = x->state;
+  cuda_state *s = x->state;
   rgcu_ctx *c = s->c;
   CUresult r = c->d.set_current(c->cu);
   if (r) return rgb_error(x, RG_ERR, "CUDA: %s", rgcu_error(&c->d, r));
@@ -426,13 +460,16 @@ static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
   char *src = source_of(n, why, sizeof why);
   if (!src) return RG_ERR;
   cuda_state *s = rg_malloc(sizeof *s);
+  /* elementwise kernels keep their 64-bit form for launches too large for 32-bit indices */
+  char *wide = s && (kind == K_EW || kind == K_FUSED) ? rgcu_widen(src) : NULL;
   CUfunction fn = s ? kernel_for(c, src, why, sizeof why) : (rg_free(src), NULL);
-  if (!fn) {
+  if (!fn || ((kind == K_EW || kind == K_FUSED) && !wide)) {
+    rg_free(wide);
     rg_free(s);
     return RG_ERR;
   }
-  *s = (cuda_state){.c = c, .fn = fn, .kind = kind_of(n)};
-  *out = (rgb_bound){.fn = cuda_run, .state = s, .free_state = rg_free};
+  *s = (cuda_state){.c = c, .fn = fn, .kind = kind, .wide_src = wide};
+  *out = (rgb_bound){.fn = cuda_run, .state = s, .free_state = free_state};
   return 0;
 }
 

@@ -124,27 +124,96 @@ static bool put_node(rg_strbuf *b, const rgb_node *n, const char *const *arg, co
 
 /* ------------------------------------------------------------------ elementwise and fused kernels */
 
-/* The argument struct of elementwise kernels and the loop head: element i,
- * the byte offset off[k] of operand k. */
-static void put_ew_head(rg_strbuf *b, int nops) {
+/* The body's signature: rg_body(const IN0 in0, ..., OUT0 &out0, ...),
+ * the IN%d and OUT%d types declared before it. */
+static void put_body_head(rg_strbuf *b, int nout, int nin) {
+  rg_strbuf_put(b, "static __device__ inline void rg_body(");
+  for (int k = 0; k < nin; k++) rg_strbuf_put(b, "%sconst IN%d in%d", k ? ", " : "", k, k);
+  for (int j = 0; j < nout; j++) rg_strbuf_put(b, "%sOUT%d &out%d", nin || j ? ", " : "", j, j);
+  rg_strbuf_put(b, ") {\n");
+}
+
+static void put_types(rg_strbuf *b, const char *what, int n, const rgb_vtype *t) {
+  for (int k = 0; k < n; k++) rg_strbuf_put(b, "typedef %s %s%d;\n", ctype(t[k].dtype), what, k);
+}
+
+/* The argument struct and the kernel around rg_body: a grid-stride loop
+ * over the n elements of the output shape, RGCU_UNROLL elements a thread
+ * per pass (elements step apart, so a warp's accesses stay contiguous).
+ * Every load of a pass is issued before any value is used: a thread has
+ * several loads in flight, which a memory-bound kernel needs to approach
+ * the device's bandwidth.  Operand k (outputs first) is at
+ * p[k] + sum(idx[d] * st[k][d]); the outermost dimension needs no
+ * division. */
+static void put_ew_kernel(rg_strbuf *b, int nout, int nin) {
+  int nops = nout + nin;
   rg_strbuf_put(b, "struct rg_ew_args { long long n; int nd; long long shape[%d];"
                    " long long st[%d][%d]; char *p[%d]; };\n",
                 RGCU_MAXND, RGCU_MAXOPS, RGCU_MAXND, RGCU_MAXOPS);
-  rg_strbuf_put(b, "extern \"C\" __global__ void rg_kernel(const rg_ew_args a) {\n"
-                   "  const long long step = (long long)blockDim.x * gridDim.x;\n"
-                   "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step) {\n"
-                   "    long long off[%d], r = i;\n"
-                   "    for (int k = 0; k < %d; k++) off[k] = 0;\n"
-                   "    for (int d = a.nd - 1; d > 0; d--) {\n"
-                   "      const long long q = r / a.shape[d], j = r - q * a.shape[d];\n"
-                   "      r = q;\n"
-                   "      for (int k = 0; k < %d; k++) off[k] += j * a.st[k][d];\n"
-                   "    }\n"
-                   "    if (a.nd > 0) for (int k = 0; k < %d; k++) off[k] += r * a.st[k][0];\n",
-                nops, nops, nops, nops);
+  rg_strbuf_put(b, RGCU_NARROW "\n"
+                   "extern \"C\" __global__ void rg_kernel(const rg_ew_args a) {\n"
+                   "  const rg_idx step = (rg_idx)blockDim.x * gridDim.x, n = (rg_idx)a.n;\n"
+                   "  for (rg_idx i0 = (rg_idx)blockIdx.x * blockDim.x + threadIdx.x; i0 < n;"
+                   " i0 += %d * step) {\n"
+                   "    rg_idx oo[%d][%d];\n", RGCU_UNROLL, nout, RGCU_UNROLL);
+  for (int k = 0; k < nin; k++) rg_strbuf_put(b, "    IN%d x%d[%d];\n", k, k, RGCU_UNROLL);
+  rg_strbuf_put(b, "#pragma unroll\n"
+                   "    for (int u = 0; u < %d; u++) {\n"
+                   "      const rg_idx i = i0 + u * step;\n"
+                   "      if (i >= n) break;\n"
+                   "      rg_idx off[%d], r = i;\n"
+                   "      for (int k = 0; k < %d; k++) off[k] = 0;\n"
+                   "      for (int d = a.nd - 1; d > 0; d--) {\n"
+                   "        const rg_idx q = r / (rg_idx)a.shape[d], j = r - q * (rg_idx)a.shape[d];\n"
+                   "        r = q;\n"
+                   "        for (int k = 0; k < %d; k++) off[k] += j * (rg_idx)a.st[k][d];\n"
+                   "      }\n"
+                   "      if (a.nd > 0) for (int k = 0; k < %d; k++) off[k] += r * (rg_idx)a.st[k][0];\n",
+                RGCU_UNROLL, nops, nops, nops, nops);
+  for (int j = 0; j < nout; j++) rg_strbuf_put(b, "      oo[%d][u] = off[%d];\n", j, j);
+  for (int k = 0; k < nin; k++)
+    rg_strbuf_put(b, "      x%d[u] = *(const IN%d *)(a.p[%d] + off[%d]);\n", k, k, nout + k, nout + k);
+  rg_strbuf_put(b, "    }\n"
+                   "#pragma unroll\n"
+                   "    for (int u = 0; u < %d; u++) {\n"
+                   "      if (i0 + u * step >= n) break;\n", RGCU_UNROLL);
+  for (int j = 0; j < nout; j++) rg_strbuf_put(b, "      OUT%d y%d;\n", j, j);
+  rg_strbuf_put(b, "      rg_body(");
+  for (int k = 0; k < nin; k++) rg_strbuf_put(b, "%sx%d[u]", k ? ", " : "", k);
+  for (int j = 0; j < nout; j++) rg_strbuf_put(b, "%sy%d", nin || j ? ", " : "", j);
+  rg_strbuf_put(b, ");\n");
+  for (int j = 0; j < nout; j++) rg_strbuf_put(b, "      *(OUT%d *)(a.p[%d] + oo[%d][u]) = y%d;\n", j, j, j, j);
+  rg_strbuf_put(b, "    }\n  }\n}\n");
 }
 
 static void put_ew_tail(rg_strbuf *b) { rg_strbuf_put(b, "  }\n}\n"); }
+
+char *rgcu_widen(const char *src) {
+  const char *at = strstr(src, RGCU_NARROW);
+  if (!at) return NULL;
+  size_t head = (size_t)(at - src), nl = strlen(RGCU_NARROW), wl = strlen(RGCU_WIDE), n = strlen(src);
+  char *w = rg_malloc(n - nl + wl + 1);
+  if (!w) return NULL;
+  memcpy(w, src, head);
+  memcpy(w + head, RGCU_WIDE, wl);
+  memcpy(w + head + wl, at + nl, n - head - nl + 1);
+  return w;
+}
+
+bool rgcu_ew_narrow(const rgcu_ew_args *a, int nops) {
+  /* i0 + u * step may pass n by RGCU_UNROLL steps of at most 65535 x 256 threads */
+  if (a->n > INT32_MAX - (int64_t)RGCU_UNROLL * 65535 * 256) return false;
+  for (int k = 0; k < nops; k++) {
+    int64_t reach = 0;
+    for (int d = 0; d < a->nd; d++) {
+      int64_t st = a->st[k][d] < 0 ? -a->st[k][d] : a->st[k][d];
+      if (st > INT32_MAX || (a->shape[d] > 1 && (a->shape[d] - 1) > INT32_MAX / (st ? st : 1))) return false;
+      reach += (a->shape[d] - 1) * st;
+      if (reach > INT32_MAX) return false;
+    }
+  }
+  return true;
+}
 
 static char *finish(rg_strbuf *b, char *why, size_t len) {
   if (!b->failed) return b->s;
@@ -159,34 +228,34 @@ char *rgcu_gen_elemwise(const rgb_node *n, char *why, size_t len) {
     return rg_say(why, len, "%s: not an elementwise node of at most %d operands", n->label, RGCU_MAXOPS), NULL;
   rg_strbuf b = {0};
   put_prelude(&b);
-  put_ew_head(&b, nops);
+  put_types(&b, "IN", n->nin, n->in);
+  put_types(&b, "OUT", 1, n->out);
+  put_body_head(&b, 1, n->nin);
   char names[RGCU_MAXOPS][16];
   const char *args[RGCU_MAXOPS];
   for (int k = 0; k < n->nin; k++) {
-    rg_strbuf_put(&b, "    const %s in%d = *(const %s *)(a.p[%d] + off[%d]);\n", ctype(n->in[k].dtype), k,
-                  ctype(n->in[k].dtype), n->nout + k, n->nout + k);
     snprintf(names[k], sizeof names[k], "in%d", k);
     args[k] = names[k];
   }
-  rg_strbuf_put(&b, "    %s v; ", ctype(n->out[0].dtype));
-  if (!put_node(&b, n, args, "v", why, len)) {
+  rg_strbuf_put(&b, "  ");
+  if (!put_node(&b, n, args, "out0", why, len)) {
     rg_free(b.s);
     return NULL;
   }
-  rg_strbuf_put(&b, "\n    *(%s *)(a.p[0] + off[0]) = v;\n", ctype(n->out[0].dtype));
-  put_ew_tail(&b);
+  rg_strbuf_put(&b, "\n}\n");
+  put_ew_kernel(&b, 1, n->nin);
   return finish(&b, why, len);
 }
 
 char *rgcu_gen_copy(rg_dtype from, rg_dtype to, char *why, size_t len) {
   rg_strbuf b = {0};
   put_prelude(&b);
-  put_ew_head(&b, 2);
-  rg_strbuf_put(&b, "    const %s v = *(const %s *)(a.p[1] + off[1]);\n    *(%s *)(a.p[0] + off[0]) = ",
-                ctype(from), ctype(from), ctype(to));
-  put_convert(&b, "v", from, to);
-  rg_strbuf_put(&b, ";\n");
-  put_ew_tail(&b);
+  rg_strbuf_put(&b, "typedef %s IN0;\ntypedef %s OUT0;\n", ctype(from), ctype(to));
+  put_body_head(&b, 1, 1);
+  rg_strbuf_put(&b, "  out0 = ");
+  put_convert(&b, "in0", from, to);
+  rg_strbuf_put(&b, ";\n}\n");
+  put_ew_kernel(&b, 1, 1);
   return finish(&b, why, len);
 }
 
@@ -199,13 +268,10 @@ static bool put_constant(rg_strbuf *b, const rg_tensor *t, int32_t c, char *why,
 }
 
 /* The inner program's constants, inputs and nodes, each value in v<cell>. */
-static bool put_inner(rg_strbuf *b, const rgb_program *p, int nout, char *why, size_t len) {
+static bool put_inner(rg_strbuf *b, const rgb_program *p, char *why, size_t len) {
   for (int32_t k = 0; k < p->nconst; k++)
     if (!put_constant(b, p->cells[p->const_cells[k]], p->const_cells[k], why, len)) return false;
-  for (int32_t i = 0; i < p->nin; i++) {
-    int32_t c = p->in_cells[i];
-    rg_strbuf_put(b, "    const IN%d v%d = *(const IN%d *)(a.p[%d] + off[%d]);\n", i, c, i, nout + i, nout + i);
-  }
+  for (int32_t i = 0; i < p->nin; i++) rg_strbuf_put(b, "    const IN%d v%d = in%d;\n", i, p->in_cells[i], i);
   for (int32_t t = 0; t < p->nthunks; t++) {
     const rgb_thunk *th = &p->thunks[t];
     const rgb_node *n = &th->node;
@@ -234,15 +300,16 @@ char *rgcu_gen_composite(const rgb_node *n, char *why, size_t len) {
     return rg_say(why, len, "composite: %d operands (at most %d)", nops, RGCU_MAXOPS), NULL;
   rg_strbuf b = {0};
   put_prelude(&b);
-  for (int k = 0; k < n->nin; k++) rg_strbuf_put(&b, "typedef %s IN%d;\n", ctype(n->in[k].dtype), k);
-  put_ew_head(&b, nops);
-  if (!put_inner(&b, p, n->nout, why, len)) {
+  put_types(&b, "IN", n->nin, n->in);
+  put_types(&b, "OUT", n->nout, n->out);
+  put_body_head(&b, n->nout, n->nin);
+  if (!put_inner(&b, p, why, len)) {
     rg_free(b.s);
     return NULL;
   }
-  for (int j = 0; j < n->nout; j++)
-    rg_strbuf_put(&b, "    *(%s *)(a.p[%d] + off[%d]) = v%d;\n", ctype(n->out[j].dtype), j, j, p->out_cells[j]);
-  put_ew_tail(&b);
+  for (int j = 0; j < n->nout; j++) rg_strbuf_put(&b, "    out%d = v%d;\n", j, p->out_cells[j]);
+  rg_strbuf_put(&b, "}\n");
+  put_ew_kernel(&b, n->nout, n->nin);
   return finish(&b, why, len);
 }
 
