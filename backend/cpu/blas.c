@@ -297,7 +297,7 @@ int64_t rgbc_blas_row_ld(const rg_tensor *t) {
   return t->shape[0] > 1 ? t->strides[0] / es : (t->shape[1] > 1 ? t->shape[1] : 1);
 }
 
-static rg_tensor *blas_output(rgb_exec *x, bool copy) {
+rg_tensor *rgbc_blas_output(rgb_exec *x, bool copy, rgbc_copy_fn fn) {
   rg_tensor *z = rgb_in(x, 0);
   if (x->node->inplace == 0 && rgbc_blas_writable(z) && rg_storage_refcount(z) == 1) {
     rg_tensor *r = rg_tensor_ref(z);
@@ -309,9 +309,11 @@ static rg_tensor *blas_output(rgb_exec *x, bool copy) {
     return r;
   }
   rg_tensor *out = rgb_output(x, 0, z->dtype, z->ndim, z->shape);
-  if (out && copy && rgbc_assign(x, out, z, NULL) != RG_OK) return NULL;
+  if (out && copy && fn(x, out, z) != RG_OK) return NULL;
   return out;
 }
+
+static rg_tensor *blas_output(rgb_exec *x, bool copy) { return rgbc_blas_output(x, copy, rgbc_copy_host); }
 
 /* out = beta * out where BLAS is not called (k == 0 or alpha == 0);
  * beta == 0 clears out (whatever it held, NaN included). */

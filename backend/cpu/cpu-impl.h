@@ -160,6 +160,10 @@ int rgbc_copy_host(rgb_exec *x, rg_tensor *dst, const rg_tensor *src);
 int rgbc_reshape_with(rgb_exec *x, rgbc_copy_fn copy);
 int rgbc_flatten_with(rgb_exec *x, rgbc_copy_fn copy);
 int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy);
+/* The output of gemm, gemv and ger: input 0 itself when the node works in
+ * place on it, its storage is unshared and BLAS can write it; else a new
+ * tensor, holding a copy of input 0 (made by fn) when `copy`. */
+rg_tensor *rgbc_blas_output(rgb_exec *x, bool copy, rgbc_copy_fn fn);
 
 /* "(3 4)" into buf (for messages); returns buf. */
 const char *rgbc_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);

@@ -300,24 +300,10 @@ static int run_outer(rgb_exec *x, rgcu_ctx *c) {
   return rc;
 }
 
-/* The output of gemm, gemv and ger: input 0 itself when allowed, else a
- * device copy of it. */
-static rg_tensor *blas_output(rgb_exec *x, rgcu_ctx *c) {
-  rg_tensor *z = rgb_in(x, 0);
-  if (x->node->inplace == 0 && on_this_device(c, z) && rgbc_blas_writable(z) &&
-      rg_storage_refcount(z) == 1) {
-    rg_tensor *r = rg_tensor_ref(z);
-    if (!r) {
-      rgb_error(x, RG_ERR_NOMEM, "out of memory");
-      return NULL;
-    }
-    rgb_set_output(x, 0, r);
-    return r;
-  }
-  rg_tensor *out = rgb_output(x, 0, z->dtype, z->ndim, z->shape);
-  if (out && rgcu_copy(x, c, out, z) != RG_OK) return NULL;
-  return out;
-}
+/* The output of gemm, gemv and ger (the CPU's rule): input 0 itself when
+ * allowed, else a device copy of it (always made: beta may be known only
+ * on the device). */
+static rg_tensor *blas_output(rgb_exec *x) { return rgbc_blas_output(x, true, rgcu_copy_fn); }
 
 static int shape_error(rgb_exec *x, const char *what) {
   return rgb_error(x, RG_ERR_TYPE, "%s: the shapes of the operands do not match", what);
@@ -327,7 +313,7 @@ static int run_gemm(rgb_exec *x, rgcu_ctx *c) {
   const rg_tensor *z = rgb_in(x, 0), *a = rgb_in(x, 2), *bm = rgb_in(x, 3);
   int64_t m = a->shape[0], k = a->shape[1], n = bm->shape[1];
   if (bm->shape[0] != k || z->shape[0] != m || z->shape[1] != n) return shape_error(x, "gemm");
-  rg_tensor *out = blas_output(x, c);
+  rg_tensor *out = blas_output(x);
   if (!out) return x->rt->errcode;
   if (m == 0 || n == 0) return RG_OK;
   rg_dtype dt = out->dtype;
@@ -345,7 +331,7 @@ static int run_gemv(rgb_exec *x, rgcu_ctx *c) {
   const rg_tensor *y = rgb_in(x, 0), *a = rgb_in(x, 2), *v = rgb_in(x, 3);
   int64_t m = a->shape[0], k = a->shape[1];
   if (v->shape[0] != k || y->shape[0] != m) return shape_error(x, "gemv");
-  rg_tensor *out = blas_output(x, c);
+  rg_tensor *out = blas_output(x);
   if (!out) return x->rt->errcode;
   if (m == 0) return RG_OK;
   rg_dtype dt = out->dtype;
@@ -363,7 +349,7 @@ static int run_ger(rgb_exec *x, rgcu_ctx *c) {
   const rg_tensor *A = rgb_in(x, 0), *u = rgb_in(x, 2), *v = rgb_in(x, 3);
   int64_t m = A->shape[0], n = A->shape[1];
   if (u->shape[0] != m || v->shape[0] != n) return shape_error(x, "ger");
-  rg_tensor *out = blas_output(x, c);
+  rg_tensor *out = blas_output(x);
   if (!out) return x->rt->errcode;
   if (m == 0 || n == 0) return RG_OK;
   if (!fits(m) || !fits(n))

@@ -183,6 +183,10 @@ typedef struct rgcu_ctx {
 /* A strided copy on the device (src and dst of the same shape, any
  * strides and dtypes, converting as a cast does), queued on the stream. */
 int rgcu_copy(rgb_exec *x, rgcu_ctx *c, rg_tensor *dst, const rg_tensor *src);
+/* The same as an rgbc_copy_fn, for a kernel of the CUDA backend (its
+ * context from the kernel's state): the copies of the CPU's shape rules
+ * (reshape, flatten, join) and of BLAS outputs. */
+int rgcu_copy_fn(rgb_exec *x, rg_tensor *dst, const rg_tensor *src);
 /* The reason of a driver error. */
 const char *rgcu_error(const rgcu_drv *d, CUresult r);
 

@@ -416,8 +416,7 @@ static int run_alloc(rgb_exec *x, rgcu_ctx *c) {
   return empty ? RG_OK : rgcu_copy(x, c, out, rgb_in(x, 0));
 }
 
-/* The copies of reshape, flatten and join (the CPU's shape rules). */
-static int copy_on_device(rgb_exec *x, rg_tensor *dst, const rg_tensor *src) {
+int rgcu_copy_fn(rgb_exec *x, rg_tensor *dst, const rg_tensor *src) {
   return rgcu_copy(x, ((const cuda_state *)x->state)->c, dst, src);
 }
 
@@ -434,7 +433,7 @@ static int cuda_run(rgb_exec *x) {
   if (s->kind == K_BLAS) return rgcu_blas_run(x, c);
   if (s->kind == K_ALLOC) return run_alloc(x, c);
   if (s->kind == K_SHAPE) {
-    rgbc_copy_fn copy = copy_on_device;
+    rgbc_copy_fn copy = rgcu_copy_fn;
     if (x->node->code == RG_OP_JOIN) return rgbc_join_with(x, copy);
     return x->node->code == RG_OP_RESHAPE ? rgbc_reshape_with(x, copy) : rgbc_flatten_with(x, copy);
   }
