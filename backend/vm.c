@@ -34,11 +34,16 @@ static double now_s(void) {
 
 #ifdef RG_DEBUG_CHECKS
 /* Every input of a kernel lives on the device of the backend running it
- * (a missing transfer would hand a kernel memory it cannot read). */
+ * (a missing transfer would hand a kernel memory it cannot read), but for
+ * those the backend reads on the host (its host_input slot). */
 static void check_devices(const rgb_thunk *t) {
   if (t->kind != RGB_T_KERNEL) return;
-  for (int i = 0; i < t->node.nin; i++)
-    assert(rg_tensor_device(*t->x.inp[i]) == t->backend->device && "a value on the wrong device");
+  const rgb_backend *b = t->backend->iface;
+  for (int i = 0; i < t->node.nin; i++) {
+    bool host = b->host_input && b->host_input(t->backend->ctx, &t->node, i);
+    assert(rg_tensor_device(*t->x.inp[i]) == (host ? RG_DEVICE_HOST : t->backend->device) &&
+           "a value on the wrong device");
+  }
 }
 #define CHECK_DEVICES(t) check_devices(t)
 #else

@@ -41,6 +41,7 @@ static int scan_inplace(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
   rg_scan_info s;
   if (node->op->inplace >= 0 || !rg_scan_info_of(node->op, &s) || !s.n_mit_mot) return 0;
   const rg_fgraph *fg = rg_rewrite_graph(run);
+  if (!fg) return 0; /* an e-graph: who else reads a buffer is unknown there */
   for (int k = 0; k < s.n_mit_mot; k++)
     if (!buffer_free(fg, node, node->inputs[rg_scan_outer_in(&s, RG_SCAN_MIT_MOT, k)])) return 0;
   const rg_op *op = rg_op_inplace(node->op, rg_scan_outer_in(&s, RG_SCAN_MIT_MOT, 0));

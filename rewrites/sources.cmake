@@ -19,6 +19,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/rewrites/scan-merge.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-outputs.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-inplace.c
+  ${PROJECT_SOURCE_DIR}/rewrites/inplace.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-term.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph-rules.c

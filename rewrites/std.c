@@ -47,6 +47,7 @@ void rgr_register_scan_inputs(rg_rewrite_db *canon);
 void rgr_register_scan_pushadd(rg_rewrite_db *canon);
 void rgr_register_scan_outputs(rg_rewrite_db *canon);
 rg_rewriter *rgr_scan_inplace_rewriter(void);
+rg_rewriter *rgr_inplace_rewriter(void);
 rg_rewriter *rgr_fusion_rewriter(void);
 rg_rewriter *rgr_scan_save_mem_rewriter(void);
 rg_rewriter *rgr_scan_merge_rewriter(void);
@@ -86,6 +87,7 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rg_db_register(std, "merge2", rgr_merge_rewriter("merge2"), 5, "fast_run merge");
   rg_db_register_db(std, "relational", rel, 6, "");
   rg_db_register(std, "scan_inplace", rgr_scan_inplace_rewriter(), 7, "fast_run inplace scan");
+  rg_db_register(std, "inplace_elemwise", rgr_inplace_rewriter(), 8, "fast_run inplace");
   return std;
 }
 

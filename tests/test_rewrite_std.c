@@ -198,6 +198,13 @@ static const std_case cases[] = {
     /* scan_inplace: needs a mit-mot (see test_backend_scan); no sit-sot is touched */
     {"scan_inplace", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     {"scan_prune_nit_sots", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    /* inplace_elemwise: a value read once, by this node, computed in the graph */
+    {"inplace_elemwise", "(exp (add x y))", "exp{(inplace 0)}((x + y))"},
+    {"inplace_elemwise", "(maximum (tanh x) y)", "maximum{(inplace 0)}(tanh(x), y)"},
+    {"inplace_elemwise", "(gemv (exp v) 1.0 M w 1.0)", "gemv{(inplace 0)}(exp(v), 1.0, M, w, 1.0)"},
+    {"inplace_elemwise", "(exp ((dimshuffle 0) (tanh x)))", "="},   /* a view: never destroyed */
+    {"inplace_elemwise", "(maximum (tanh c) r)", "="},              /* broadcast: another type */
+    {"inplace_elemwise", "(exp x)", "="},                            /* a graph input: the caller's */
     /* ---- stabilize */
     {"log1p", "(log (add 1 x))", "log1p(x)"},
     {"log1p", "(log (add x y 1))", "log1p((x + y))"},
@@ -385,6 +392,45 @@ static void test_every_rule(void **st) {
   assert_int_equal(failed, 0);
 }
 
+/* The destroy check of inplace_elemwise on whole graphs: the value e (the
+ * exp node's) read twice (by one node or two), a graph output, aliased by
+ * a view, is never overwritten; read once, it is; and every graph
+ * computes what it computed before. */
+static void test_inplace_destroy_check(void **st) {
+  (void)st;
+  static const struct { const char *graph; int e_destroyed; } g[] = {
+      {"(define e (exp x)) (output (maximum e e))", 0},                      /* read twice by one node */
+      {"(define e (exp x)) (output (add (tanh e) (sin e)))", 0},            /* read by two nodes */
+      {"(define e (exp x)) (output (tanh e)) (output e)", 0},               /* a graph output */
+      {"(define e (exp x)) (output (add (tanh e) ((dimshuffle 0) e)))", 0}, /* aliased by a view */
+      {"(define e (exp x)) (output (tanh e))", 1},                          /* read once */
+      {"(output (tanh (exp (sin x))))", 1},                                 /* a chain */
+  };
+  rg_rewriter *rw = rg_db_query(C, std_db, "inplace_elemwise");
+  assert_non_null(rw);
+  for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+    char text[512];
+    snprintf(text, sizeof text, "(graph (input x float32 (3)) %s)", g[k].graph);
+    rg_fgraph *fg = rg_graph_read(C, "<inplace>", text, strlen(text));
+    assert_non_null(fg);
+    compiled before = compile(rg_fgraph_output(fg, 0), "none");
+    rg_rewrite_opts o = {.fold = fold};
+    rg_rewrite(fg, rw, &o);
+    assert_int_equal(rg_fgraph_check(fg), RG_OK);
+    int destroyed = 0;
+    for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) {
+      const rg_node *victim = n->op->inplace >= 0 ? n->inputs[n->op->inplace]->owner : NULL;
+      destroyed += victim && victim->op->code == RG_OP_EXP;
+    }
+    if (destroyed != g[k].e_destroyed) fail_msg("%s: e overwritten %d times, want %d", g[k].graph, destroyed, g[k].e_destroyed);
+    compiled after = compile_like(rg_fgraph_output(fg, 0), "none", &before);
+    const char *bad = same_values(&before, &after);
+    if (bad) fail_msg("%s: %s", g[k].graph, bad);
+    rg_function_free(before.f);
+    rg_function_free(after.f);
+  }
+}
+
 /* Every rule of the standard database has a case here. */
 static void test_every_rule_has_a_case(void **st) {
   rg_rewrite_db *stack[8] = {std_db};
@@ -509,6 +555,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_rule),
       cmocka_unit_test(test_every_rule_has_a_case),
+      cmocka_unit_test(test_inplace_destroy_check),
       cmocka_unit_test(test_tags),
       cmocka_unit_test(test_fast_run_keeps_values),
   };
