@@ -351,24 +351,22 @@ static int launch(rgb_exec *x, rgcu_ctx *c, CUfunction fn, void *args, long long
 }
 
 int rgcu_copy(rgb_exec *x, rgcu_ctx *c, rg_tensor *dst, const rg_tensor *src) {
-  CUfunction *fn = &c->copyk[src->dtype][dst->dtype], *wide = &c->copyk_wide[src->dtype][dst->dtype];
-  char why[512];
-  char *code = rgcu_gen_copy(src->dtype, dst->dtype, why, sizeof why);
-  if (!code) return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, why);
   rgcu_ew_args a;
   rgcu_ew_args_of(&a, dst->ndim, dst->shape, 1, &dst, 1, (rg_tensor *const *)&src);
   bool narrow = rgcu_ew_narrow(&a, 2);
-  if (!narrow && !*wide) {
-    char *w = rgcu_widen(code);
-    rg_free(code);
-    if (!w || !(*wide = kernel_for(c, w, why, sizeof why)))
-      return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, w ? why : "out of memory");
-  } else if (narrow && !*fn) {
-    if (!(*fn = kernel_for(c, code, why, sizeof why))) return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, why);
-  } else {
-    rg_free(code);
+  CUfunction *fn = narrow ? &c->copyk[src->dtype][dst->dtype] : &c->copyk_wide[src->dtype][dst->dtype];
+  if (!*fn) { /* the first copy between these dtypes in this width */
+    char why[512];
+    char *code = rgcu_gen_copy(src->dtype, dst->dtype, why, sizeof why);
+    if (code && !narrow) {
+      char *w = rgcu_widen(code);
+      rg_free(code);
+      if (!(code = w)) snprintf(why, sizeof why, "out of memory");
+    }
+    if (!code || !(*fn = kernel_for(c, code, why, sizeof why)))
+      return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, why);
   }
-  return launch(x, c, narrow ? *fn : *wide, &a, a.n, RGCU_UNROLL);
+  return launch(x, c, *fn, &a, a.n, RGCU_UNROLL);
 }
 
 static int run_ew(rgb_exec *x, cuda_state *s) {
