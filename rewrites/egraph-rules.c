@@ -71,13 +71,8 @@ struct eg_rule {
   rg_term rel;
   rg_query *Q[2];               /* forwards, backwards */
   rg_term qin[2];
-  /* the combinations already run, exactly: open addressing over their
-   * hashes (0: empty slot), each slot's key (what the combination was
-   * built from, as 32-bit words) at seen_at[slot] in seen_words, compared
-   * word by word; all in collected memory the rule holds */
-  uint64_t *seen;
-  uint32_t *seen_at, *seen_words;
-  size_t nseen, capseen, nwords, capwords;
+  uint64_t *seen;               /* terms already run (hashes; 0 empty) */
+  size_t nseen, capseen;
   /* op rules */
   uint32_t from_head;
   const rg_op *op_from, *op_to;
@@ -461,34 +456,11 @@ static int apply_op(rg_egraph *eg, eg_rule *r) {
 
 /* ------------------------------------------------------------------ relational equalities */
 
-/* A term of the e-graph with what it was built from: a key of 32-bit
- * words (tagged class and e-node ids; see node_terms_d). */
-typedef struct alt { rg_term t; const uint32_t *key; } alt; /* key[0]: its length */
+/* A term of the e-graph with the hash of the e-nodes it was built from. */
+typedef struct alt { rg_term t; uint64_t h; } alt;
 typedef struct alts { alt *v; int n, cap; } alts;
 
-enum { KEY_CLASS = 1, KEY_LEAF = 2, KEY_NODE = 3, KEY_NATIVE = 4, KEY_ENODE = 5 };
-
-/* A key of n words (key[0] = n, then the words), in collected memory. */
-static uint32_t *key_new(uint32_t n) {
-  uint32_t *k = rgk_alloc_atomic((size_t)(n + 1) * sizeof *k);
-  k[0] = n;
-  return k;
-}
-
-/* A hash of a key's words, mixed (splitmix64's finaliser) so that its low
- * bits, which index the table, depend on every bit of every word. */
-static uint64_t key_hash(const uint32_t *k) {
-  uint64_t h = 0x6b3a9c1d5e7f2a48ull ^ k[0];
-  for (uint32_t i = 1; i <= k[0]; i++) h = (h ^ k[i]) * 0x100000001b3ull;
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return h ? h : 1;
-}
-
-static void alts_push_key(alts *a, rg_term t, const uint32_t *key) {
+static void alts_push(alts *a, rg_term t, uint64_t h) {
   if (a->n == a->cap) {
     int cap = a->cap ? 2 * a->cap : 8;
     alt *v = rg_gc_alloc((size_t)cap * sizeof *v);
@@ -496,20 +468,23 @@ static void alts_push_key(alts *a, rg_term t, const uint32_t *key) {
     a->v = v;
     a->cap = cap;
   }
-  a->v[a->n++] = (alt){t, key};
+  a->v[a->n++] = (alt){t, h};
+}
+
+static uint64_t hmix(uint64_t h, uint64_t x) {
+  h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xbf58476d1ce4e5b9ull;
 }
 
 static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out, eg_rule *fresh);
-static bool seen_add(eg_rule *r, const uint32_t *key);
+static bool seen_add(eg_rule *r, uint64_t h);
 
 /* The terms of class c to `depth`: its representative at depth 0, else
  * the terms of each of its e-nodes. */
 static void class_terms(rg_egraph *eg, uint32_t c, int depth, int cap, alts *out) {
   c = eg_find(eg, c);
   if (depth <= 0) {
-    uint32_t *k = key_new(2);
-    k[1] = KEY_CLASS, k[2] = c;
-    alts_push_key(out, rg_var_term(eg_rep(eg, c)), k);
+    alts_push(out, rg_var_term(eg_rep(eg, c)), hmix(0xc1a55, c));
     return;
   }
   const eg_ids *ns = &eg->cls[c].nodes;
@@ -526,33 +501,17 @@ static rg_term node_term(const eg_head *h, int n, const rg_term *args) {
   return rg_etuple(rg_symbol("nth"), 2, nth);
 }
 
-/* The key of a combination: (KEY_NODE, seed, id, n) and each child's key
- * with its length. */
-static uint32_t *combination_key(uint32_t seed, uint32_t id, int n, const alts *kids, const int *idx) {
-  uint32_t len = 4;
-  for (int i = 0; i < n; i++) len += 1 + kids[i].v[idx[i]].key[0];
-  uint32_t *k = key_new(len), *w = k + 1;
-  *w++ = KEY_NODE, *w++ = seed, *w++ = id, *w++ = (uint32_t)n;
-  for (int i = 0; i < n; i++) {
-    const uint32_t *c = kids[i].v[idx[i]].key;
-    memcpy(w, c, (size_t)(c[0] + 1) * sizeof *w);
-    w += c[0] + 1;
-  }
-  return k;
-}
-
 /* The terms of e-node id: its op applied to every combination of its
  * children's terms, child i's to depth kd[i] (at most cap combinations).
  * With `fresh`, only the combinations that rule has not run on are built
- * (and marked run); `seed` (the direction) is part of their keys. */
+ * (and marked run); `seed` starts their hashes. */
 static void node_terms_d(rg_egraph *eg, uint32_t id, const int *kd, int cap, alts *out, eg_rule *fresh,
-                         uint32_t seed) {
+                         uint64_t seed) {
   const eg_node *x = &eg->nodes[id];
   const eg_head *h = &eg->heads[x->head];
   if (h->leaf) {
-    uint32_t *k = key_new(3);
-    k[1] = KEY_LEAF, k[2] = seed, k[3] = id;
-    if (!fresh || seen_add(fresh, k)) alts_push_key(out, rg_var_term(h->leaf), k);
+    uint64_t hh = hmix(seed ^ 0x1eaf, id);
+    if (!fresh || seen_add(fresh, hh)) alts_push(out, rg_var_term(h->leaf), hh);
     return;
   }
   int n = (int)x->nch;
@@ -566,10 +525,11 @@ static void node_terms_d(rg_egraph *eg, uint32_t id, const int *kd, int cap, alt
   memset(idx, 0, sizeof idx);
   rg_term args[n ? n : 1];
   for (int made = 0;;) {
-    uint32_t *k = combination_key(seed, id, n, kids, idx);
-    if (!fresh || seen_add(fresh, k)) {
+    uint64_t hh = hmix(seed ^ 0x90de, id);
+    for (int i = 0; i < n; i++) hh = hmix(hh, kids[i].v[idx[i]].h);
+    if (!fresh || seen_add(fresh, hh)) {
       for (int i = 0; i < n; i++) args[i] = kids[i].v[idx[i]].t;
-      alts_push_key(out, node_term(h, n, args), k);
+      alts_push(out, node_term(h, n, args), hh);
     }
     if (++made >= cap || out->n >= cap) return;
     int i = n - 1;
@@ -584,56 +544,26 @@ static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out
   node_terms_d(eg, id, kd, cap, out, fresh, 0);
 }
 
-static bool same_key(const eg_rule *r, size_t slot, const uint32_t *key) {
-  const uint32_t *k = r->seen_words + r->seen_at[slot];
-  return k[0] == key[0] && !memcmp(k + 1, key + 1, (size_t)key[0] * sizeof *key);
-}
-
-/* The slot of key (hash h): where it is, or the empty slot it would take. */
-static size_t seen_slot(const eg_rule *r, uint64_t h, const uint32_t *key) {
+static bool seen_add(eg_rule *r, uint64_t h) {
+  if (!h) h = 1;
+  if (2 * (r->nseen + 1) > r->capseen) {
+    size_t cap = r->capseen ? 2 * r->capseen : 1024;
+    uint64_t *t = calloc(cap, sizeof *t);
+    if (!t) abort();
+    for (size_t i = 0; i < r->capseen; i++) {
+      if (!r->seen[i]) continue;
+      size_t s = r->seen[i] & (cap - 1);
+      while (t[s]) s = (s + 1) & (cap - 1);
+      t[s] = r->seen[i];
+    }
+    free(r->seen);
+    r->seen = t;
+    r->capseen = cap;
+  }
   size_t s = h & (r->capseen - 1);
   for (; r->seen[s]; s = (s + 1) & (r->capseen - 1))
-    if (r->seen[s] == h && same_key(r, s, key)) break;
-  return s;
-}
-
-static void seen_grow(eg_rule *r) {
-  size_t cap = r->capseen ? 2 * r->capseen : 1024;
-  uint64_t *t = rgk_alloc_atomic(cap * sizeof *t);
-  uint32_t *at = rgk_alloc_atomic(cap * sizeof *at);
-  memset(t, 0, cap * sizeof *t);
-  for (size_t i = 0; i < r->capseen; i++) {
-    if (!r->seen[i]) continue;
-    size_t s = r->seen[i] & (cap - 1);
-    while (t[s]) s = (s + 1) & (cap - 1);
-    t[s] = r->seen[i];
-    at[s] = r->seen_at[i];
-  }
-  r->seen = t;
-  r->seen_at = at;
-  r->capseen = cap;
-}
-
-/* Marks key run; false when it already was. */
-static bool seen_add(eg_rule *r, const uint32_t *key) {
-  if (2 * (r->nseen + 1) > r->capseen) seen_grow(r);
-  uint64_t h = key_hash(key);
-  size_t s = seen_slot(r, h, key);
-  if (r->seen[s]) return false;
-  size_t need = r->nwords + key[0] + 1;
-  if (need > UINT32_MAX) abort(); /* 16 GB of keys: beyond any node limit */
-  if (need > r->capwords) {
-    size_t cap = r->capwords ? 2 * r->capwords : 4096;
-    while (cap < need) cap *= 2;
-    uint32_t *w = rgk_alloc_atomic(cap * sizeof *w);
-    if (r->nwords) memcpy(w, r->seen_words, r->nwords * sizeof *w);
-    r->seen_words = w;
-    r->capwords = cap;
-  }
-  memcpy(r->seen_words + r->nwords, key, (size_t)(key[0] + 1) * sizeof *key);
+    if (r->seen[s] == h) return false;
   r->seen[s] = h;
-  r->seen_at[s] = (uint32_t)r->nwords;
-  r->nwords = need;
   r->nseen++;
   return true;
 }
@@ -942,9 +872,7 @@ static bool self_loop(const rg_egraph *eg, uint32_t id) {
  * mterms as (class . variable), applied like a relation's answers. */
 #define NATIVE_ALTS 8
 
-/* A class's alternatives for C rules: a variable each and what it is
- * (KEY_CLASS and the class, or KEY_ENODE and the e-node). */
-typedef struct native_alts { rg_variable *v[NATIVE_ALTS]; uint32_t key[NATIVE_ALTS][2]; int n; } native_alts;
+typedef struct native_alts { rg_variable *v[NATIVE_ALTS]; uint64_t h[NATIVE_ALTS]; int n; } native_alts;
 
 static bool self_loop(const rg_egraph *eg, uint32_t id);
 
@@ -956,8 +884,7 @@ static void class_vars(rg_egraph *eg, uint32_t c, native_alts *a) {
   rg_variable *rep = eg_rep(eg, c);
   if (rep) {
     a->v[0] = rep;
-    a->key[0][0] = KEY_CLASS, a->key[0][1] = c;
-    a->n++;
+    a->h[a->n++] = hmix(0xc1a55, c);
   }
   const eg_ids *ns = &eg->cls[c].nodes;
   for (uint32_t i = 0; i < ns->n && a->n < NATIVE_ALTS; i++) {
@@ -968,8 +895,7 @@ static void class_vars(rg_egraph *eg, uint32_t c, native_alts *a) {
     rg_variable *v = h->leaf ? h->leaf : node ? node->outputs[h->out] : NULL;
     if (!v || v == rep) continue;
     a->v[a->n] = v;
-    a->key[a->n][0] = KEY_ENODE, a->key[a->n][1] = m;
-    a->n++;
+    a->h[a->n++] = hmix(0xe40de, m);
   }
 }
 
@@ -1003,10 +929,9 @@ static int search_node_native(rg_egraph *eg, eg_rule *r, rg_rewrite_run *run, ui
   memset(idx, 0, sizeof idx);
   rg_variable *in[n ? n : 1];
   for (int made = 0; made < cap; made++) {
-    uint32_t *k = key_new(2 + 2 * (uint32_t)n);
-    k[1] = KEY_NATIVE, k[2] = id;
-    for (int i = 0; i < n; i++) k[3 + 2 * i] = kids[i].key[idx[i]][0], k[4 + 2 * i] = kids[i].key[idx[i]][1];
-    if (seen_add(r, k)) {
+    uint64_t hh = hmix(0x4a71e, id);
+    for (int i = 0; i < n; i++) hh = hmix(hh, kids[i].h[idx[i]]);
+    if (seen_add(r, hh)) {
       for (int i = 0; i < n; i++) in[i] = kids[i].v[idx[i]];
       rg_node *node = rg_make_node(eg->C, h->op, n, in);
       if (!node || h->out >= node->nout) rg_clear_error(eg->C);
