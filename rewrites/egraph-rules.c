@@ -71,7 +71,7 @@ struct eg_rule {
   rg_term rel;
   rg_query *Q[2];               /* forwards, backwards */
   rg_term qin[2];
-  uint64_t *seen;               /* terms already run (hashes; 0 empty) */
+  uint64_t *seen;               /* terms already run (hashes; 0 empty; collected) */
   size_t nseen, capseen;
   /* op rules */
   uint32_t from_head;
@@ -548,15 +548,15 @@ static bool seen_add(eg_rule *r, uint64_t h) {
   if (!h) h = 1;
   if (2 * (r->nseen + 1) > r->capseen) {
     size_t cap = r->capseen ? 2 * r->capseen : 1024;
-    uint64_t *t = calloc(cap, sizeof *t);
-    if (!t) abort();
+    /* collected memory the rule holds (a malloc'd table was never freed) */
+    uint64_t *t = rgk_alloc_atomic(cap * sizeof *t);
+    memset(t, 0, cap * sizeof *t);
     for (size_t i = 0; i < r->capseen; i++) {
       if (!r->seen[i]) continue;
       size_t s = r->seen[i] & (cap - 1);
       while (t[s]) s = (s + 1) & (cap - 1);
       t[s] = r->seen[i];
     }
-    free(r->seen);
     r->seen = t;
     r->capseen = cap;
   }
