@@ -237,18 +237,28 @@ static int dot_float(rgb_exec *x, const rg_tensor *a, const rg_tensor *b, int64_
   return RG_OK;
 }
 
-int rgb_cpu_dot(rgb_exec *x) {
+rg_tensor *rgbc_dot_output(rgb_exec *x, int64_t *m, int64_t *k, int64_t *n) {
   const rg_tensor *a = rgb_in(x, 0), *b = rgb_in(x, 1);
-  int64_t m = a->ndim == 2 ? a->shape[0] : 1, k = a->shape[a->ndim - 1];
-  int64_t kb = b->shape[0], n = b->ndim == 2 ? b->shape[1] : 1;
-  if (k != kb) return align_error(x, a, b);
+  *m = a->ndim == 2 ? a->shape[0] : 1;
+  *k = a->shape[a->ndim - 1];
+  *n = b->ndim == 2 ? b->shape[1] : 1;
+  if (*k != b->shape[0]) {
+    align_error(x, a, b);
+    return NULL;
+  }
   int64_t shape[2];
   int nd = 0;
-  if (a->ndim == 2) shape[nd++] = m;
-  if (b->ndim == 2) shape[nd++] = n;
-  rg_dtype dt = x->node->out[0].dtype;
-  rg_tensor *out = rgb_output(x, 0, dt, nd, shape);
+  if (a->ndim == 2) shape[nd++] = *m;
+  if (b->ndim == 2) shape[nd++] = *n;
+  return rgb_output(x, 0, x->node->out[0].dtype, nd, shape);
+}
+
+int rgb_cpu_dot(rgb_exec *x) {
+  const rg_tensor *a = rgb_in(x, 0), *b = rgb_in(x, 1);
+  int64_t m, k, n;
+  rg_tensor *out = rgbc_dot_output(x, &m, &k, &n);
   if (!out) return x->rt->errcode;
+  rg_dtype dt = out->dtype;
   if (m == 0 || n == 0) return RG_OK;
   if (!rg_dtype_is_float(dt)) return int_matmul(x, a, b, m, k, n, out);
   if (k == 0 || !fits_int(m) || !fits_int(n) || !fits_int(k)) {

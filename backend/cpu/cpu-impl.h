@@ -164,6 +164,10 @@ int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy);
  * place on it, its storage is unshared and BLAS can write it; else a new
  * tensor, holding a copy of input 0 (made by fn) when `copy`. */
 rg_tensor *rgbc_blas_output(rgb_exec *x, bool copy, rgbc_copy_fn fn);
+/* dot's output for its inputs a (m, k) or (k) and b (k, n) or (k) (the
+ * matrix sizes in *m, *k, *n, 1 for a vector), or NULL with an error
+ * recorded ("shapes (2 3) and (4) are not aligned"). */
+rg_tensor *rgbc_dot_output(rgb_exec *x, int64_t *m, int64_t *k, int64_t *n);
 
 /* "(3 4)" into buf (for messages); returns buf. */
 const char *rgbc_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);

@@ -243,17 +243,10 @@ static int gemv_rm(rgb_exec *x, rgcu_blas *b, rg_dtype dt, int64_t r, int64_t c,
 static int run_dot(rgb_exec *x, rgcu_ctx *c) {
   rgcu_blas *b = c->blas;
   const rg_tensor *a = rgb_in(x, 0), *bt = rgb_in(x, 1);
-  int64_t m = a->ndim == 2 ? a->shape[0] : 1, k = a->shape[a->ndim - 1];
-  int64_t n = bt->ndim == 2 ? bt->shape[1] : 1;
-  if (bt->shape[0] != k) return rgb_error(x, RG_ERR_TYPE, "dot: shapes are not aligned (%lld and %lld)",
-                                          (long long)k, (long long)bt->shape[0]);
-  int64_t shape[2];
-  int nd = 0;
-  if (a->ndim == 2) shape[nd++] = m;
-  if (bt->ndim == 2) shape[nd++] = n;
-  rg_dtype dt = x->node->out[0].dtype;
-  rg_tensor *out = rgb_output(x, 0, dt, nd, shape);
+  int64_t m, k, n;
+  rg_tensor *out = rgbc_dot_output(x, &m, &k, &n); /* the CPU's shape rule */
   if (!out) return x->rt->errcode;
+  rg_dtype dt = out->dtype;
   if (m == 0 || n == 0) return RG_OK;
   operand A = {0}, B = {0};
   scalars s = host_scalars(dt, 1, 0);
