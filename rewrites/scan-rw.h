@@ -7,6 +7,11 @@
 
 #include "rewrites/rewrite-impl.h"
 
+/* A value the push-outs may compute outside the loop: no side effect, one
+ * output, and nothing that allocates uninitialised memory (scan-term.c). */
+bool rgr_pure_node(const rg_node *m);
+/* The Scan as a term and its helper relations (scan-step.c). */
+void rgr_define_step_relations(rg_interp *I);
 /* A constant copied for another graph (a constant belongs to one). */
 rg_variable *rgr_copy_const(rg_ctx *C, rg_variable *x);
 /* An all-steps value aligned to rank ndim + 1, the time axis first

@@ -82,9 +82,7 @@
 
 typedef rg_variable *V;
 
-/* A value the push-outs may compute outside the loop: no side effect, one
- * output, and nothing that allocates uninitialised memory. */
-static bool pure_node(const rg_node *m) {
+bool rgr_pure_node(const rg_node *m) {
   rg_op_family f = rg_opcode_family(m->op->code);
   return m->op->inplace < 0 && m->nout == 1 && m->op->code != RG_OP_ALLOC_EMPTY && m->op->code != RG_OP_SCAN &&
          (f == RG_FAM_ELEMWISE || f == RG_FAM_SHAPE || f == RG_FAM_BLAS || f == RG_FAM_REDUCE);
@@ -139,7 +137,7 @@ static void classify_once(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
     rg_memo_put(outer, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)),
                 node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)]);
   for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) {
-    if (!pure_node(m) || m->nin > 16) continue;
+    if (!rgr_pure_node(m) || m->nin > 16) continue;
     V in[16];
     bool ok = true, reads = false;
     for (int i = 0; ok && i < m->nin; i++) {
@@ -225,7 +223,7 @@ static bool pushable_in(const rg_node *node, const rg_scan_info *s, int k, V x, 
   if (rg_is_constant(x)) return true;
   for (int j = 0; j < s->n_non_seqs; j++)
     if (j != k && node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)] == x) return true;
-  if (!x->owner || !pure_node(x->owner) || depth > 64) return false;
+  if (!x->owner || !rgr_pure_node(x->owner) || depth > 64) return false;
   for (int i = 0; i < x->owner->nin; i++)
     if (!pushable_in(node, s, k, x->owner->inputs[i], depth + 1)) return false;
   return true;
@@ -345,7 +343,7 @@ static V all_steps(seqcls *c, const rg_node *m, V *in, V *rep) {
 }
 
 static void classify_seq_node(seqcls *c, const rg_node *m) {
-  if (!pure_node(m) || m->nin > 16) return;
+  if (!rgr_pure_node(m) || m->nin > 16) return;
   V in[16];
   int k = K_ONCE;
   bool reads = false;
@@ -476,7 +474,7 @@ static V leaf_to_step(pushin *p, V v, int *kind) {
 }
 
 static V node_to_step(pushin *p, const rg_node *m, int *kind, int depth) {
-  if (!pure_node(m) || m->nin > 16) return NULL;
+  if (!rgr_pure_node(m) || m->nin > 16) return NULL;
   V A, W;
   if (is_dot_rows(p->C, m->outputs[0], &A, &W)) {
     int ka, kw;
@@ -829,6 +827,7 @@ static rg_goal *seq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
 }
 
 void rgr_define_scan_relations(rg_interp *I) {
+  rgr_define_step_relations(I);
   rg_interp_define(I, "scan-nonseq-pusho", rg_relation_projecting("scan-nonseq-pusho", 2, nonseq_pusho, NULL));
   rg_interp_define(I, "scan-seq-pusho", rg_relation_projecting("scan-seq-pusho", 2, seq_pusho, NULL));
   rg_interp_define(I, "scan-dot1-pusho", rg_relation_projecting("scan-dot1-pusho", 2, dot1_pusho, NULL));

@@ -21,6 +21,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/rewrites/scan-inplace.c
   ${PROJECT_SOURCE_DIR}/rewrites/inplace.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-term.c
+  ${PROJECT_SOURCE_DIR}/rewrites/scan-step.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph-rules.c
   ${PROJECT_SOURCE_DIR}/rewrites/egraph-cost.c
