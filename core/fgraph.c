@@ -410,7 +410,11 @@ int rg_fgraph_replace_all(rg_fgraph *fg, int n, rg_variable *const *olds,
   bool was = fg->recording;
   size_t cp = rg_fgraph_checkpoint(fg);
   int rc = RG_OK;
-  for (int k = 0; k < n && rc == RG_OK; k++) rc = replace_one(fg, olds[k], news[k], reason);
+  /* a variable nothing reads needs no replacement; it may even have left
+   * the graph when an earlier replacement pruned its node (an unused
+   * output of a node of several outputs) */
+  for (int k = 0; k < n && rc == RG_OK; k++)
+    if (!olds[k] || olds[k]->nclients) rc = replace_one(fg, olds[k], news[k], reason);
   if (rc == RG_OK) rc = validate_features(fg);
   if (rc != RG_OK) {
     char msg[1024];

@@ -56,6 +56,9 @@ int cli_cost_sizes(struct rg_cost_model *cm, const char *cmd, int n, const char 
 /* Prints "relgraph NAME: message" to stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define cli_sprintf rg_gc_sprintf /* from relgraph/kanren.h */
+/* The text of a random graph file computed by Scans (cli_scan.c), for
+ * check-rules; draws from the generator state *seed. */
+char *cli_random_scan(uint64_t *seed);
 /* The value of an option given as `--opt VALUE` or `--opt=VALUE`, or NULL
  * if argv[*i] is not that option; advances *i past a separate value. */
 const char *cli_option(int argc, char **argv, int *i, const char *name, bool *missing);

@@ -32,6 +32,12 @@
  * elements) is reported, then shrunk: sizes made smaller and dimensions
  * dropped while it still fails.
  *
+ * Rules with no template (the Scan rules written in C, and relations that
+ * read Scans, which give no answer with their input unknown) are tried on
+ * random loops instead (cli_scan.c: recurrences, accumulations, taps,
+ * twin loops, over sequences of vectors or batches), up to SCAN_ATTEMPTS
+ * draws per trial; these failures are reported as drawn, not shrunk.
+ *
  * Everything random comes from one seeded generator: the same seed gives
  * the same report.  Exit status: 0 when no rule failed, 1 when one did, 2
  * for bad usage, 3 for a rule file that does not load.
@@ -49,11 +55,12 @@
 #define MAX_LEAVES 16
 #define MAX_TEMPLATES 8
 #define MAX_ATTEMPTS 400
-#define MAX_RANK 2
+#define MAX_RANK 3 /* drawn types have at most 2 dimensions; random Scans' inputs 3 */
 #define INPUT_DRAWS 3
 #define SHRINK_STEPS 40
 #define RELATION_STEPS 200000
 #define TEMPLATE_DEPTH 64
+#define SCAN_ATTEMPTS 40
 
 void usage_check_rules(void) {
   printf("usage: relgraph check-rules [OPTIONS] [FILE...]\n"
@@ -426,6 +433,56 @@ static int trial(checker *ck, rg_rewriter *rw, rg_term tmpl, failure *f) {
   return last;
 }
 
+/* ------------------------------------------------------------------ random loops */
+
+/* The leaves of a graph read from text: its inputs, with their types. */
+static bool input_leaves(const rg_fgraph *fg, leaves *L) {
+  L->n = 0;
+  for (int i = 0; i < rg_fgraph_ninputs(fg); i++) {
+    rg_variable *v = rg_fgraph_input(fg, i);
+    if (L->n == MAX_LEAVES || v->type->ndim > MAX_RANK) return false;
+    leaf *l = &L->v[L->n++];
+    memset(l, 0, sizeof *l);
+    l->name = v->name, l->dt = v->type->dtype, l->nd = v->type->ndim, l->var = v;
+    for (int d = 0; d < l->nd; d++) l->shape[d] = v->type->shape[d], l->known[d] = true;
+  }
+  return true;
+}
+
+/* One random loop: rewritten by the rule and compared, as try_types. */
+static int try_scan(checker *ck, rg_rewriter *rw, failure *f) {
+  rg_ctx *C = ck->C;
+  const char *text = cli_random_scan(&ck->r.s);
+  rg_fgraph *show = rg_graph_read(C, "<random scan>", text, strlen(text));
+  leaves L;
+  if (!show || rg_fgraph_noutputs(show) != 1 || !input_leaves(show, &L)) return rg_clear_error(C), T_NOT_BUILT;
+  rg_variable *root = rg_fgraph_output(show, 0);
+  graph_pair g = {L.n, rg_gc_alloc((MAX_LEAVES + 1) * sizeof(rg_variable *)), root, NULL};
+  for (int i = 0; i < L.n; i++) g.ins[i] = L.v[i].var;
+  if (!(g.fg = rg_fgraph_new(C, g.nin, g.ins, 1, &root, RG_FG_CLONE))) return rg_clear_error(C), T_NOT_BUILT;
+  rg_rewrite_opts o = {.fold = rewrite_fold};
+  memset(f, 0, sizeof *f);
+  f->graph = text;
+  f->nodes = rg_fgraph_nnodes(show);
+  f->elements = input_elements(&L);
+  f->L = L;
+  int rc = judge_run(rg_rewrite(g.fg, rw, &o), f);
+  rg_clear_error(C);
+  if (rc == T_PASSED) rc = compare(ck, &g, &L, f);
+  if (rc == T_FAILED) f->after = mem_text(emit_pprint, g.fg);
+  return rc;
+}
+
+static int scan_trial(checker *ck, rg_rewriter *rw, failure *f) {
+  int last = T_NOT_BUILT;
+  for (int a = 0; a < SCAN_ATTEMPTS; a++) {
+    int rc = try_scan(ck, rw, f);
+    if (rc == T_PASSED || rc == T_FAILED || rc == T_SKIPPED) return rc;
+    if (rc > last) last = rc;
+  }
+  return last;
+}
+
 /* ------------------------------------------------------------------ shrinking */
 
 static bool smaller(const failure *a, const failure *b) {
@@ -513,10 +570,9 @@ static void check_rule(checker *ck, rg_rewriter *rw, rule_report *rep) {
   rg_term tmpl[MAX_TEMPLATES];
   int nt = templates(ck, rw, tmpl);
   memset(rep, 0, sizeof *rep);
-  if (!nt) return;
   for (int t = 0; t < ck->trials; t++) {
     failure f;
-    switch (trial(ck, rw, tmpl[t % nt], &f)) {
+    switch (nt ? trial(ck, rw, tmpl[t % nt], &f) : scan_trial(ck, rw, &f)) {
     case T_PASSED: rep->passed++; break;
     case T_SKIPPED: rep->skipped++; break;
     case T_FAILED:
@@ -525,7 +581,7 @@ static void check_rule(checker *ck, rg_rewriter *rw, rule_report *rep) {
     default: rep->unbuilt++; break;
     }
   }
-  if (rep->failed) shrink(ck, rw, &rep->best);
+  if (rep->failed && rep->best.tmpl) shrink(ck, rw, &rep->best);
 }
 
 static void print_failure(const failure *f) {
@@ -593,6 +649,18 @@ static int parse(int argc, char **argv, check_args *a) {
   return EXIT_OK;
 }
 
+/* Whether a space-separated list holds the word w. */
+static bool has_word(const char *list, const char *w) {
+  size_t n = strlen(w);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ' ');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && !strncmp(p, w, n)) return true;
+    p += len + (e ? 1 : 0);
+  }
+  return false;
+}
+
 /* The rules to check, as (name, rewriter) pairs. */
 typedef struct rule_list { int n, cap; const char **names; rg_rewriter **rws; } rule_list;
 
@@ -612,8 +680,8 @@ static void push_rule(rule_list *l, const char *name, rg_rewriter *rw) {
   l->rws[l->n++] = rw;
 }
 
-/* Every rule of a database with examples or a relation, nested ones too
- * (an explicit stack of databases). */
+/* Every rule of a database with examples or a relation, or tagged scan,
+ * nested ones too (an explicit stack of databases). */
 static void std_rules(rg_rewrite_db *db, rule_list *l) {
   rg_rewrite_db *stack[16];
   int sp = 0;
@@ -623,9 +691,11 @@ static void std_rules(rg_rewrite_db *db, rule_list *l) {
     for (int i = 0; i < rg_db_count(d); i++) {
       rg_rewriter *rw;
       rg_rewrite_db *sub;
-      const char *name = rg_db_entry(d, i, &rw, &sub, NULL);
+      const char *tags;
+      const char *name = rg_db_entry(d, i, &rw, &sub, &tags);
       if (sub && sp < 16) stack[sp++] = sub;
-      if (rw && (rg_rewriter_examples(rw) || rg_rewriter_relation(rw, NULL))) push_rule(l, name, rw);
+      if (rw && (rg_rewriter_examples(rw) || rg_rewriter_relation(rw, NULL) || has_word(tags, "scan")))
+        push_rule(l, name, rw);
     }
   }
 }
