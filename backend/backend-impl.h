@@ -149,8 +149,9 @@ typedef struct rgb_backend {
   const rg_buffer_type *(*buffer_type)(void *ctx);
   bool (*supports)(void *ctx, const rgb_node *n);    /* can it run this node? */
   int (*bind)(void *ctx, const rgb_node *n, rgb_bound *out); /* 0, or an error */
-  /* the inner graphs of the nodes it runs (composite, Scan) are linked
-   * for the CPU (its kernels run them on the host); else for itself */
+  /* the inner graphs of the composites it runs are linked for the CPU
+   * (its kernels only read them); else for itself.  A Scan's inner graph
+   * is always linked for the backend running the Scan. */
   bool inner_on_host;
   int (*synchronize)(void *ctx);                     /* (optional) */
   /* (optional) input i of n is read by the host (a shape argument): the
@@ -159,12 +160,17 @@ typedef struct rgb_backend {
   bool (*host_input)(void *ctx, const rgb_node *n, int i);
 } rgb_backend;
 
+/* Whether input i of Scan node n is n_steps or a nit-sot length (node.c). */
+bool rgb_scan_length_input(const rgb_node *n, int i);
+
 /* Whether input i of n is a shape argument, which the kernels read on the
  * host: alloc's inputs after the value, alloc_empty's inputs, reshape's
- * shape and split's sizes, subtensor's index inputs.  A device backend
- * running these ops leaves them in host memory (its host_input slot). */
+ * shape and split's sizes, subtensor's index inputs, a Scan's n_steps and
+ * nit-sot lengths.  A device backend running these ops leaves them in
+ * host memory (its host_input slot). */
 static inline bool rgb_shape_argument(const rgb_node *n, int i) {
   switch (n->code) {
+  case RG_OP_SCAN: return rgb_scan_length_input(n, i);
   case RG_OP_ALLOC: case RG_OP_SUBTENSOR: return i >= 1;
   case RG_OP_ALLOC_EMPTY: return true;
   case RG_OP_RESHAPE: case RG_OP_SPLIT: return i == 1;

@@ -238,11 +238,11 @@ static bool inner_error(linker *L, const rgb_node *bn) {
 }
 
 /* Binds a node to b's kernel; inner graphs are linked first, for b or, when
- * b runs them on the host, for the CPU (a composite's already is: see
- * link_thunk). */
+ * b runs a composite's on the host, for the CPU (a composite's already is:
+ * see link_thunk).  A Scan's steps run on b. */
 static bool bind_node(linker *L, rgb_node *bn, const rg_node *n, const rg_backend *b,
                       rgb_bound *bound) {
-  const rg_backend *ib = b->iface->inner_on_host ? &rgb_cpu : b;
+  const rg_backend *ib = b->iface->inner_on_host && n->op->code != RG_OP_SCAN ? &rgb_cpu : b;
   if (bn->inner && ib != &rgb_cpu) {
     rgb_program_free(bn->inner);
     bn->inner = NULL;

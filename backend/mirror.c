@@ -15,12 +15,16 @@
  * runs the CPU kernel of the op, and uploads the outputs into mirror
  * buffers.  It runs a subset of the ops (elementwise, composite, the BLAS
  * ops, dimshuffle, reshape, flatten, subtensor, sum, softmax,
- * log_softmax, alloc and alloc_empty), so programs on it mix devices;
- * everything else runs on the CPU.  Inner graphs of its composites run on
- * the host, and the shape arguments of alloc are read on the host, as a
- * GPU backend reads them (its host_input slot).
+ * log_softmax, alloc, alloc_empty and Scan), so programs on it mix
+ * devices; everything else runs on the CPU.  Inner graphs of its
+ * composites run on the host, and the shape arguments of alloc are read
+ * on the host, as a GPU backend reads them (its host_input slot).  A Scan
+ * runs as on a GPU: the executor of backend/cpu/scan.c with its traces in
+ * mirror buffers, rows copied by the buffer type, and its step linked for
+ * the mirror (so the step's kernels read the rows in place).
  */
 #include "backend/backend-impl.h"
+#include "backend/cpu/cpu-impl.h"
 #include "base/base.h"
 
 #include <string.h>
@@ -75,7 +79,7 @@ static bool mirror_supports(void *ctx, const rgb_node *n) {
     case RG_OP_COMPOSITE: return n->inner != NULL;
     case RG_OP_DIMSHUFFLE: case RG_OP_RESHAPE: case RG_OP_FLATTEN:
     case RG_OP_SUBTENSOR: case RG_OP_SUM: case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX:
-    case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: return true;
+    case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: case RG_OP_SCAN: return true;
     default: return false;
   }
 }
@@ -149,8 +153,22 @@ static int mirror_run(rgb_exec *x) {
   return rc;
 }
 
+/* A copy between two mirror values (or a host value into one). */
+static int mirror_copy(rgb_exec *x, rg_tensor *dst, const rg_tensor *src) {
+  int rc = rg_tensor_copy_to(dst, src);
+  return rc ? rgb_error(x, rc, "a copy on the mirror device failed (dtypes %s and %s)", rg_dtype_name(dst->dtype),
+                        rg_dtype_name(src->dtype))
+            : 0;
+}
+
+static int mirror_scan(rgb_exec *x) { return rgbc_scan_with(x, mirror_copy); }
+
 static int mirror_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
   (void)ctx;
+  if (n->code == RG_OP_SCAN) {
+    *out = (rgb_bound){.fn = mirror_scan};
+    return 0;
+  }
   mirror_state *st = rg_malloc(sizeof *st);
   if (!st) return RG_ERR_NOMEM;
   st->cpu = rgb_cpu_kernels[n->code];

@@ -8,6 +8,7 @@
  */
 #include "backend/backend-impl.h"
 #include "base/base.h"
+#include "relgraph/scan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,4 +147,13 @@ int rg_eval_node(const rg_node *n, rg_tensor **outputs, char *err, size_t errlen
   int rc = rgb_eval_node(n, in, outputs, err, errlen);
   for (int i = 0; i < n->nin; i++) rg_tensor_free(in[i]);
   return rc;
+}
+
+bool rgb_scan_length_input(const rgb_node *n, int i) {
+  if (i == 0) return true;
+  char scratch[RG_SCAN_SCRATCH(n->nints)];
+  rg_scan_info s;
+  if (!rg_scan_info_decode(n->nints, n->ints, &s, scratch)) return false;
+  int first = rg_scan_outer_in(&s, RG_SCAN_NIT_SOT, 0);
+  return s.n_nit_sot > 0 && i >= first && i < first + s.n_nit_sot;
 }

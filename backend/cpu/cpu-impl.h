@@ -160,6 +160,10 @@ int rgbc_copy_host(rgb_exec *x, rg_tensor *dst, const rg_tensor *src);
 int rgbc_reshape_with(rgb_exec *x, rgbc_copy_fn copy);
 int rgbc_flatten_with(rgb_exec *x, rgbc_copy_fn copy);
 int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy);
+/* A Scan run on the node's backend (backend/cpu/scan.c): its traces in the
+ * node's buffer type, copied with `copy` (NULL or a host node: the CPU's
+ * own executor, rgb_cpu_scan). */
+int rgbc_scan_with(rgb_exec *x, rgbc_copy_fn copy);
 /* The output of gemm, gemv and ger: input 0 itself when the node works in
  * place on it, its storage is unshared and BLAS can write it; else a new
  * tensor, holding a copy of input 0 (made by fn) when `copy`. */

@@ -43,6 +43,7 @@ typedef struct run {
   trace *tr;
   int ntr;
   rg_tensor dst;           /* a row of a buffer, written by a step */
+  rgbc_copy_fn copy;       /* the device's copy; NULL: the node runs on the host */
 } run;
 
 /* Positions: a trace's row of position pos. */

@@ -28,6 +28,14 @@
  * tap) is one tensor header made before the loop; a step only moves its
  * data pointer.
  *
+ * Devices.  The same executor runs a Scan placed on another backend
+ * (rgbc_scan_with): its traces are allocated in the node's buffer type,
+ * every copy into or out of them goes through the backend's copy, the
+ * condition of an until loop is downloaded after each step, and the
+ * inner graph was linked for that backend, so its kernels read the rows
+ * in place.  n_steps and the nit-sot lengths stay on the host (shape
+ * arguments).  The scalar path and preallocation are the host's only.
+ *
  * Preallocation (Aesara's).  Before a step, the cell of an inner output
  * computed by an inner node holds a tensor wrapping the row of the trace
  * the step writes, so the node's kernel, which reuses the buffer in its
@@ -62,6 +70,24 @@ static int64_t max_tap(int n, const int64_t *t) {
   int64_t m = t[0];
   for (int i = 1; i < n; i++) m = t[i] > m ? t[i] : m;
   return m;
+}
+
+/* A new buffer where the node's outputs live. */
+static rg_tensor *new_buffer(run *r, rg_dtype dt, int ndim, const int64_t *shape) {
+  return r->copy ? rg_tensor_empty_on(r->x->buft, dt, ndim, shape) : rg_tensor_empty(dt, ndim, shape);
+}
+
+/* dst = src (one shape; on the host src may broadcast). */
+static int copy_into(run *r, rg_tensor *dst, const rg_tensor *src) {
+  return r->copy ? r->copy(r->x, dst, src) : rgbc_assign(r->x, dst, src, NULL);
+}
+
+/* A contiguous copy of t in the node's memory, or NULL. */
+static rg_tensor *duplicate(run *r, const rg_tensor *t) {
+  if (!r->copy) return rg_tensor_copy(t);
+  rg_tensor *c = new_buffer(r, t->dtype, t->ndim, t->shape);
+  if (c && copy_into(r, c, t)) rg_tensor_free(c), c = NULL;
+  return c;
 }
 
 static int64_t row_bytes(const rg_tensor *t) {
@@ -106,7 +132,7 @@ static int alloc_rows(run *r, trace *tr, rg_dtype dt, int rowdim, const int64_t 
   int64_t shape[RG_MAX_NDIM];
   shape[0] = tr->rows;
   memcpy(shape + 1, rowshape, (size_t)rowdim * sizeof *shape);
-  tr->buf = rg_tensor_empty(dt, rowdim + 1, shape);
+  tr->buf = new_buffer(r, dt, rowdim + 1, shape);
   if (!tr->buf) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a trace of %lld rows", (long long)tr->rows);
   return RG_OK;
 }
@@ -131,7 +157,7 @@ static int init_state(run *r, trace *tr) {
   if (alloc_rows(r, tr, init->dtype, rowdim, rowshape)) return r->x->rt->errcode;
   if (sit) {
     rg_tensor *h0 = row_view(r, tr->buf);
-    int rc = h0 ? rgbc_assign(r->x, h0, init, NULL) : r->x->rt->errcode;
+    int rc = h0 ? copy_into(r, h0, init) : r->x->rt->errcode;
     rg_tensor_free(h0);
     return rc;
   }
@@ -140,7 +166,7 @@ static int init_state(run *r, trace *tr) {
   shape[0] = tr->ninit;
   rg_tensor *head = rg_tensor_view(tr->buf, init->ndim, shape, tr->buf->strides, 0);
   rg_tensor *src = rg_tensor_view(init, init->ndim, shape, init->strides, 0);
-  int rc = head && src ? rgbc_assign(r->x, head, src, NULL) : rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  int rc = head && src ? copy_into(r, head, src) : rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
   rg_tensor_free(head);
   rg_tensor_free(src);
   return rc;
@@ -160,7 +186,7 @@ static int init_mit_mot(run *r, trace *tr) {
   /* in place (scan_inplace; the linker made sure the buffer is computed by
    * the program): the outer buffer itself, when nothing else holds it */
   bool own = r->x->node->inplace >= 0 && rg_storage_refcount(b) == 1 && rg_tensor_is_c_contiguous(b);
-  tr->buf = own ? rg_tensor_ref(b) : rg_tensor_copy(b);
+  tr->buf = own ? rg_tensor_ref(b) : duplicate(r, b);
   return tr->buf ? RG_OK : rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a mit-mot buffer");
 }
 
@@ -255,7 +281,7 @@ static void plan_prealloc(run *r) {
     trace *tr = &r->tr[o];
     int32_t c = p->out_cells[tr->first_out];
     tr->out_cell = -1;
-    if (tr->kind == RG_SCAN_MIT_MOT || p->producer[c] < 0) continue;
+    if (r->copy || tr->kind == RG_SCAN_MIT_MOT || p->producer[c] < 0) continue;
     bool taken = false;
     for (int q = 0; q < o && !taken; q++) taken = r->tr[q].out_cell == c;
     if (!taken) tr->out_cell = c;
@@ -308,7 +334,7 @@ static int store(run *r, trace *tr, const rg_tensor *v, int64_t row, int64_t t) 
   }
   char *to = tr->buf->data + row * tr->buf->strides[0];
   if (to == v->data && v->dtype == tr->buf->dtype && rg_tensor_is_c_contiguous(v)) return RG_OK; /* the row itself */
-  if (v->dtype == tr->buf->dtype && rg_tensor_is_c_contiguous(v)) {
+  if (!r->copy && v->dtype == tr->buf->dtype && rg_tensor_is_c_contiguous(v)) {
     memcpy(to, v->data, (size_t)row_bytes(tr->buf));
     return RG_OK;
   }
@@ -318,7 +344,8 @@ static int store(run *r, trace *tr, const rg_tensor *v, int64_t row, int64_t t) 
   memcpy(d->shape, tr->buf->shape + 1, (size_t)d->ndim * sizeof(int64_t));
   memcpy(d->strides, tr->buf->strides + 1, (size_t)d->ndim * sizeof(int64_t));
   d->data = to;
-  return rgbc_assign(r->x, d, v, NULL);
+  d->storage = tr->buf->storage;
+  return copy_into(r, d, v);
 }
 
 static int first_nit_sot(run *r, trace *tr, const rg_tensor *v) {
@@ -340,7 +367,7 @@ static int store_mit_mot(run *r, trace *tr, int64_t t) {
   int rc = RG_OK;
   for (int j = 0; j < tr->nout; j++) {
     const rg_tensor *v = p->cells[p->out_cells[tr->first_out + j]];
-    tmp[j] = v && tr->nout > 1 && inside(tr->buf, v) ? rg_tensor_copy(v) : NULL;
+    tmp[j] = v && tr->nout > 1 && inside(tr->buf, v) ? duplicate(r, v) : NULL;
   }
   for (int j = 0; j < tr->nout && rc == RG_OK; j++) {
     const rg_tensor *v = tmp[j] ? tmp[j] : p->cells[p->out_cells[tr->first_out + j]];
@@ -370,10 +397,17 @@ static int store_outputs(run *r, int64_t t) {
   return RG_OK;
 }
 
-static bool until_holds(run *r) {
-  if (!r->s.until) return false;
+/* 1 when the loop stops after this step, 0 when not, or an error. */
+static int until_holds(run *r) {
+  if (!r->s.until) return 0;
   const rg_tensor *c = r->p->cells[r->p->out_cells[rg_scan_inner_out(&r->s, RG_SCAN_UNTIL, 0, 0)]];
-  return c && rgbc_scalar_f64(c) != 0;
+  if (!c) return 0;
+  if (rg_tensor_device(c) == RG_DEVICE_HOST) return rgbc_scalar_f64(c) != 0;
+  rg_tensor *h = rg_tensor_to_host(c); /* the host decides: a wait for the device */
+  if (!h) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  int stop = rgbc_scalar_f64(h) != 0;
+  rg_tensor_free(h);
+  return stop;
 }
 
 static int loop(run *r) {
@@ -389,9 +423,10 @@ static int loop(run *r) {
                        r->p->rt->err[0] ? r->p->rt->err : "the inner graph failed");
     }
     rc = store_outputs(r, t);
-    bool stop = rc == RG_OK && until_holds(r);
+    int stop = rc == RG_OK ? until_holds(r) : 0;
     rgb_program_unbind(r->p);
     if (rc) return rc;
+    if (stop < 0) return stop;
     r->steps = t + 1;
     if (stop) break;
   }
@@ -408,7 +443,7 @@ static int empty_nit_sot(run *r, trace *tr) {
   shape[0] = 0;
   for (int d = 1; d < vt->ndim; d++) shape[d] = vt->shape[d] >= 0 ? vt->shape[d] : 0;
   tr->rows = 0;
-  tr->buf = rg_tensor_empty(vt->dtype, vt->ndim, shape);
+  tr->buf = new_buffer(r, vt->dtype, vt->ndim, shape);
   return tr->buf ? RG_OK : rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
 }
 
@@ -420,10 +455,21 @@ static rg_tensor *trace_out(run *r, trace *tr, int64_t end, int64_t count) {
   shape[0] = count;
   int64_t first = end - count;
   if (!tr->wrap || count == 0) return rg_tensor_view(b, b->ndim, shape, b->strides, count ? first * b->strides[0] : 0);
-  rg_tensor *out = rg_tensor_empty(b->dtype, b->ndim, shape);
+  rg_tensor *out = new_buffer(r, b->dtype, b->ndim, shape);
   int64_t rb = row_bytes(b);
-  for (int64_t i = 0; out && i < count; i++)
-    memcpy(out->data + i * rb, b->data + rgbc_wrap_row(tr, first + i) * b->strides[0], (size_t)rb);
+  for (int64_t i = 0; out && i < count; i++) {
+    if (!r->copy) {
+      memcpy(out->data + i * rb, b->data + rgbc_wrap_row(tr, first + i) * b->strides[0], (size_t)rb);
+      continue;
+    }
+    rg_tensor *to = rg_tensor_view(out, b->ndim - 1, shape + 1, out->strides + 1, i * out->strides[0]);
+    rg_tensor *from = rg_tensor_view(b, b->ndim - 1, b->shape + 1, b->strides + 1,
+                                     rgbc_wrap_row(tr, first + i) * b->strides[0]);
+    int rc = to && from ? copy_into(r, to, from) : RG_ERR_NOMEM;
+    rg_tensor_free(to);
+    rg_tensor_free(from);
+    if (rc) rg_tensor_free(out), out = NULL;
+  }
   return out;
 }
 
@@ -456,7 +502,9 @@ static void run_free(run *r) {
   rg_free(r);
 }
 
-int rgb_cpu_scan(rgb_exec *x) {
+int rgb_cpu_scan(rgb_exec *x) { return rgbc_scan_with(x, NULL); }
+
+int rgbc_scan_with(rgb_exec *x, rgbc_copy_fn copy) {
   const rgb_node *n = x->node;
   if (!n->inner) return rgb_error(x, RG_ERR_TYPE, "the inner graph is not linked");
   char scratch[RG_SCAN_SCRATCH(n->nints)];
@@ -464,6 +512,7 @@ int rgb_cpu_scan(rgb_exec *x) {
   if (!r) return rgb_error(x, RG_ERR_NOMEM, "out of memory");
   r->x = x;
   r->p = n->inner;
+  r->copy = x->buft ? copy : NULL;
   int rc = RG_OK;
   if (!rg_scan_info_decode(n->nints, n->ints, &r->s, scratch))
     rc = rgb_error(x, RG_ERR_TYPE, "malformed scan parameters");
@@ -474,7 +523,7 @@ int rgb_cpu_scan(rgb_exec *x) {
   if (rc == RG_OK) rc = make_traces(r);
   if (rc == RG_OK && r->n > 0) rc = make_inputs(r);
   if (rc == RG_OK) {
-    int fast = r->n > 0 ? rgbc_scan_scalar(r) : 1;
+    int fast = r->n > 0 && !r->copy ? rgbc_scan_scalar(r) : 1;
     rc = fast == 1 ? loop(r) : fast;
   }
   if (rc == RG_OK) rc = set_outputs(r);

@@ -216,7 +216,7 @@ static const rg_buffer_type *cuda_buffer_type(void *ctx) { return &((rgcu_ctx *)
 
 /* ------------------------------------------------------------------ kernels */
 
-enum { K_EW, K_FUSED, K_RED, K_SOFTMAX, K_BLAS, K_ALLOC, K_VIEW, K_SHAPE };
+enum { K_EW, K_FUSED, K_RED, K_SOFTMAX, K_BLAS, K_ALLOC, K_VIEW, K_SHAPE, K_SCAN };
 
 static int kind_of(const rgb_node *n) {
   if (n->code == RG_OP_COMPOSITE) return K_FUSED;
@@ -226,6 +226,7 @@ static int kind_of(const rgb_node *n) {
   case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: return K_ALLOC;
   case RG_OP_DIMSHUFFLE: case RG_OP_SUBTENSOR: case RG_OP_SPLIT: return K_VIEW;
   case RG_OP_RESHAPE: case RG_OP_FLATTEN: case RG_OP_JOIN: return K_SHAPE;
+  case RG_OP_SCAN: return K_SCAN;
   default: break;
   }
   switch (rg_opcode_family(n->code)) {
@@ -245,6 +246,15 @@ static char *source_of(const rgb_node *n, char *why, size_t len) {
   }
 }
 
+/* A Scan copies rows of its inputs and outputs with the copy kernel. */
+static bool scan_ranks_fit(const rgb_node *n) {
+  for (int i = 0; i < n->nin; i++)
+    if (n->in[i].ndim > RGCU_MAXND) return false;
+  for (int j = 0; j < n->nout; j++)
+    if (n->out[j].ndim > RGCU_MAXND) return false;
+  return true;
+}
+
 static bool ranks_fit(const rgb_node *n) {
   for (int i = 0; i < n->nin; i++)
     if (n->in[i].ndim > RGCU_MAXND) return false;
@@ -262,6 +272,7 @@ static bool cuda_supports(void *ctx, const rgb_node *n) {
   int kind = kind_of(n);
   if (kind == K_BLAS) return true;
   if (kind == K_ALLOC || kind == K_VIEW || kind == K_SHAPE) return ranks_fit(n);
+  if (kind == K_SCAN) return scan_ranks_fit(n);
   if (kind < 0 || !ranks_fit(n)) return false;
   /* integer pow reports negative exponents, which a kernel cannot: the CPU runs it */
   if (int_pow(n)) return false;
@@ -430,6 +441,7 @@ static int cuda_run(rgb_exec *x) {
   if (r) return rgb_error(x, RG_ERR, "CUDA: %s", rgcu_error(&c->d, r));
   if (s->kind == K_BLAS) return rgcu_blas_run(x, c);
   if (s->kind == K_ALLOC) return run_alloc(x, c);
+  if (s->kind == K_SCAN) return rgbc_scan_with(x, rgcu_copy_fn); /* its steps' kernels are on this stream */
   if (s->kind == K_SHAPE) {
     rgbc_copy_fn copy = rgcu_copy_fn;
     if (x->node->code == RG_OP_JOIN) return rgbc_join_with(x, copy);
@@ -446,7 +458,7 @@ static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
     *out = (rgb_bound){.fn = rgb_cpu_kernels[n->code]};
     return 0;
   }
-  if (kind == K_BLAS || kind == K_ALLOC || kind == K_SHAPE) {
+  if (kind == K_BLAS || kind == K_ALLOC || kind == K_SHAPE || kind == K_SCAN) {
     cuda_state *s = rg_malloc(sizeof *s);
     if (!s || (kind == K_BLAS && !c->blas && !(c->blas = rgcu_blas_open(c, why, sizeof why))))
       return rg_free(s), RG_ERR;
