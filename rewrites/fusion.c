@@ -23,7 +23,8 @@
  * Groups are formed where the seed's output has at least 2^16 elements
  * (FUSION_MIN_ELEMENTS, below): until kernels are generated for fused
  * groups, the composite interpreter only wins where memory traffic
- * dominates.
+ * dominates.  A seed whose type lives on a device fuses at any size: there
+ * every op is a kernel launch, which costs more than the group's work.
  *
  * Scalar constants (0-d) become constants of the composite's inner graph;
  * every other value entering the group is an input of the composite.  A
@@ -60,6 +61,7 @@ static bool fusible(const rg_node *n) {
  * precise: x[0:n] -> x over n rows); elementwise, the sizes agree. */
 static bool large_static_shape(const rg_node *seed) {
   const rg_type *t = seed->outputs[0]->type;
+  if (t->device != RG_DEVICE_HOST) return true;
   int64_t n = 1;
   for (int d = 0; d < t->ndim; d++) {
     int64_t k = t->shape[d];
