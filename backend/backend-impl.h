@@ -178,6 +178,13 @@ static inline bool rgb_shape_argument(const rgb_node *n, int i) {
   }
 }
 
+/* Whether n reads only the shape of input i, never its values (shape,
+ * shape_i): the scheduler hands it the value wherever it lives, with no
+ * transfer. */
+static inline bool rgb_metadata_input(const rgb_node *n, int i) {
+  return (n->code == RG_OP_SHAPE || n->code == RG_OP_SHAPE_I) && i == 0;
+}
+
 /* A backend object (public as rg_backend): an interface and its context.
  * Invariant: buft is iface->buffer_type(ctx), fixed at creation. */
 struct rg_backend {
@@ -307,12 +314,12 @@ void rgb_program_unbind(rgb_program *p);
  * or an error (p->rt->err). */
 int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *const *into,
                          rg_tensor **refs);
-/* Puts in the cell of output j a tensor wrapping the given memory, so
- * that the kernel computing it writes there (rgb_output reuses the cell's
- * buffer); NULL when out of memory.  rgb_program_unbind_output takes the
- * wrapper back out of the cell if it is still there.  Scan's steps write
- * their trace rows this way. */
-rg_tensor *rgb_program_bind_output(rgb_program *p, int j, rg_dtype dt, int ndim,
+/* Puts in the cell of output j a tensor wrapping the given memory (of
+ * bt's device; NULL: the host), so that the kernel computing it writes
+ * there (rgb_output reuses the cell's buffer); NULL when out of memory.
+ * rgb_program_unbind_output takes the wrapper back out of the cell if it
+ * is still there.  Scan's steps write their trace rows this way. */
+rg_tensor *rgb_program_bind_output(rgb_program *p, int j, const rg_buffer_type *bt, rg_dtype dt, int ndim,
                                    const int64_t *shape, const int64_t *strides, void *data,
                                    size_t nbytes);
 void rgb_program_unbind_output(rgb_program *p, int j, rg_tensor *wrapper);

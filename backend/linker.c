@@ -125,11 +125,23 @@ static bool can_run(const rg_backend *b, const rgb_node *bn) {
 }
 
 /* The backend a node runs on (see the file comment), or NULL. */
+/* Arithmetic on integer scalars (shapes, sizes, steps): on a device it
+ * would only cost transfers, since its readers are shape arguments. */
+static bool shape_arithmetic(const rgb_node *bn) {
+  if (!bn->nout || rg_opcode_family(bn->code) != RG_FAM_ELEMWISE) return false;
+  for (int j = 0; j < bn->nout; j++)
+    if (bn->out[j].ndim || !rg_dtype_is_int(bn->out[j].dtype)) return false;
+  for (int i = 0; i < bn->nin; i++)
+    if (bn->in[i].ndim || !rg_dtype_is_int(bn->in[i].dtype)) return false;
+  return true;
+}
+
 static const rg_backend *place(const rgb_program *p, const rgb_node *bn) {
   if (bn->code == RG_OP_IFELSE) return &rgb_cpu;
   rg_device want = bn->nout ? bn->out[0].device : RG_DEVICE_HOST;
   const rg_backend *b = rgb_program_backend_on(p, want);
   if (b != &rgb_cpu && can_run(b, bn)) return b;
+  if (want == RG_DEVICE_HOST && shape_arithmetic(bn) && can_run(&rgb_cpu, bn)) return &rgb_cpu;
   if (can_run(p->backend[0], bn)) return p->backend[0];
   return can_run(&rgb_cpu, bn) ? &rgb_cpu : NULL;
 }
@@ -283,12 +295,17 @@ static bool wire_thunk(linker *L, rgb_thunk *t, const rg_node *n) {
 }
 
 /* Where input i (in cell c) must be read: on the node's backend, or on
- * the host where the backend reads it there (shape arguments); for an
+ * the host where the backend reads it there (shape arguments), or where it
+ * lives when only its shape is read (shape, shape_i); for an
  * ifelse, the condition on the host (the virtual machine reads it) and
  * each branch where its `then` value lives, so the branch taken is never
  * copied to the host and back. */
 static const rg_backend *input_home(const rgb_program *p, const rgb_node *bn, int i,
                                     const int32_t *in_cells, int32_t c, const rg_backend *b) {
+  if (rgb_metadata_input(bn, i)) { /* only its shape is read: no transfer */
+    const rg_backend *home = rgb_program_backend_on(p, p->cell_dev[c]);
+    return home ? home : b;
+  }
   if (bn->code != RG_OP_IFELSE)
     return b->iface->host_input && b->iface->host_input(b->ctx, bn, i) ? &rgb_cpu : b;
   if (i == 0) return &rgb_cpu;

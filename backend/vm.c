@@ -35,11 +35,13 @@ static double now_s(void) {
 #ifdef RG_DEBUG_CHECKS
 /* Every input of a kernel lives on the device of the backend running it
  * (a missing transfer would hand a kernel memory it cannot read), but for
- * those the backend reads on the host (its host_input slot). */
+ * those the backend reads on the host (its host_input slot) and those
+ * whose shape alone is read. */
 static void check_devices(const rgb_thunk *t) {
   if (t->kind != RGB_T_KERNEL) return;
   const rgb_backend *b = t->backend->iface;
   for (int i = 0; i < t->node.nin; i++) {
+    if (rgb_metadata_input(&t->node, i)) continue; /* read where it lives */
     bool host = b->host_input && b->host_input(t->backend->ctx, &t->node, i);
     assert(rg_tensor_device(*t->x.inp[i]) == (host ? RG_DEVICE_HOST : t->backend->device) &&
            "a value on the wrong device");
@@ -259,11 +261,11 @@ void rgb_program_unbind(rgb_program *p) { unbind_inputs(p); }
 
 /* ------------------------------------------------------------------ running into given outputs */
 
-rg_tensor *rgb_program_bind_output(rgb_program *p, int j, rg_dtype dt, int ndim,
+rg_tensor *rgb_program_bind_output(rgb_program *p, int j, const rg_buffer_type *bt, rg_dtype dt, int ndim,
                                    const int64_t *shape, const int64_t *strides, void *data,
                                    size_t nbytes) {
   rg_tensor **cell = &p->cells[p->out_cells[j]];
-  rg_tensor *w = rg_tensor_wrap(dt, ndim, shape, strides, data, nbytes, NULL, NULL);
+  rg_tensor *w = rg_tensor_wrap_on(bt, dt, ndim, shape, strides, data, nbytes);
   if (!w) return NULL;
   if (*cell) rgb_release(p->rt, cell);
   return *cell = w;
@@ -334,7 +336,7 @@ int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *co
   for (int32_t j = 0; j < p->nout; j++) {
     const rg_tensor *t = into[j];
     wrap[j] = rc == 0 && in_place_target(p, j, t)
-                  ? rgb_program_bind_output(p, j, t->dtype, t->ndim, t->shape, t->strides,
+                  ? rgb_program_bind_output(p, j, NULL, t->dtype, t->ndim, t->shape, t->strides,
                                             t->data, (size_t)rg_tensor_numel(t) * rg_dtype_size(t->dtype))
                   : NULL;
   }

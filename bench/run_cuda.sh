@@ -1,7 +1,8 @@
 #!/bin/bash
 # The CUDA backend on a GPU, with its peers measured in the same run:
 # bench_cuda (kernels against the device-to-device copy, sgemm against
-# cublasSgemm), `relgraph run` on the documented GPU graphs, and PyTorch on
+# cublasSgemm), `relgraph run` on the documented GPU graphs (the LSTM's
+# forward and fwd+bwd loops on the device among them), and PyTorch on
 # the same device for the same work (the pointwise expression eager,
 # torch.matmul, and torch.nn.LSTM through cuDNN, T = 100, B = 32,
 # I = H = 256, forward and fwd+bwd), each timed to the end of its device
@@ -12,7 +13,7 @@ build=${1:?usage: run_cuda.sh BUILD_DIR [REPEATS]}
 reps=${2:-21}
 here=$(cd "$(dirname "$0")" && pwd)
 "$build/bench/bench_cuda" --reps "$reps"
-for g in pointwise_f32_cuda sgemm4096_cuda; do
+for g in pointwise_f32_cuda sgemm4096_cuda lstm_cuda lstm_grad_cuda; do
   echo "relgraph run $g: $("$build/relgraph" run "$here/graphs/$g.graph" --backend cuda --random 1 --repeat "$reps" | head -1)"
 done
 python3 - "$reps" <<'PY' 2>&1 || echo '{"peer": "torch", "skipped": "python3 with torch and CUDA missing"}'

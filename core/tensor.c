@@ -32,6 +32,7 @@ struct rg_storage {
   void *ud;
   bool owned;                            /* ours: rg_free(base) */
   const rg_buffer_type *buft;            /* a device buffer: buft->free(base); NULL: host */
+  bool borrowed;                         /* device memory someone else frees (rg_tensor_wrap_on) */
 };
 
 /* ------------------------------------------------------------------ storage */
@@ -40,7 +41,7 @@ static rg_storage *storage_new(void *base, size_t nbytes, void (*release)(void *
                                void *ud) {
   rg_storage *s = rg_malloc(sizeof *s);
   if (!s) return NULL;
-  *s = (rg_storage){base, nbytes, 1, release, ud, false, NULL};
+  *s = (rg_storage){base, nbytes, 1, release, ud, false, NULL, false};
   return s;
 }
 
@@ -48,7 +49,7 @@ static void storage_release(rg_storage *s) {
   int64_t left = __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
   assert(left >= 0 && "a tensor released more often than referenced");
   if (left != 0) return;
-  if (s->buft)
+  if (s->buft && !s->borrowed)
     s->buft->free(s->buft, s->base, s->nbytes ? s->nbytes : 1);
   else if (s->owned)
     rg_free(s->base);
@@ -194,7 +195,7 @@ rg_tensor *rg_tensor_wrap(rg_dtype dt, int ndim, const int64_t *shape, const int
   int64_t lo, hi;
   bool empty;
   extent(t, ndim, t->shape, t->strides, &lo, &hi, &empty);
-  rg_storage probe = {data, nbytes, 1, NULL, NULL, false, NULL};
+  rg_storage probe = {data, nbytes, 1, NULL, NULL, false, NULL, false};
   if (!empty && !inside(&probe, data, lo, hi)) {
     rg_free(t);
     return NULL;
@@ -204,6 +205,13 @@ rg_tensor *rg_tensor_wrap(rg_dtype dt, int ndim, const int64_t *shape, const int
     rg_free(t);
     return NULL;
   }
+  return t;
+}
+
+rg_tensor *rg_tensor_wrap_on(const rg_buffer_type *bt, rg_dtype dt, int ndim, const int64_t *shape,
+                             const int64_t *strides, void *data, size_t nbytes) {
+  rg_tensor *t = rg_tensor_wrap(dt, ndim, shape, strides, data, nbytes, NULL, NULL);
+  if (t && bt) t->storage->buft = bt, t->storage->borrowed = true;
   return t;
 }
 

@@ -34,7 +34,8 @@
  * condition of an until loop is downloaded after each step, and the
  * inner graph was linked for that backend, so its kernels read the rows
  * in place.  n_steps and the nit-sot lengths stay on the host (shape
- * arguments).  The scalar path and preallocation are the host's only.
+ * arguments).  The scalar path is the host's only; preallocation wraps
+ * device rows of any size (a copy there is a kernel launch).
  *
  * Preallocation (Aesara's).  Before a step, the cell of an inner output
  * computed by an inner node holds a tensor wrapping the row of the trace
@@ -281,7 +282,7 @@ static void plan_prealloc(run *r) {
     trace *tr = &r->tr[o];
     int32_t c = p->out_cells[tr->first_out];
     tr->out_cell = -1;
-    if (r->copy || tr->kind == RG_SCAN_MIT_MOT || p->producer[c] < 0) continue;
+    if (tr->kind == RG_SCAN_MIT_MOT || p->producer[c] < 0) continue;
     bool taken = false;
     for (int q = 0; q < o && !taken; q++) taken = r->tr[q].out_cell == c;
     if (!taken) tr->out_cell = c;
@@ -299,11 +300,12 @@ static void unbind_row(run *r, trace *tr) {
 static int bind_rows(run *r, int64_t t) {
   for (int o = 0; o < r->ntr; o++) {
     trace *tr = &r->tr[o];
-    if (tr->out_cell < 0 || !tr->buf || row_bytes(tr->buf) < PREALLOC_MIN_BYTES) continue;
+    if (tr->out_cell < 0 || !tr->buf || (!r->copy && row_bytes(tr->buf) < PREALLOC_MIN_BYTES)) continue;
     unbind_row(r, tr);
     int64_t row = tr->kind == RG_SCAN_NIT_SOT ? rgbc_wrap_row(tr, t) : rgbc_wrap_row(tr, t + tr->ninit);
     const rg_tensor *b = tr->buf;
-    tr->row_out = rgb_program_bind_output(r->p, tr->first_out, b->dtype, b->ndim - 1, b->shape + 1,
+    tr->row_out = rgb_program_bind_output(r->p, tr->first_out, r->copy ? r->x->buft : NULL, b->dtype,
+                                          b->ndim - 1, b->shape + 1,
                                           b->strides + 1, b->data + row * b->strides[0],
                                           (size_t)row_bytes(b));
     if (!tr->row_out) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");

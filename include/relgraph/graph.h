@@ -230,6 +230,11 @@ struct rg_buffer_type {
 };
 /* An uninitialised C-contiguous tensor in a buffer of bt (NULL: host). */
 rg_tensor *rg_tensor_empty_on(const rg_buffer_type *bt, rg_dtype dt, int ndim, const int64_t *shape);
+/* Wraps memory of bt's device (NULL: the host) that the caller keeps
+ * alive while the tensor lives and frees itself (a row of a larger
+ * buffer, say). */
+rg_tensor *rg_tensor_wrap_on(const rg_buffer_type *bt, rg_dtype dt, int ndim, const int64_t *shape,
+                             const int64_t *strides, void *data, size_t nbytes);
 rg_device rg_tensor_device(const rg_tensor *t);
 const rg_buffer_type *rg_tensor_buffer_type(const rg_tensor *t); /* NULL: host memory */
 /* A C-contiguous copy in host memory of a tensor on any device. */
