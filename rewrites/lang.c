@@ -298,12 +298,61 @@ static int ndimo(rg_ctx *C, const rg_term *args, rg_term *out, void *ud) {
   return 1;
 }
 
+/* (sum-commutableo G C AXES): the sum of G over AXES, its leading axes
+ * 0..k-1, commutes with an elementwise op whose other operand is C (or
+ * with a unary op, C the empty list): G is float, C of its dtype, and C's
+ * type, aligned on the right, fits G's dimensions after the k summed ones
+ * without enlarging any (a size 1 of G meets a size 1 of C).  Then
+ * op(sum(G), C) = sum(op(G, C)) up to rounding: C does not vary along
+ * the summed axes.  Fails otherwise; succeeds without a constraint while
+ * any argument is unbound (so the relation run with its input unknown
+ * lists the terms it rewrites, which check-rules builds). */
+static bool any_unbound(int n, const rg_term *args) {
+  for (int i = 0; i < n; i++)
+    if (rg_is_var(args[i])) return true;
+  return false;
+}
+
+static rg_goal *sum_commutableo(rg_ctx *C, const rg_term *args, void *ud) {
+  (void)C, (void)ud;
+  if (any_unbound(3, args)) return rg_succeed();
+  const rg_type *g = type_of(args[0]), *c = args[1] == RG_NIL ? rg_type_scalar(g ? g->dtype : RG_FLOAT64)
+                                                              : type_of(args[1]);
+  int64_t k = rg_list_length(args[2]);
+  if (!g || !c || !rg_term_var(args[0]) || k < 1 || k > g->ndim) return rg_fail();
+  if (!rg_dtype_is_float(g->dtype) || c->dtype != g->dtype || c->ndim > g->ndim - k) return rg_fail();
+  rg_term a = args[2];
+  for (int64_t i = 0; i < k; i++, a = rg_cdr(a))
+    if (rg_kind_of(rg_car(a)) != RG_K_INT || rg_int_value(rg_car(a)) != i) return rg_fail();
+  for (int d = 0; d < c->ndim; d++) {
+    int64_t cd = c->shape[d], gd = g->shape[g->ndim - c->ndim + d];
+    if (cd == 1) continue;
+    if (gd == 1 || (cd >= 0 && gd >= 0 && cd != gd)) return rg_fail();
+  }
+  return rg_succeed();
+}
+
+/* (same-static-typeo A B): graph terms of one type whose sizes are all
+ * known (so elementwise they meet without broadcasting); no constraint
+ * while either is unbound. */
+static rg_goal *same_static_typeo(rg_ctx *C, const rg_term *args, void *ud) {
+  (void)C, (void)ud;
+  if (any_unbound(2, args)) return rg_succeed();
+  const rg_type *a = type_of(args[0]), *b = type_of(args[1]);
+  if (!a || !b || !rg_term_var(args[0]) || !rg_term_var(args[1]) || !rg_type_equal(a, b)) return rg_fail();
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] < 0) return rg_fail();
+  return rg_succeed();
+}
+
 void rgr_define_scan_relations(rg_interp *I); /* scan-term.c */
 
 static void define_type_relations(rg_interp *I) {
   rg_interp_define(I, "typeo", rg_relation_function("typeo", 2, typeo, NULL));
   rg_interp_define(I, "dtypeo", rg_relation_function("dtypeo", 2, dtypeo, NULL));
   rg_interp_define(I, "ndimo", rg_relation_function("ndimo", 2, ndimo, NULL));
+  rg_interp_define(I, "sum-commutableo", rg_relation_projecting("sum-commutableo", 3, sum_commutableo, NULL));
+  rg_interp_define(I, "same-static-typeo", rg_relation_projecting("same-static-typeo", 2, same_static_typeo, NULL));
 }
 
 /* ------------------------------------------------------------------ rule sets */

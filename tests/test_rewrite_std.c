@@ -246,6 +246,21 @@ static const std_case cases[] = {
     {"mul-neg-one", "(mul x -1 y)", "-(x * y)"},
     {"mul-square", "(mul x y x)", "(sqr(x) * y)"},
     {"mul-self-to-sqr", "(mul x x)", "sqr(x)"},
+    /* ---- SumToSize commuting (specialize) and back (relational) */
+    {"sum_to_size_commute", "(mul ((sum 0) m) v)", "sum{0}((m * v))"},
+    {"sum_to_size_commute", "(mul v ((sum 0) m))", "sum{0}((v * m))"},
+    {"sum_to_size_commute", "(true_div ((sum 0) m) v)", "sum{0}((m / v))"},
+    {"sum_to_size_commute", "(neg ((sum 0) m))", "sum{0}(-m)"},
+    {"sum_to_size_commute", "(add ((sum 0) m) ((sum 0) (exp m)))", "sum{0}((m + exp(m)))"},
+    {"sum_to_size_commute", "(add ((sum 0) m) v)", "="},        /* PyTorch 22833: v is not summed */
+    {"sum_to_size_commute", "(add ((sum 0) m) ((sum 0) k))", "="}, /* k's length unknown */
+    {"sum_to_size_commute", "(true_div v ((sum 0) m))", "="},   /* the sum as a denominator */
+    {"sum_to_size_commute", "(mul ((sum 0) m) c)", "="},        /* c broadcasts the sum */
+    {"sum_to_size_commute", "(mul ((sum 1) m) s)", "="},        /* not the leading axes */
+    {"sum_to_size_commute", "(mul ((sum 0) m) i)", "="},        /* an integer operand */
+    {"sum_to_size_in", "((sum 0) (mul m v))", "(sum{0}(m) * v)"},
+    {"sum_to_size_in", "((sum 0) (add m (exp m)))", "(sum{0}(m) + sum{0}(exp(m)))"},
+    {"sum_to_size_in", "((sum 0) (add m v))", "="},             /* sum(m + v) is not sum(m) + v */
     /* ---- the relational database */
     {"dot-distribute", "(dot M (add v w))", "((M @ v) + (M @ w))"},
     {"dot-distribute", "(dot M (add v (constant float64 (1) (1))))", "="},
@@ -432,6 +447,35 @@ static void test_inplace_destroy_check(void **st) {
 }
 
 /* Every rule of the standard database has a case here. */
+/* SumToSize commuting on gradient graphs under fast_run: where a broadcast
+ * value is computed pointwise, the derivative's product moves into the
+ * gradient's sum (the rule fires, one sum remains after the fused work);
+ * where a value is used twice, once broadcast and once not (PyTorch issue
+ * 22833), the gradient addition keeps its sum apart.  Values as before. */
+static void test_sum_to_size_in_gradients(void **st) {
+  (void)st;
+  static const struct { const char *text; bool fires; } graphs[] = {
+      {"(graph (input X float64 (5 3)) (input p float64 (3))"
+       " (define (gp) (grad (sum (tanh (add X (exp p)))) p)) (output gp))", true},
+      {"(graph (input B float64 (4 3)) (input c float64 (3)) (input p float64 (3))"
+       " (define a (exp p)) (define (gp) (grad (add (sum (mul a B)) (sum (mul a c))) p)) (output gp))", false},
+  };
+  for (size_t g = 0; g < sizeof graphs / sizeof *graphs; g++) {
+    rg_fgraph *fg = rg_graph_read(C, "<case>", graphs[g].text, strlen(graphs[g].text));
+    assert_non_null(fg);
+    rg_variable *out = rg_fgraph_output(fg, 0);
+    compiled ref = compile(out, "none"), fast = compile_like(out, "fast_run", &ref);
+    const char *bad = same_values(&ref, &fast);
+    if (bad) fail_msg("graph %zu: %s", g, bad);
+    rg_function_free(ref.f), rg_function_free(fast.f);
+    rg_rewriter *rw = rg_db_query(C, std_db, "fast_run");
+    rg_rewrite_opts o = {.fold = fold, .trace = true};
+    rg_rewrite_run *run = rg_rewrite(fg, rw, &o);
+    assert_int_equal(rg_rewrite_stop(run), RG_STOP_EQUILIBRIUM);
+    assert_int_equal(trace_names(run, "sum_to_size_commute"), graphs[g].fires);
+  }
+}
+
 static void test_every_rule_has_a_case(void **st) {
   rg_rewrite_db *stack[8] = {std_db};
   int sp = 1, missing = 0;
@@ -555,6 +599,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_rule),
       cmocka_unit_test(test_every_rule_has_a_case),
+      cmocka_unit_test(test_sum_to_size_in_gradients),
       cmocka_unit_test(test_inplace_destroy_check),
       cmocka_unit_test(test_tags),
       cmocka_unit_test(test_fast_run_keeps_values),
