@@ -20,6 +20,14 @@
  *   - no cycle: a producer is not absorbed when a path leaves it, passes
  *     through a node outside the group, and comes back into the group.
  *
+ * A group also absorbs the elementwise consumers of its members that
+ * produce its shape and were not grouped yet (siblings reading one
+ * value: the LSTM's gate gradients, each a product with a shared
+ * derivative, become outputs of one kernel rather than four kernels),
+ * when none of their other inputs depends on the group (searched
+ * backwards from each, within CONSUMER_SEARCH nodes; a longer search
+ * gives up and leaves the consumer out).
+ *
  * Groups are formed where the seed's output has at least 2^16 elements
  * (FUSION_MIN_ELEMENTS, below): until kernels are generated for fused
  * groups, the composite interpreter only wins where memory traffic
@@ -153,13 +161,57 @@ static void add_member(group *g, rg_node *n) {
   rg_memo_put(g->in, n, n);
 }
 
-/* Grows the group from its seed: absorbs producers until none is legal. */
-static void grow(group *g) {
+#define CONSUMER_SEARCH 256
+
+/* Whether x is computed without any member: a search back from its owner
+ * over at most CONSUMER_SEARCH nodes finds none (false when it gives up). */
+static bool independent(const group *g, const rg_variable *x, rg_memo *clear) {
+  rg_node **stack = rg_gc_alloc(sizeof *stack * CONSUMER_SEARCH);
+  rg_memo *seen = rg_memo_new();
+  int sp = 0, visits = 0;
+  if (x->owner) stack[sp++] = x->owner;
+  while (sp) {
+    rg_node *u = stack[--sp];
+    if (member(g, u)) return false;
+    if (rg_memo_get(seen, u) || rg_memo_get(clear, u)) continue;
+    if (++visits > CONSUMER_SEARCH) return false;
+    rg_memo_put(seen, u, u);
+    for (int k = 0; k < u->nin; k++)
+      if (u->inputs[k]->owner) {
+        if (sp == CONSUMER_SEARCH) return false;
+        stack[sp++] = u->inputs[k]->owner;
+      }
+  }
+  rg_memo_put(clear, x, (void *)x);
+  return true;
+}
+
+/* A consumer of a member joins when it is fusible, not grouped yet, of the
+ * group's shape, and its other inputs do not depend on the group. */
+static bool may_absorb_consumer(const group *g, const rg_node *u, const rg_memo *done, rg_memo *clear) {
+  if (!fusible(u) || member(g, u) || rg_memo_get(done, u) || !same_shape(u->outputs[0]->type, g->shape))
+    return false;
+  for (int k = 0; k < u->nin; k++) {
+    const rg_variable *x = u->inputs[k];
+    if (!member(g, x->owner) && !independent(g, x, clear)) return false;
+  }
+  return true;
+}
+
+/* Grows the group from its seed: absorbs producers and consumers until
+ * none is legal (`done`: nodes of earlier groups). */
+static void grow(group *g, const rg_memo *done) {
+  rg_memo *clear = rg_memo_new(); /* values found independent of the group */
   for (int i = 0; i < g->n; i++) {
     rg_node *m = g->members[i];
     for (int k = 0; k < m->nin; k++) {
       rg_node *p = m->inputs[k]->owner;
       if (p && may_absorb(g, p)) add_member(g, p);
+    }
+    const rg_variable *v = m->outputs[0];
+    for (uint32_t c = 0; c < v->nclients; c++) {
+      rg_node *u = v->clients[c].node;
+      if (u && may_absorb_consumer(g, u, done, clear)) add_member(g, u);
     }
   }
 }
@@ -242,7 +294,7 @@ static int fusion_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
     if (!large_static_shape(seed)) continue;
     group g = {fg, seed->outputs[0]->type, rg_memo_new(), NULL, 0, 0};
     add_member(&g, seed);
-    grow(&g);
+    grow(&g, done);
     for (int k = 0; k < g.n; k++) rg_memo_put(done, g.members[k], g.members[k]);
     if (g.n < 2) continue;
     if (fuse(run, rw, &g)) {
