@@ -116,6 +116,33 @@ static void test_no_cycle(void **st) {
   same_values(body);
 }
 
+/* Siblings reading one value join its group: four products of a shared
+ * derivative with four slices (the LSTM's gate gradients) are one
+ * composite of four outputs feeding the join.  A sibling whose other input
+ * is computed from the group through a node outside it (a reduction of
+ * the shared value) stays out: absorbing it would make a cycle. */
+static void test_sibling_consumers(void **st) {
+  (void)st;
+  const char *gates = "(input G float32 (1024 256)) (input D float32 (1024 64))"
+                      " (define d (sigmoid D)) (define s (mul d (sub 1.0 d)))"
+                      " (define (g0 g1 g2 g3) ((split 1 4) G (constant int64 (4) (64 64 64 64))))"
+                      " (output ((join 1) (mul s (add g0 1.0)) (mul s g1) (mul s (exp g2)) (mul s g3)))";
+  rg_fgraph *fg = fused(gates);
+  assert_int_equal(count_op(fg, RG_OP_COMPOSITE), 1);
+  assert_int_equal(count_op(fg, RG_OP_MUL), 0);
+  assert_int_equal(count_op(fg, RG_OP_SIGMOID), 0);
+  same_values(gates);
+  const char *body = "(define e (exp a)) (output (mul e b)) (output (add e c))";
+  fg = fused(body);
+  assert_int_equal(count_op(fg, RG_OP_COMPOSITE), 1);
+  assert_int_equal(count_op(fg, RG_OP_EXP), 0);
+  same_values(body);
+  const char *cyc = "(define e (exp a)) (output (mul e b)) (output (mul e (sum e)))";
+  fg = fused(cyc);
+  assert_int_equal(count_op(fg, RG_OP_SUM), 1);
+  same_values(cyc);
+}
+
 /* Small or unknown shapes are left alone. */
 static void test_small_and_unknown_left_alone(void **st) {
   rg_fgraph *fg = fused("(output (add (mul v 2.0) 1.0))");
@@ -139,6 +166,7 @@ int main(void) {
       cmocka_unit_test(test_shared_intermediate_is_an_output),
       cmocka_unit_test(test_broadcast_producers),
       cmocka_unit_test(test_no_cycle),
+      cmocka_unit_test(test_sibling_consumers),
       cmocka_unit_test(test_small_and_unknown_left_alone),
       cmocka_unit_test(test_dtypes),
   };
