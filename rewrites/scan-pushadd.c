@@ -16,8 +16,13 @@
  * accumulators for W_ih and W_hh of the LSTM): per step a rank-B update
  * becomes one product over all steps, as hand-written BPTT does.
  *
+ * The same holds for a sum: acc_t = acc_{t-1} + sum(X_t, axes), only the
+ * last value kept, records X_t as a nit-sot and sums its trace over the
+ * step axis and those axes once after the loop (a bias's gradient through
+ * a loop: per step a reduction and an addition fewer).
+ *
  * The rule tracks Scan nodes; the accumulator's input must feed only the
- * sum, and A and B must not depend on it.
+ * sum, and A and B (or X) must not depend on it.
  */
 #include "rewrites/scan-rw.h"
 #include "relgraph/scan.h"
@@ -28,8 +33,10 @@ typedef rg_variable *V;
 
 typedef struct accum {
   int k;            /* the sit-sot */
-  V a, b;           /* the step's factors */
+  int nrec;         /* values recorded per step: 2 (A, B) or 1 (X) */
+  V rec[2];         /* the step's factors A and B, or the summed X */
   bool transposed;  /* the term is (A B).T */
+  const rg_op *sum; /* the sum of X (NULL: a product) */
 } accum;
 
 static rg_node *owner_is(V v, rg_opcode c) { return v && v->owner && v->owner->op->code == c ? v->owner : NULL; }
@@ -46,17 +53,24 @@ static bool find_accum(const rg_scan_info *s, const rg_fgraph *g, int k, accum *
   rg_node *add = owner_is(out, RG_OP_ADD);
   if (!add || add->nin != 2 || in->nclients != 1 || out->nclients != 1) return false;
   V term = add->inputs[0] == in ? add->inputs[1] : add->inputs[1] == in ? add->inputs[0] : NULL;
-  if (!term || term->type->ndim != 2 || term->type->dtype != in->type->dtype) return false;
+  if (!term || term->type->dtype != in->type->dtype) return false;
+  rg_node *sum = owner_is(term, RG_OP_SUM);
+  if (sum && rg_dtype_is_float(in->type->dtype) && sum->inputs[0]->type->dtype == in->type->dtype &&
+      term->type->ndim == in->type->ndim) {
+    *acc = (accum){.k = k, .nrec = 1, .rec = {sum->inputs[0]}, .sum = sum->op};
+    return true;
+  }
+  if (term->type->ndim != 2) return false;
   acc->transposed = is_transpose(term->owner);
   rg_node *dot = owner_is(acc->transposed ? term->owner->inputs[0] : term, RG_OP_DOT);
   if (!dot || dot->inputs[0]->type->ndim != 2 || dot->inputs[1]->type->ndim != 2) return false;
-  acc->k = k, acc->a = dot->inputs[0], acc->b = dot->inputs[1];
+  acc->k = k, acc->nrec = 2, acc->rec[0] = dot->inputs[0], acc->rec[1] = dot->inputs[1], acc->sum = NULL;
   return true;
 }
 
 /* ------------------------------------------------------------------ the new scan */
 
-/* The step without sit-sot k, recording A and B as the last two nit-sots. */
+/* The step without sit-sot k, recording A and B (or X) as the last nit-sots. */
 static rg_fgraph *new_step(rg_ctx *C, const rg_fgraph *g, const rg_scan_info *s, const accum *acc) {
   int nin = rg_fgraph_ninputs(g), nout = rg_fgraph_noutputs(g);
   int drop_in = rg_scan_inner_in(s, RG_SCAN_SIT_SOT, acc->k, 0), drop_out = rg_scan_inner_out(s, RG_SCAN_SIT_SOT, acc->k, 0);
@@ -73,32 +87,32 @@ static rg_fgraph *new_step(rg_ctx *C, const rg_fgraph *g, const rg_scan_info *s,
   int no = 0, last_nit = rg_scan_n_inner_out(s) - s->until;
   for (int o = 0; o < last_nit; o++)
     if (o != drop_out) gout[no++] = rg_fgraph_output(g, o);
-  gout[no++] = acc->a, gout[no++] = acc->b;
+  for (int r = 0; r < acc->nrec; r++) gout[no++] = acc->rec[r];
   if (s->until) gout[no++] = rg_fgraph_output(g, nout - 1);
   if (rg_clone(C, nin, old, no, gout, memo, 0, res)) return NULL;
   return rg_fgraph_new(C, m, in, no, res, RG_FG_CLONE);
 }
 
-static rg_scan_info new_layout(const rg_scan_info *s, int k) {
+static rg_scan_info new_layout(const rg_scan_info *s, int k, int nrec) {
   rg_scan_info t = *s;
   int nstore = s->n_mit_sot + s->n_sit_sot + s->n_nit_sot;
   int64_t *st = rg_gc_alloc(sizeof(int64_t) * (size_t)(nstore + 2));
   int at = 0;
   for (int i = 0; i < nstore; i++)
     if (i != s->n_mit_sot + k) st[at++] = s->store_steps[i];
-  st[at++] = 0, st[at++] = 0;
-  t.n_sit_sot--, t.n_nit_sot += 2, t.store_steps = st;
+  for (int r = 0; r < nrec; r++) st[at++] = 0;
+  t.n_sit_sot--, t.n_nit_sot += nrec, t.store_steps = st;
   return t;
 }
 
-/* Outer inputs: without the accumulator's initial value, two more nit-sot
+/* Outer inputs: without the accumulator's initial value, nrec more nit-sot
  * lengths (n_steps). */
-static V *new_outer(const rg_node *node, const rg_scan_info *s, int k, int *n) {
+static V *new_outer(const rg_node *node, const rg_scan_info *s, int k, int nrec, int *n) {
   V *v = rg_gc_alloc(sizeof(V) * (size_t)(node->nin + 3));
   int at = 0, drop = rg_scan_outer_in(s, RG_SCAN_SIT_SOT, k), first_ns = rg_scan_n_outer_in(s) - s->n_non_seqs;
   for (int i = 0; i < first_ns; i++)
     if (i != drop) v[at++] = node->inputs[i];
-  v[at++] = node->inputs[0], v[at++] = node->inputs[0];
+  for (int r = 0; r < nrec; r++) v[at++] = node->inputs[0];
   for (int i = first_ns; i < node->nin; i++) v[at++] = node->inputs[i];
   *n = at;
   return v;
@@ -107,13 +121,38 @@ static V *new_outer(const rg_node *node, const rg_scan_info *s, int k, int *n) {
 
 /* The kept trace: the final value as one row, none after zero steps. */
 static V last_row(rg_ctx *C, V value, V n, const rg_type *want) {
-  V row = rg_dimshuffle(value, 3, (int64_t[]){-1, 0, 1});
+  int64_t order[RG_MAX_NDIM];
+  order[0] = -1;
+  for (int d = 0; d < value->type->ndim; d++) order[d + 1] = d;
+  V row = rg_dimshuffle(value, value->type->ndim + 1, order);
   V keep = rg_minimum(rg_cast(n, RG_INT64), rg_constant_scalar_int(C, RG_INT64, 1));
   rg_index e = {RG_IDX_SLICE, 0, RG_IDX_INPUT, RG_IDX_NONE};
   V r = rg_subtensor(row, 1, &e, 1, &keep);
   for (int d = 0; d < want->ndim; d++)
     if (want->shape[d] < 0) return r;
   return rg_reshape_to(r, want->ndim, want->shape);
+}
+
+/* sum_t A_t B_t from the traces of A and B, the last two nit-sots. */
+static V product_of_traces(rg_ctx *C, rg_node *nw, const rg_scan_info *t, bool transposed) {
+  V A = nw->outputs[rg_scan_outer_out(t, RG_SCAN_NIT_SOT, t->n_nit_sot - 2)];
+  V B = nw->outputs[rg_scan_outer_out(t, RG_SCAN_NIT_SOT, t->n_nit_sot - 1)];
+  V total = rg_dot(rgr_laid_a(C, A), rgr_laid_b(C, B));
+  return transposed ? rg_transpose(total) : total;
+}
+
+/* sum_t sum(X_t, axes): the trace of X summed over the step axis and the
+ * summed axes shifted past it. */
+static V sum_of_trace(V X, const rg_op *sum) {
+  int64_t axes[RG_MAX_NDIM];
+  int n = 0;
+  axes[n++] = 0;
+  for (int d = 1; d < X->type->ndim; d++) {
+    bool summed = sum->all_axes;
+    for (int i = 0; !summed && i < sum->nints; i++) summed = sum->ints[i] == d - 1;
+    if (summed) axes[n++] = d;
+  }
+  return rg_sum(X, n, axes);
 }
 
 static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
@@ -126,14 +165,14 @@ static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   int k = 0;
   while (k < s.n_sit_sot && !find_accum(&s, g, k, &acc)) k++;
   if (k == s.n_sit_sot) return 0;
-  rg_scan_info t = new_layout(&s, k);
+  rg_scan_info t = new_layout(&s, k, acc.nrec);
   rg_fgraph *ng = new_step(C, g, &s, &acc);
   const rg_op *op = ng ? rg_op_scan(C, &t, ng) : NULL;
   int nouter;
-  V *outer = op ? new_outer(node, &s, k, &nouter) : NULL;
+  V *outer = op ? new_outer(node, &s, k, acc.nrec, &nouter) : NULL;
   rg_node *nw = outer ? rg_make_node(C, op, nouter, outer) : NULL;
   if (!nw) {
-    rg_clear_error(C);
+      rg_clear_error(C);
     return 0;
   }
   for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
@@ -142,10 +181,12 @@ static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
       if (!node->outputs[o]->nclients || (kind == RG_SCAN_SIT_SOT && j == k)) continue;
       out[o] = nw->outputs[rg_scan_outer_out(&t, kind, kind == RG_SCAN_SIT_SOT && j > k ? j - 1 : j)];
     }
-  V A = nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 2)];
-  V B = nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 1)];
-  V total = rg_dot(rgr_laid_a(C, A), rgr_laid_b(C, B));
-  if (acc.transposed) total = rg_transpose(total);
+  V total = acc.sum ? sum_of_trace(nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 1)], acc.sum)
+                    : product_of_traces(C, nw, &t, acc.transposed);
+  if (!total) {
+      rg_clear_error(C);
+    return 0;
+  }
   V init = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)];
   int o = rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k);
   if (node->outputs[o]->nclients) out[o] = last_row(C, rg_add(init, total), node->inputs[0], node->outputs[o]->type);
@@ -155,7 +196,7 @@ static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
 void rgr_register_scan_pushadd(rg_rewrite_db *canon) {
   static const rg_opcode tracks[] = {RG_OP_SCAN};
   rg_rewriter *rw = rg_node_rewriter("push_out_scan_output", 1, tracks, push_out_add, NULL);
-  rw->describe = "a sit-sot acc + A_t B_t of which only the last value is kept -> one product over all steps "
-                 "after the loop";
+  rw->describe = "a sit-sot acc + A_t B_t (or acc + sum(X_t)) of which only the last value is kept -> one product "
+                 "(or sum) over all steps after the loop";
   rg_db_register(canon, "push_out_scan_output", rw, 0, "fast_run fast_compile canonicalize scan");
 }

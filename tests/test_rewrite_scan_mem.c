@@ -290,6 +290,44 @@ static void test_push_out_add(void **st) {
   rg_tensor_free(got[0]), rg_tensor_free(want[0]);
 }
 
+/* acc + sum(tanh(x_t W), axis 0) kept at trace[-1] (a bias's gradient
+ * through a loop): after the standard scan rewrites no scan carries the
+ * accumulator, the steps' values are summed once after the loop; a sum
+ * over every axis and an accumulator whose value each step reads (acc *
+ * 0.5 + ...) are handled and left alone respectively. */
+static void test_push_out_sum(void **st) {
+  (void)st;
+  static const struct { const char *step; bool out; } cases[] = {
+      {"(add acc ((sum 0) (tanh (mul x_t w))))", true},
+      {"(add ((sum 0) (exp x_t)) acc)", true},
+      {"(add acc (sum (mul x_t w)))", true},
+      {"(add (mul acc 0.5) ((sum 0) x_t))", false},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "(graph (input x float64 (6 4 3)) (input w float64 (3)) (input a0 float64 (%s)) "
+             "(output ((subtensor -1) (scan (lambda (x_t acc) %s) (sequences x) (outputs-info a0)))))",
+             strstr(cases[c].step, "(sum (") ? "" : "3", cases[c].step);
+    rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+    if (!fg) fail_msg("%s", rg_errmsg(C));
+    rg_tensor *want[1], *got[1];
+    run(fg, "none", want);
+    rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "canonicalize"), NULL);
+    assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+    assert_int_equal(rg_fgraph_check(fg), RG_OK);
+    rg_node *s = the_scan(fg);
+    rg_scan_info info = {0};
+    if (s) assert_true(rg_scan_info_of(s->op, &info));
+    if (cases[c].out != (info.n_sit_sot == 0)) fail_msg("case %zu: %d sit-sots left", c, info.n_sit_sot);
+    run(fg, "none", got);
+    for (int64_t i = 0; i < rg_tensor_numel(want[0]); i++)
+      assert_true(fabs(rg_tensor_get_f64(got[0], i) - rg_tensor_get_f64(want[0], i)) <
+                  1e-12 * (1 + fabs(rg_tensor_get_f64(want[0], i))));
+    rg_tensor_free(got[0]), rg_tensor_free(want[0]);
+  }
+}
+
 /* ------------------------------------------------------------------ scan_merge */
 
 static int count_scans(rg_fgraph *fg) {
@@ -373,6 +411,7 @@ int main(void) {
       cmocka_unit_test(test_push_out_nothing),
       cmocka_unit_test(test_remove_inputs),
       cmocka_unit_test(test_push_out_add),
+      cmocka_unit_test(test_push_out_sum),
       cmocka_unit_test(test_scan_merge),
       cmocka_unit_test(test_outputs_pared),
   };
