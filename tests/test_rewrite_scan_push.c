@@ -43,20 +43,6 @@ static rg_fgraph *read_graph_over(const char *inputs, const char *body) {
 
 static rg_fgraph *read_graph(const char *body) { return read_graph_over(INPUTS, body); }
 
-static rg_node *the_scan(rg_fgraph *fg, int *nscans) {
-  rg_node *s = NULL;
-  *nscans = 0;
-  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n))
-    if (n->op->code == RG_OP_SCAN) s = s ? s : n, ++*nscans;
-  return s;
-}
-
-static int count_inner(const rg_node *scan, rg_opcode code) {
-  int k = 0;
-  for (rg_node *n = rg_fgraph_first(rg_op_inner_graph(scan->op)); n; n = rg_fgraph_next(n)) k += n->op->code == code;
-  return k;
-}
-
 static int non_seqs(const rg_node *scan) {
   rg_scan_info s;
   assert_true(rg_scan_info_of(scan->op, &s));
@@ -73,31 +59,9 @@ static int64_t rewrite(rg_fgraph *fg, const char *query) {
   return rg_rewrite_count(r);
 }
 
-/* fg and ref compute the same values (compiled without rewrites), within
- * tol relative to the largest. */
-static void close_values(rg_fgraph *fg, rg_fgraph *ref, double tol) {
-  rg_tensor *want[8], *got[8];
-  tu_run_graph(C, ref, "none", -0.5, 1, want);
-  tu_run_graph(C, fg, "none", -0.5, 1, got);
-  for (int k = 0; k < rg_fgraph_noutputs(ref); k++) {
-    assert_int_equal(rg_tensor_numel(got[k]), rg_tensor_numel(want[k]));
-    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
-      assert_true(fabs(rg_tensor_get_f64(got[k], i) - rg_tensor_get_f64(want[k], i)) <=
-                  tol * (1 + fabs(rg_tensor_get_f64(want[k], i))));
-    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
-  }
-}
+static void close_values(rg_fgraph *fg, rg_fgraph *ref, double tol) { tu_close_graphs(C, fg, ref, tol); }
 
 static void same_values(rg_fgraph *fg, rg_fgraph *ref) { close_values(fg, ref, 1e-12); }
-
-/* fg's outputs compute what ref's do, inputs paired by position. */
-static bool equal_graphs(rg_fgraph *fg, rg_fgraph *ref) {
-  int n = rg_fgraph_noutputs(ref), nin = rg_fgraph_ninputs(ref);
-  rg_variable *xs[8], *ys[8], *ia[8], *ib[8];
-  for (int k = 0; k < n; k++) xs[k] = rg_fgraph_output(fg, k), ys[k] = rg_fgraph_output(ref, k);
-  for (int i = 0; i < nin; i++) ia[i] = rg_fgraph_input(fg, i), ib[i] = rg_fgraph_input(ref, i);
-  return rg_equal_computations(n, xs, ys, nin, ia, ib);
-}
 
 /* ------------------------------------------------------------------ push_out_non_seq */
 
@@ -108,14 +72,14 @@ static void test_non_seq_out(void **st) {
   (void)st;
   rg_fgraph *fg = read_graph("(output " DOT_SUM ")"), *ref = read_graph("(output " DOT_SUM ")");
   int nscans;
-  assert_int_equal(non_seqs(the_scan(fg, &nscans)), 2);
-  assert_int_equal(count_inner(the_scan(fg, &nscans), RG_OP_ADD), 1);
+  assert_int_equal(non_seqs(tu_first_scan(fg, &nscans)), 2);
+  assert_int_equal(tu_count_inner(tu_first_scan(fg, &nscans), RG_OP_ADD), 1);
   assert_int_equal(rewrite(fg, "push_out_non_seq"), 1);
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_int_equal(nscans, 1);
   assert_int_equal(non_seqs(s), 3); /* W1, W2 (unused now) and W1 + W2 */
-  assert_int_equal(count_inner(s, RG_OP_ADD), 0);
-  assert_int_equal(count_inner(s, RG_OP_DOT), 1);
+  assert_int_equal(tu_count_inner(s, RG_OP_ADD), 0);
+  assert_int_equal(tu_count_inner(s, RG_OP_DOT), 1);
   same_values(fg, ref);
 }
 
@@ -124,13 +88,13 @@ static void test_non_seq_round_trip(void **st) {
   (void)st;
   rg_fgraph *fg = read_graph("(output " DOT_SUM ")"), *ref = read_graph("(output " DOT_SUM ")");
   assert_int_equal(rewrite(fg, "push_out_non_seq"), 1);
-  assert_false(equal_graphs(fg, ref));
+  assert_false(tu_equal_graphs(fg, ref));
   assert_int_equal(rewrite(fg, "scan_pushin"), 1);
   int nscans;
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_int_equal(non_seqs(s), 2);
-  assert_int_equal(count_inner(s, RG_OP_ADD), 1);
-  assert_true(equal_graphs(fg, ref));
+  assert_int_equal(tu_count_inner(s, RG_OP_ADD), 1);
+  assert_true(tu_equal_graphs(fg, ref));
   same_values(fg, ref);
 }
 
@@ -142,13 +106,13 @@ static void test_non_seq_chain(void **st) {
   rg_fgraph *fg = read_graph("(output " CHAIN ")"), *ref = read_graph("(output " CHAIN ")");
   assert_int_equal(rewrite(fg, "push_out_non_seq"), 1);
   int nscans;
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_int_equal(non_seqs(s), 4);
-  assert_int_equal(count_inner(s, RG_OP_MUL), 0);
-  assert_int_equal(count_inner(s, RG_OP_EXP), 0);
+  assert_int_equal(tu_count_inner(s, RG_OP_MUL), 0);
+  assert_int_equal(tu_count_inner(s, RG_OP_EXP), 0);
   same_values(fg, ref);
   assert_int_equal(rewrite(fg, "scan_pushin"), 2);
-  assert_true(equal_graphs(fg, ref));
+  assert_true(tu_equal_graphs(fg, ref));
   same_values(fg, ref);
 }
 
@@ -171,13 +135,13 @@ static void test_tags(void **st) {
   rg_fgraph *fg = read_graph("(output " DOT_SUM ")"), *ref = read_graph("(output " DOT_SUM ")");
   rewrite(fg, "fast_run -scan_push_out");
   int nscans;
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_non_null(s);
-  assert_int_equal(count_inner(s, RG_OP_ADD), 0);
+  assert_int_equal(tu_count_inner(s, RG_OP_ADD), 0);
   same_values(fg, ref);
   rg_fgraph *g2 = read_graph("(output " DOT_SUM ")");
   rewrite(g2, "fast_run -scan_push_out -push_out_non_seq");
-  assert_int_equal(count_inner(the_scan(g2, &nscans), RG_OP_ADD), 1);
+  assert_int_equal(tu_count_inner(tu_first_scan(g2, &nscans), RG_OP_ADD), 1);
 }
 
 /* ------------------------------------------------------------------ push_out_seq */
@@ -195,17 +159,17 @@ static void seq_round_trip(const char *scan, int seqs_after, rg_opcode op, int r
   snprintf(body, sizeof body, "(output %s)", scan);
   rg_fgraph *fg = read_graph(body), *ref = read_graph(body);
   int nscans;
-  int before = seqs(the_scan(fg, &nscans));
-  assert_true(count_inner(the_scan(fg, &nscans), op) > remain);
+  int before = seqs(tu_first_scan(fg, &nscans));
+  assert_true(tu_count_inner(tu_first_scan(fg, &nscans), op) > remain);
   assert_int_equal(rewrite(fg, "push_out_seq"), 1);
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_int_equal(nscans, 1);
   assert_int_equal(seqs(s), seqs_after);
-  assert_int_equal(count_inner(s, op), remain);
+  assert_int_equal(tu_count_inner(s, op), remain);
   same_values(fg, ref);
   assert_int_equal(rewrite(fg, "scan_pushin"), pushins);
-  assert_int_equal(seqs(the_scan(fg, &nscans)), before);
-  assert_true(equal_graphs(fg, ref));
+  assert_int_equal(seqs(tu_first_scan(fg, &nscans)), before);
+  assert_true(tu_equal_graphs(fg, ref));
   same_values(fg, ref);
 }
 
@@ -234,14 +198,14 @@ static void test_seq_two_sequences(void **st) {
   rg_fgraph *fg = read_graph(body), *ref = read_graph(body);
   assert_int_equal(rewrite(fg, "push_out_seq"), 1);
   int nscans;
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_int_equal(seqs(s), 3);
-  assert_int_equal(count_inner(s, RG_OP_DOT), 0);
-  assert_int_equal(count_inner(s, RG_OP_ADD), 0);
-  assert_int_equal(count_inner(s, RG_OP_MUL), 1);
+  assert_int_equal(tu_count_inner(s, RG_OP_DOT), 0);
+  assert_int_equal(tu_count_inner(s, RG_OP_ADD), 0);
+  assert_int_equal(tu_count_inner(s, RG_OP_MUL), 1);
   same_values(fg, ref);
   assert_int_equal(rewrite(fg, "scan_pushin"), 1);
-  assert_true(equal_graphs(fg, ref));
+  assert_true(tu_equal_graphs(fg, ref));
 }
 
 /* Nothing moves: the slice meets the state at once; sequences of
@@ -264,12 +228,12 @@ static void test_seq_lstm(void **st) {
   rg_fgraph *fg = rg_graph_load(C, path), *ref = rg_graph_load(C, path);
   if (!fg || !ref) fail_msg("%s", rg_errmsg(C));
   int nscans;
-  assert_int_equal(count_inner(the_scan(fg, &nscans), RG_OP_DOT), 2);
+  assert_int_equal(tu_count_inner(tu_first_scan(fg, &nscans), RG_OP_DOT), 2);
   assert_int_equal(rewrite(fg, "push_out_seq"), 1);
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_int_equal(nscans, 1);
   assert_int_equal(seqs(s), 2);
-  assert_int_equal(count_inner(s, RG_OP_DOT), 1);
+  assert_int_equal(tu_count_inner(s, RG_OP_DOT), 1);
   rg_scan_info si;
   assert_true(rg_scan_info_of(s->op, &si));
   rg_variable *proj = s->inputs[rg_scan_outer_in(&si, RG_SCAN_SEQ, 1)];
@@ -279,7 +243,7 @@ static void test_seq_lstm(void **st) {
   assert_int_equal(dots, 1);
   close_values(fg, ref, 1e-5);
   assert_int_equal(rewrite(fg, "scan_pushin"), 1);
-  assert_true(equal_graphs(fg, ref));
+  assert_true(tu_equal_graphs(fg, ref));
   close_values(fg, ref, 1e-5);
 }
 
@@ -291,7 +255,7 @@ static void test_non_seq_scan_gone(void **st) {
   rg_fgraph *fg = read_graph(body), *ref = read_graph(body);
   assert_int_equal(rewrite(fg, "push_out_non_seq"), 2); /* pushed out, then gone */
   int nscans;
-  assert_null(the_scan(fg, &nscans));
+  assert_null(tu_first_scan(fg, &nscans));
   assert_int_equal(nscans, 0);
   same_values(fg, ref);
   assert_int_equal(rewrite(fg, "scan_pushin"), 0);
@@ -308,14 +272,14 @@ static void test_dot1(void **st) {
   rg_fgraph *fg = read_graph("(output " ACC ")"), *ref = read_graph("(output " ACC ")");
   assert_int_equal(rewrite(fg, "push_out_dot1"), 1);
   int nscans;
-  assert_null(the_scan(fg, &nscans));
+  assert_null(tu_first_scan(fg, &nscans));
   int dots = 0;
   for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) dots += n->op->code == RG_OP_DOT;
   assert_int_equal(dots, 1);
   close_values(fg, ref, 1e-12);
   assert_int_equal(rewrite(fg, "scan_pushin"), 1);
-  assert_non_null(the_scan(fg, &nscans));
-  assert_true(equal_graphs(fg, ref));
+  assert_non_null(tu_first_scan(fg, &nscans));
+  assert_true(tu_equal_graphs(fg, ref));
   close_values(fg, ref, 1e-12);
 }
 
@@ -342,11 +306,11 @@ static void test_push_add(void **st) {
   rg_fgraph *fg = read_graph_over(in, "(output " SUMPROD ")"), *ref = read_graph_over(in, "(output " SUMPROD ")");
   assert_int_equal(rewrite(fg, "push_out_add"), 1);
   int nscans;
-  assert_null(the_scan(fg, &nscans));
+  assert_null(tu_first_scan(fg, &nscans));
   close_values(fg, ref, 1e-12);
   assert_int_equal(rewrite(fg, "scan_pushin"), 1);
-  assert_non_null(the_scan(fg, &nscans));
-  assert_true(equal_graphs(fg, ref));
+  assert_non_null(tu_first_scan(fg, &nscans));
+  assert_true(tu_equal_graphs(fg, ref));
   close_values(fg, ref, 1e-12);
   /* the whole trace read: the loop stays */
   fg = read_graph_over(in, "(output (scan (lambda (a_t b_t acc) (add acc (dot a_t b_t))) (sequences A B) (outputs-info P0)))");

@@ -45,20 +45,6 @@ static rg_fgraph *read_graph(const char *body) {
   return fg;
 }
 
-static rg_node *the_scan(rg_fgraph *fg, int *nscans) {
-  rg_node *s = NULL;
-  *nscans = 0;
-  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n))
-    if (n->op->code == RG_OP_SCAN) s = s ? s : n, ++*nscans;
-  return s;
-}
-
-static int count_inner(const rg_node *scan, rg_opcode code) {
-  int k = 0;
-  for (rg_node *n = rg_fgraph_first(rg_op_inner_graph(scan->op)); n; n = rg_fgraph_next(n)) k += n->op->code == code;
-  return k;
-}
-
 static rg_scan_info info(const rg_node *scan) {
   rg_scan_info s;
   assert_true(rg_scan_info_of(scan->op, &s));
@@ -97,26 +83,7 @@ static int64_t rewrite(rg_fgraph *fg, const char *query) {
   return rg_rewrite_count(r);
 }
 
-static void same_values(rg_fgraph *fg, rg_fgraph *ref) {
-  rg_tensor *want[4], *got[4];
-  tu_run_graph(C, ref, "none", -0.5, 1, want);
-  tu_run_graph(C, fg, "none", -0.5, 1, got);
-  for (int k = 0; k < rg_fgraph_noutputs(ref); k++) {
-    assert_int_equal(rg_tensor_numel(got[k]), rg_tensor_numel(want[k]));
-    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
-      assert_true(fabs(rg_tensor_get_f64(got[k], i) - rg_tensor_get_f64(want[k], i)) <=
-                  1e-12 * (1 + fabs(rg_tensor_get_f64(want[k], i))));
-    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
-  }
-}
-
-static bool equal_graphs(rg_fgraph *fg, rg_fgraph *ref) {
-  int n = rg_fgraph_noutputs(ref), nin = rg_fgraph_ninputs(ref);
-  rg_variable *xs[4], *ys[4], *ia[16], *ib[16];
-  for (int k = 0; k < n; k++) xs[k] = rg_fgraph_output(fg, k), ys[k] = rg_fgraph_output(ref, k);
-  for (int i = 0; i < nin; i++) ia[i] = rg_fgraph_input(fg, i), ib[i] = rg_fgraph_input(ref, i);
-  return rg_equal_computations(n, xs, ys, nin, ia, ib);
-}
+static void same_values(rg_fgraph *fg, rg_fgraph *ref) { tu_close_graphs(C, fg, ref, 1e-12); }
 
 /* ------------------------------------------------------------------ the term */
 
@@ -244,15 +211,15 @@ static void test_hoist_and_sink(void **st) {
   rg_fgraph *fg = read_graph("(output " LOOP ")"), *ref = read_graph("(output " LOOP ")");
   assert_int_equal(rewrite(fg, "hoist"), 1);
   int nscans;
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_int_equal(nscans, 1);
   assert_int_equal(info(s).n_non_seqs, 4);
-  assert_int_equal(count_inner(s, RG_OP_ADD), 2); /* the dot's sum is gone */
+  assert_int_equal(tu_count_inner(s, RG_OP_ADD), 2); /* the dot's sum is gone */
   same_values(fg, ref);
   assert_int_equal(rewrite(fg, "sink"), 1);
-  s = the_scan(fg, &nscans);
+  s = tu_first_scan(fg, &nscans);
   assert_int_equal(info(s).n_non_seqs, 3);
-  assert_true(equal_graphs(fg, ref));
+  assert_true(tu_equal_graphs(fg, ref));
 }
 
 /* hoist_seq (push_out_seq): x_t * s + 1 becomes a new sequence. */
@@ -261,9 +228,9 @@ static void test_hoist_seq(void **st) {
   rg_fgraph *fg = read_graph("(output " LOOP ")"), *ref = read_graph("(output " LOOP ")");
   assert_int_equal(rewrite(fg, "hoist_seq"), 1);
   int nscans;
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_int_equal(info(s).n_seqs, 2);
-  assert_int_equal(count_inner(s, RG_OP_MUL), 0);
+  assert_int_equal(tu_count_inner(s, RG_OP_MUL), 0);
   same_values(fg, ref);
 }
 
@@ -278,10 +245,10 @@ static void test_hoist_seq_dot(void **st) {
   rg_fgraph *fg = read_graph("(output " BATCH ")"), *ref = read_graph("(output " BATCH ")");
   assert_true(rewrite(fg, "hoist_seq") >= 1);
   int nscans;
-  rg_node *s = the_scan(fg, &nscans);
+  rg_node *s = tu_first_scan(fg, &nscans);
   assert_true(info(s).n_seqs >= 2);
-  assert_int_equal(count_inner(s, RG_OP_DOT), 1);
-  assert_int_equal(count_inner(s, RG_OP_ADD), 1);
+  assert_int_equal(tu_count_inner(s, RG_OP_DOT), 1);
+  assert_int_equal(tu_count_inner(s, RG_OP_ADD), 1);
   same_values(fg, ref);
 }
 

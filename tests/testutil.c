@@ -5,6 +5,7 @@
 
 #include "relgraph/backend.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,4 +102,40 @@ void tu_run_graph(rg_ctx *C, rg_fgraph *fg, const char *query, double lo, double
   if (rg_function_call(f, vals, res) != RG_OK) fail_msg("%s", rg_function_errmsg(f));
   rg_function_free(f);
   for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
+}
+
+rg_node *tu_first_scan(rg_fgraph *fg, int *nscans) {
+  rg_node *s = NULL;
+  *nscans = 0;
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n))
+    if (n->op->code == RG_OP_SCAN) s = s ? s : n, ++*nscans;
+  return s;
+}
+
+int tu_count_inner(const rg_node *scan, rg_opcode code) {
+  int k = 0;
+  for (rg_node *n = rg_fgraph_first(rg_op_inner_graph(scan->op)); n; n = rg_fgraph_next(n)) k += n->op->code == code;
+  return k;
+}
+
+void tu_close_graphs(rg_ctx *C, rg_fgraph *fg, rg_fgraph *ref, double tol) {
+  rg_tensor *want[8], *got[8];
+  tu_run_graph(C, ref, "none", -0.5, 1, want);
+  tu_run_graph(C, fg, "none", -0.5, 1, got);
+  for (int k = 0; k < rg_fgraph_noutputs(ref); k++) {
+    assert_int_equal(rg_tensor_numel(got[k]), rg_tensor_numel(want[k]));
+    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
+      assert_true(fabs(rg_tensor_get_f64(got[k], i) - rg_tensor_get_f64(want[k], i)) <=
+                  tol * (1 + fabs(rg_tensor_get_f64(want[k], i))));
+    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+  }
+}
+
+bool tu_equal_graphs(rg_fgraph *fg, rg_fgraph *ref) {
+  int n = rg_fgraph_noutputs(ref), nin = rg_fgraph_ninputs(ref);
+  assert_true(n <= 8 && nin <= 16);
+  rg_variable *xs[8], *ys[8], *ia[16], *ib[16];
+  for (int k = 0; k < n; k++) xs[k] = rg_fgraph_output(fg, k), ys[k] = rg_fgraph_output(ref, k);
+  for (int i = 0; i < nin; i++) ia[i] = rg_fgraph_input(fg, i), ib[i] = rg_fgraph_input(ref, i);
+  return rg_equal_computations(n, xs, ys, nin, ia, ib);
 }

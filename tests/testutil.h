@@ -42,6 +42,17 @@ extern const char *const tu_fused_graphs[TU_NFUSED];
  * the results go to res.  Fails the test on an error. */
 void tu_run_graph(rg_ctx *C, rg_fgraph *fg, const char *query, double lo, double width, rg_tensor **res);
 
+/* Loops: the first Scan node of fg (their number in *nscans), the number
+ * of nodes of an op in a Scan's step. */
+rg_node *tu_first_scan(rg_fgraph *fg, int *nscans);
+int tu_count_inner(const rg_node *scan, rg_opcode code);
+/* fg and ref compute the same values, compiled without rewrites and run at
+ * the same inputs (tu_run_graph, lo -0.5, width 1), within tol relative
+ * to 1 + |value|; and fg's outputs compute what ref's do as
+ * rg_equal_computations sees it, inputs paired by position. */
+void tu_close_graphs(rg_ctx *C, rg_fgraph *fg, rg_fgraph *ref, double tol);
+bool tu_equal_graphs(rg_fgraph *fg, rg_fgraph *ref);
+
 #define assert_show(term, text) assert_string_equal(tu_show(term), text)
 
 #endif
