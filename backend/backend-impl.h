@@ -172,6 +172,7 @@ static inline bool rgb_shape_argument(const rgb_node *n, int i) {
   switch (n->code) {
   case RG_OP_SCAN: return rgb_scan_length_input(n, i);
   case RG_OP_ALLOC: case RG_OP_SUBTENSOR: return i >= 1;
+  case RG_OP_INC_SUBTENSOR: case RG_OP_SET_SUBTENSOR: return i >= 2;
   case RG_OP_ALLOC_EMPTY: return true;
   case RG_OP_RESHAPE: case RG_OP_SPLIT: return i == 1;
   default: return false;

@@ -15,7 +15,8 @@
  * runs the CPU kernel of the op, and uploads the outputs into mirror
  * buffers.  It runs a subset of the ops (elementwise, composite, the BLAS
  * ops, dimshuffle, reshape, flatten, subtensor, sum, softmax,
- * log_softmax, alloc, alloc_empty and Scan), so programs on it mix
+ * log_softmax, alloc, alloc_empty, inc_subtensor, set_subtensor and
+ * Scan), so programs on it mix
  * devices; everything else runs on the CPU.  Inner graphs of its
  * composites run on the host, and the shape arguments of alloc are read
  * on the host, as a GPU backend reads them (its host_input slot).  A Scan
@@ -79,7 +80,8 @@ static bool mirror_supports(void *ctx, const rgb_node *n) {
     case RG_OP_COMPOSITE: return n->inner != NULL;
     case RG_OP_DIMSHUFFLE: case RG_OP_RESHAPE: case RG_OP_FLATTEN:
     case RG_OP_SUBTENSOR: case RG_OP_SUM: case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX:
-    case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: case RG_OP_SCAN: return true;
+    case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: case RG_OP_SCAN:
+    case RG_OP_INC_SUBTENSOR: case RG_OP_SET_SUBTENSOR: return true;
     default: return false;
   }
 }

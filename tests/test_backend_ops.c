@@ -254,13 +254,13 @@ static const rg_type *vec(rg_dtype dt, int64_t a) { return rg_type_new(dt, 1, &a
 typedef enum other_kind {
   K_DOT_MM, K_DOT_MV, K_DOT_VV, K_OUTER, K_GEMM, K_GEMV, K_GER, K_TRANSPOSE, K_EXPAND, K_RESHAPE,
   K_FLATTEN, K_SLICE, K_SUM_AXIS, K_SUM_ALL, K_PROD, K_MAX, K_ARGMAX, K_MEAN, K_SOFTMAX,
-  K_LOG_SOFTMAX, K_JOIN, K_SPLIT, K_ALLOC, K_INC_SUB, K_NKINDS
+  K_LOG_SOFTMAX, K_JOIN, K_SPLIT, K_ALLOC, K_INC_SUB, K_SET_SUB, K_NKINDS
 } other_kind;
 
 static const char *const kind_names[K_NKINDS] = {
     "dot mm", "dot mv", "dot vv", "outer", "gemm", "gemv", "ger", "transpose", "expand",
     "reshape", "flatten", "subtensor", "sum axis", "sum", "prod", "max", "argmax", "mean",
-    "softmax", "log_softmax", "join", "split", "alloc", "inc_subtensor"};
+    "softmax", "log_softmax", "join", "split", "alloc", "inc_subtensor", "set_subtensor"};
 
 typedef struct other_case {
   other_kind kind;
@@ -310,6 +310,10 @@ static rg_variable *make_other(rg_variable **in, const void *ud) {
       rg_index e[1] = {{RG_IDX_SLICE, 1, RG_IDX_NONE, RG_IDX_NONE}};
       return rg_inc_subtensor(in[0], in[1], 1, e, 0, NULL);
     }
+    case K_SET_SUB: {
+      rg_index e[2] = {{RG_IDX_SLICE, RG_IDX_NONE, RG_IDX_NONE, -2}, {RG_IDX_INDEX, 2, 0, 0}};
+      return rg_set_subtensor(in[0], in[1], 2, e, 0, NULL);
+    }
     default: return NULL;
   }
 }
@@ -329,6 +333,7 @@ static int other_types(other_kind k, rg_dtype dt, const rg_type **t) {
     case K_JOIN: t[0] = mat(dt, 3, 2); t[1] = mat(dt, 3, 1); return 2;
     case K_ALLOC: t[0] = vec(dt, 4); return 1;
     case K_INC_SUB: t[0] = mat(dt, 3, 4); t[1] = vec(dt, 4); return 2;
+    case K_SET_SUB: t[0] = mat(dt, 3, 4); t[1] = vec(dt, 1); return 2;
     default: t[0] = mat(dt, 3, 4); return 1;
   }
 }

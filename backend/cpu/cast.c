@@ -178,6 +178,10 @@ static bool same_shape(const rg_tensor *a, int ndim, const int64_t *shape) {
 }
 
 rg_tensor *rgbc_output_like_input(rgb_exec *x, int j, int k, bool allow, bool *in_place) {
+  return rgbc_output_like_input_with(x, j, k, allow, in_place, NULL);
+}
+
+rg_tensor *rgbc_output_like_input_with(rgb_exec *x, int j, int k, bool allow, bool *in_place, rgbc_copy_fn copy) {
   rg_tensor *in = rgb_in(x, k);
   rg_dtype dt = x->node->out[j].dtype;
   *in_place = false;
@@ -193,7 +197,7 @@ rg_tensor *rgbc_output_like_input(rgb_exec *x, int j, int k, bool allow, bool *i
     return r;
   }
   rg_tensor *out = rgb_output(x, j, dt, in->ndim, in->shape);
-  if (out && rgbc_assign(x, out, in, NULL) != RG_OK) return NULL;
+  if (out && (copy ? copy(x, out, in) : rgbc_assign(x, out, in, NULL)) != RG_OK) return NULL;
   return out;
 }
 

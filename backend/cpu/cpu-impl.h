@@ -164,6 +164,10 @@ int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy);
  * node's buffer type, copied with `copy` (NULL or a host node: the CPU's
  * own executor, rgb_cpu_scan). */
 int rgbc_scan_with(rgb_exec *x, rgbc_copy_fn copy);
+/* set_subtensor and inc_subtensor with a device's copy (dst = src
+ * broadcast) and addition (dst += src broadcast), both NULL on the host:
+ * the index rules (backend/cpu/shape.c) stay defined once. */
+int rgbc_set_subtensor_with(rgb_exec *x, rgbc_copy_fn copy, rgbc_copy_fn add);
 /* The output of gemm, gemv and ger: input 0 itself when the node works in
  * place on it, its storage is unshared and BLAS can write it; else a new
  * tensor, holding a copy of input 0 (made by fn) when `copy`. */
@@ -206,6 +210,8 @@ int64_t rgbc_blas_row_ld(const rg_tensor *t);
  * unshared and it has the output's dtype; else a fresh output holding a
  * copy. */
 rg_tensor *rgbc_output_like_input(rgb_exec *x, int j, int k, bool allow, bool *in_place);
+/* The same with a device's copy (NULL: the host's). */
+rg_tensor *rgbc_output_like_input_with(rgb_exec *x, int j, int k, bool allow, bool *in_place, rgbc_copy_fn copy);
 
 /* out = a op b for an elementwise binary op computing in out's dtype
  * (add, mul, ...), a and b broadcast to out's shape (size-1 dimensions

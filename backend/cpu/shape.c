@@ -404,14 +404,16 @@ int rgb_cpu_subtensor(rgb_exec *x) {
   return set_view(x, 0, t, nd, shape, st, off);
 }
 
-int rgb_cpu_set_subtensor(rgb_exec *x) {
+int rgb_cpu_set_subtensor(rgb_exec *x) { return rgbc_set_subtensor_with(x, NULL, NULL); }
+
+int rgbc_set_subtensor_with(rgb_exec *x, rgbc_copy_fn copy, rgbc_copy_fn add) {
   const rgb_node *n = x->node;
   const rg_tensor *y = rgb_in(x, 1);
   if (check_rank(x, 0) || check_rank(x, 1)) return x->rt->errcode;
   /* x[a] = x (one storage read and written in different places) is not
    * done in place */
   bool in_place, shared = rg_storage_base(y) == rg_storage_base(rgb_in(x, 0));
-  rg_tensor *out = rgbc_output_like_input(x, 0, 0, !shared, &in_place);
+  rg_tensor *out = rgbc_output_like_input_with(x, 0, 0, !shared, &in_place, copy);
   if (!out) return x->rt->errcode;
   int nd;
   int64_t shape[RG_MAX_NDIM], st[RG_MAX_NDIM], off;
@@ -423,6 +425,7 @@ int rgb_cpu_set_subtensor(rgb_exec *x) {
                      rgbc_shape_str(b, sizeof b, nd, shape));
   if (numel_of(nd, shape) == 0) return RG_OK;
   rg_tensor sel = header(out, nd, shape, st, off);
+  if (copy) return n->code == RG_OP_SET_SUBTENSOR ? copy(x, &sel, y) : add(x, &sel, y);
   if (n->code == RG_OP_SET_SUBTENSOR) return rgbc_assign(x, &sel, y, &n->in[1]);
   rgbc_binary(x, RG_OP_ADD, &sel, &sel, y);
   return RG_OK;

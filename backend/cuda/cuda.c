@@ -30,8 +30,10 @@
  * join (the CPU's shape rules with device copies), and dot, outer, gemm,
  * gemv and ger through cuBLAS (backend/cuda/blas.c).  Shape arguments
  * (alloc's shape, subtensor's indices, ...) are read on the host
- * (host_input).  Everything else (inc_subtensor, Scan, ...) runs on the
- * CPU with transfers.
+ * (host_input).  inc_subtensor and set_subtensor run through the CPU's
+ * index rules with a device copy and a generated addition, and a Scan
+ * through the CPU's executor with device buffers (backend/cpu/scan.c).
+ * Everything else runs on the CPU with transfers.
  */
 #include "backend/cuda/cuda-impl.h"
 #include "backend/cpu/cpu-impl.h"
@@ -216,7 +218,7 @@ static const rg_buffer_type *cuda_buffer_type(void *ctx) { return &((rgcu_ctx *)
 
 /* ------------------------------------------------------------------ kernels */
 
-enum { K_EW, K_FUSED, K_RED, K_SOFTMAX, K_BLAS, K_ALLOC, K_VIEW, K_SHAPE, K_SCAN };
+enum { K_EW, K_FUSED, K_RED, K_SOFTMAX, K_BLAS, K_ALLOC, K_VIEW, K_SHAPE, K_SCAN, K_UPDATE };
 
 static int kind_of(const rgb_node *n) {
   if (n->code == RG_OP_COMPOSITE) return K_FUSED;
@@ -227,6 +229,7 @@ static int kind_of(const rgb_node *n) {
   case RG_OP_DIMSHUFFLE: case RG_OP_SUBTENSOR: case RG_OP_SPLIT: return K_VIEW;
   case RG_OP_RESHAPE: case RG_OP_FLATTEN: case RG_OP_JOIN: return K_SHAPE;
   case RG_OP_SCAN: return K_SCAN;
+  case RG_OP_INC_SUBTENSOR: case RG_OP_SET_SUBTENSOR: return K_UPDATE;
   default: break;
   }
   switch (rg_opcode_family(n->code)) {
@@ -236,8 +239,20 @@ static int kind_of(const rgb_node *n) {
   }
 }
 
+/* inc_subtensor's addition into the selection: an add node of the
+ * output's dtype over (the selection, the values). */
+static char *update_add_source(const rgb_node *n, char *why, size_t len) {
+  rgb_vtype in[2] = {n->out[0], n->in[1]};
+  rgb_node add = {.code = RG_OP_ADD, .dtype = RG_NDTYPES, .inplace = -1, .nin = 2, .nout = 1,
+                  .in = in, .out = n->out, .label = "inc_subtensor"};
+  return rgcu_gen_elemwise(&add, why, len);
+}
+
 static char *source_of(const rgb_node *n, char *why, size_t len) {
   switch (kind_of(n)) {
+  case K_UPDATE:
+    if (n->code == RG_OP_INC_SUBTENSOR) return update_add_source(n, why, len);
+    return rg_say(why, len, "%s: no CUDA kernel", n->label), NULL;
   case K_EW: return rgcu_gen_elemwise(n, why, len);
   case K_FUSED: return rgcu_gen_composite(n, why, len);
   case K_RED: return rgcu_gen_reduce(n, why, len);
@@ -273,6 +288,8 @@ static bool cuda_supports(void *ctx, const rgb_node *n) {
   if (kind == K_BLAS) return true;
   if (kind == K_ALLOC || kind == K_VIEW || kind == K_SHAPE) return ranks_fit(n);
   if (kind == K_SCAN) return scan_ranks_fit(n);
+  if (kind == K_UPDATE && (!ranks_fit(n) || n->in[1].ndim > RGCU_MAXND)) return false;
+  if (kind == K_UPDATE && n->code == RG_OP_SET_SUBTENSOR) return true;
   if (kind < 0 || !ranks_fit(n)) return false;
   /* integer pow reports negative exponents, which a kernel cannot: the CPU runs it */
   if (int_pow(n)) return false;
@@ -429,6 +446,16 @@ int rgcu_copy_fn(rgb_exec *x, rg_tensor *dst, const rg_tensor *src) {
   return rgcu_copy(x, ((const cuda_state *)x->state)->c, dst, src);
 }
 
+/* dst += src (broadcast), inc_subtensor's kernel over the selection. */
+static int update_add(rgb_exec *x, rg_tensor *dst, const rg_tensor *src) {
+  cuda_state *s = x->state;
+  rg_tensor *ins[2] = {dst, (rg_tensor *)src};
+  rgcu_ew_args a;
+  rgcu_ew_args_of(&a, dst->ndim, dst->shape, 1, &dst, 2, ins);
+  CUfunction fn = ew_function(x, s, &a, 3);
+  return fn ? launch(x, s->c, fn, &a, a.n, RGCU_UNROLL) : x->rt->errcode;
+}
+
 static bool cuda_host_input(void *ctx, const rgb_node *n, int i) {
   (void)ctx;
   return rgb_shape_argument(n, i);
@@ -442,6 +469,7 @@ static int cuda_run(rgb_exec *x) {
   if (s->kind == K_BLAS) return rgcu_blas_run(x, c);
   if (s->kind == K_ALLOC) return run_alloc(x, c);
   if (s->kind == K_SCAN) return rgbc_scan_with(x, rgcu_copy_fn); /* its steps' kernels are on this stream */
+  if (s->kind == K_UPDATE) return rgbc_set_subtensor_with(x, rgcu_copy_fn, update_add);
   if (s->kind == K_SHAPE) {
     rgbc_copy_fn copy = rgcu_copy_fn;
     if (x->node->code == RG_OP_JOIN) return rgbc_join_with(x, copy);
@@ -458,7 +486,8 @@ static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
     *out = (rgb_bound){.fn = rgb_cpu_kernels[n->code]};
     return 0;
   }
-  if (kind == K_BLAS || kind == K_ALLOC || kind == K_SHAPE || kind == K_SCAN) {
+  if (kind == K_BLAS || kind == K_ALLOC || kind == K_SHAPE || kind == K_SCAN ||
+      (kind == K_UPDATE && n->code == RG_OP_SET_SUBTENSOR)) {
     cuda_state *s = rg_malloc(sizeof *s);
     if (!s || (kind == K_BLAS && !c->blas && !(c->blas = rgcu_blas_open(c, why, sizeof why))))
       return rg_free(s), RG_ERR;
@@ -470,9 +499,10 @@ static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
   if (!src) return RG_ERR;
   cuda_state *s = rg_malloc(sizeof *s);
   /* elementwise kernels keep their 64-bit form for launches too large for 32-bit indices */
-  char *wide = s && (kind == K_EW || kind == K_FUSED) ? rgcu_widen(src) : NULL;
+  bool ew = kind == K_EW || kind == K_FUSED || kind == K_UPDATE;
+  char *wide = s && ew ? rgcu_widen(src) : NULL;
   CUfunction fn = s ? kernel_for(c, src, why, sizeof why) : (rg_free(src), NULL);
-  if (!fn || ((kind == K_EW || kind == K_FUSED) && !wide)) {
+  if (!fn || (ew && !wide)) {
     rg_free(wide);
     rg_free(s);
     return RG_ERR;
