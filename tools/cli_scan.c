@@ -24,6 +24,8 @@
  *               push_in_add turn them back into loops).
  *   gradient    the gradient of a recurrence by W, h0 or x: backward
  *               loops with mit-mots next to the forward loop.
+ *   kept        what rules after others see: an accumulation keeping one
+ *               row (store_steps 1, the op's own form), twin states.
  *   taps        a state over the two taps -2 and -1 (a mit-sot).
  *   constant    a step that returns non-sequence work and reads nothing
  *               else (the loop disappears).
@@ -98,6 +100,24 @@ static char *accumulate(uint64_t *s, int T, int D) {
                      T, D, T, D);
 }
 
+/* What the standard rewrites leave for two rules that apply only after
+ * others: an accumulation already keeping one row (scan_save_mem's
+ * store_steps 1, written in the op's own form), and two states of one
+ * step computing the same thing from one initial value. */
+static char *kept(uint64_t *s, int T, int D) {
+  if (pick(s, 2))
+    return cli_sprintf("(graph (input x float64 (%d 2 %d)) (input a0 float64 (%d %d))\n"
+                       "  (output ((subtensor -1) ((scan 1 0 0 1 0 0 0 0 -1 1 0 1 (graph (input x_t float64 (2 %d)) "
+                       "(input acc float64 (%d %d)) (output (add acc (%s))))) " I64(%d) " x a0))))",
+                       T, D, D, D, D, D, D,
+                       pick(s, 2) ? "dot ((dimshuffle 1 0) x_t) x_t" : "sum (mul x_t 2.0)", T);
+  return cli_sprintf("(graph (input x float64 (%d %d)) (input h0 float64 (%d)) (input W float64 (%d %d))\n"
+                     "  (define (a b) (scan (lambda (x_t h g) (values (tanh (add (dot h W) x_t)) "
+                     "(tanh (add (dot g W) x_t)))) (sequences x) (outputs-info h0 h0)))\n"
+                     "  (output (add a (mul b 2.0))))",
+                     T, D, D, D, D);
+}
+
 /* The closed forms of the accumulations (what push_in_dot1 and
  * push_in_add turn back into loops). */
 static char *closed(uint64_t *s, int T, int D) {
@@ -149,7 +169,8 @@ static char *twins(uint64_t *s, int T, int D) {
 }
 
 char *cli_random_scan(uint64_t *seed) {
-  int T = 3 + pick(seed, 3), D = 2 + pick(seed, 2), kind = pick(seed, 14);
+  int T = 3 + pick(seed, 3), D = 2 + pick(seed, 2), kind = pick(seed, 15);
+  if (kind == 14) return kept(seed, T, D);
   if (kind < 5) return recurrent(seed, T, D);
   if (kind < 7) return accumulate(seed, T, D);
   if (kind < 8) return closed(seed, T, D);
