@@ -254,13 +254,13 @@ static const rg_type *vec(rg_dtype dt, int64_t a) { return rg_type_new(dt, 1, &a
 typedef enum other_kind {
   K_DOT_MM, K_DOT_MV, K_DOT_VV, K_OUTER, K_GEMM, K_GEMV, K_GER, K_TRANSPOSE, K_EXPAND, K_RESHAPE,
   K_FLATTEN, K_SLICE, K_SUM_AXIS, K_SUM_ALL, K_PROD, K_MAX, K_ARGMAX, K_MEAN, K_SOFTMAX,
-  K_LOG_SOFTMAX, K_JOIN, K_SPLIT, K_ALLOC, K_INC_SUB, K_SET_SUB, K_NKINDS
+  K_LOG_SOFTMAX, K_JOIN, K_SPLIT, K_ALLOC, K_INC_SUB, K_SET_SUB, K_SUM_LONG, K_NKINDS
 } other_kind;
 
 static const char *const kind_names[K_NKINDS] = {
     "dot mm", "dot mv", "dot vv", "outer", "gemm", "gemv", "ger", "transpose", "expand",
     "reshape", "flatten", "subtensor", "sum axis", "sum", "prod", "max", "argmax", "mean",
-    "softmax", "log_softmax", "join", "split", "alloc", "inc_subtensor", "set_subtensor"};
+    "softmax", "log_softmax", "join", "split", "alloc", "inc_subtensor", "set_subtensor", "sum long"};
 
 typedef struct other_case {
   other_kind kind;
@@ -288,6 +288,7 @@ static rg_variable *make_other(rg_variable **in, const void *ud) {
       return rg_subtensor(x, 2, e, 0, NULL);
     }
     case K_SUM_AXIS: return rg_sum(x, 1, &ax1);
+    case K_SUM_LONG: return rg_sum(x, 1, &ax0); /* a long axis, few outputs: two passes on CUDA */
     case K_SUM_ALL: return rg_sum(x, -1, NULL);
     case K_PROD: return rg_prod(x, 1, &ax0);
     case K_MAX: return rg_max(x, 1, &ax1);
@@ -334,6 +335,7 @@ static int other_types(other_kind k, rg_dtype dt, const rg_type **t) {
     case K_ALLOC: t[0] = vec(dt, 4); return 1;
     case K_INC_SUB: t[0] = mat(dt, 3, 4); t[1] = vec(dt, 4); return 2;
     case K_SET_SUB: t[0] = mat(dt, 3, 4); t[1] = vec(dt, 1); return 2;
+    case K_SUM_LONG: t[0] = mat(dt, 1200, 7); return 1;
     default: t[0] = mat(dt, 3, 4); return 1;
   }
 }

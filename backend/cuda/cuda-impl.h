@@ -94,6 +94,19 @@ bool rgcu_ew_narrow(const rgcu_ew_args *a, int nops);
 void rgcu_red_args_of(rgcu_red_args *a, const rgb_node *n, const rg_tensor *in, rg_tensor *out);
 /* The rank and shape of a reduction's or softmax's output. */
 int rgcu_red_shape(const rgb_node *n, const rg_tensor *in, int64_t *shape);
+/* Two-pass reductions: a reduction with few outputs (at most 8192) and a
+ * long reduced range (1024 elements or more) splits the outermost reduced
+ * dimension (R0 rows) into P chunks, P the largest divisor of R0 from 256
+ * down to 4 (1: no split).  Pass one (`one`) reduces each chunk into
+ * `scratch` (P x outputs values of esz bytes), pass two (`two`) reduces
+ * the partials into the output.  Only for ops whose partials combine with
+ * the op itself over equal chunks (sum, prod, max, min, all, any; mean: a
+ * mean of equal-sized means) and an input of the output's dtype, so the
+ * node's one kernel serves both passes.  Summation order differs from one
+ * pass (rounding). */
+int64_t rgcu_red_split_factor(const rgb_node *n, rg_dtype in_dtype, const rgcu_red_args *a);
+void rgcu_red_split_args(const rgcu_red_args *a, int64_t P, int64_t esz, char *scratch, rgcu_red_args *one,
+                         rgcu_red_args *two);
 
 /* ------------------------------------------------------------------ NVRTC */
 

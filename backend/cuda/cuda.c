@@ -413,6 +413,21 @@ static int run_ew(rgb_exec *x, cuda_state *s) {
   return fn ? launch(x, s->c, fn, &a, a.n, RGCU_UNROLL) : x->rt->errcode;
 }
 
+/* A reduction with few outputs and a long reduced range runs in two
+ * passes of its kernel (rgcu_red_split_args): partials into a scratch
+ * buffer of the device, then the partials reduced. */
+static int run_red_split(rgb_exec *x, const cuda_state *s, const rgcu_red_args *a, int64_t P, rg_dtype dt) {
+  int64_t total = P * a->nout;
+  rg_tensor *scratch = rg_tensor_empty_on(x->buft, dt, 1, &total);
+  if (!scratch) return rgb_error(x, RG_ERR_NOMEM, "out of memory on %s", x->buft->name);
+  rgcu_red_args one, two;
+  rgcu_red_split_args(a, P, (int64_t)rg_dtype_size(dt), scratch->data, &one, &two);
+  int rc = launch(x, s->c, s->fn, &one, one.nout, 1);
+  if (!rc) rc = launch(x, s->c, s->fn, &two, two.nout, 1);
+  rg_tensor_free(scratch); /* the caching allocator reuses it in stream order */
+  return rc;
+}
+
 /* Reductions and softmax: kept and reduced dimensions of the input. */
 static int run_red(rgb_exec *x, const cuda_state *s) {
   const rgb_node *n = x->node;
@@ -427,6 +442,8 @@ static int run_red(rgb_exec *x, const cuda_state *s) {
                    n->code == RG_OP_ARGMIN || s->kind == K_SOFTMAX;
   if (a.rn == 0 && needs_one && a.nout > 0)
     return rgb_error(x, RG_ERR_EVAL, "a reduction over zero elements has no identity");
+  int64_t P = s->kind == K_RED ? rgcu_red_split_factor(n, in->dtype, &a) : 1;
+  if (P > 1) return run_red_split(x, s, &a, P, o->dtype);
   return launch(x, s->c, s->fn, &a, a.nout, 1);
 }
 

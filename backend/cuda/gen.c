@@ -505,3 +505,41 @@ void rgcu_red_args_of(rgcu_red_args *a, const rgb_node *n, const rg_tensor *in, 
     a->nout *= in->shape[d];
   }
 }
+
+/* ------------------------------------------------------------------ two-pass reductions */
+
+#define SPLIT_MAX_OUTPUTS 8192
+#define SPLIT_MIN_REDUCED 1024
+
+int64_t rgcu_red_split_factor(const rgb_node *n, rg_dtype in_dtype, const rgcu_red_args *a) {
+  switch (n->code) {
+  case RG_OP_SUM: case RG_OP_PROD: case RG_OP_MAX: case RG_OP_MIN: case RG_OP_MEAN:
+  case RG_OP_ALL: case RG_OP_ANY: break;
+  default: return 1;
+  }
+  if (in_dtype != n->out[0].dtype || a->nr < 1 || a->nk + 1 > RGCU_MAXND || a->nout > SPLIT_MAX_OUTPUTS ||
+      a->rn < SPLIT_MIN_REDUCED)
+    return 1;
+  for (int64_t p = 256; p >= 4; p--)
+    if (a->rshape[0] % p == 0) return p;
+  return 1;
+}
+
+void rgcu_red_split_args(const rgcu_red_args *a, int64_t P, int64_t esz, char *scratch, rgcu_red_args *one,
+                         rgcu_red_args *two) {
+  *one = *a, *two = *a;
+  /* pass one: the chunk index becomes the first kept dimension, the
+   * partials laid out (P, outputs) */
+  one->nk = a->nk + 1;
+  one->kshape[0] = P, one->kst[0] = (a->rshape[0] / P) * a->rst[0], one->ost[0] = a->nout * esz;
+  int64_t stride = esz;
+  for (int d = a->nk - 1; d >= 0; d--) {
+    one->kshape[d + 1] = a->kshape[d], one->kst[d + 1] = a->kst[d], one->ost[d + 1] = stride;
+    two->kst[d] = stride; /* pass two reads the partials where pass one wrote them */
+    stride *= a->kshape[d];
+  }
+  one->rshape[0] = a->rshape[0] / P, one->rn = a->rn / P, one->nout = P * a->nout, one->out = scratch;
+  /* pass two: the P partials of each output reduced, into the output */
+  two->nr = 1, two->rshape[0] = P, two->rst[0] = a->nout * esz, two->rn = P, two->in = scratch;
+}
+
