@@ -164,8 +164,13 @@ static void add_member(group *g, rg_node *n) {
 #define CONSUMER_SEARCH 256
 
 /* Whether x is computed without any member: a search back from its owner
- * over at most CONSUMER_SEARCH nodes finds none (false when it gives up). */
+ * over at most CONSUMER_SEARCH nodes finds none (false when it gives up).
+ * `clear` remembers the values found so; the group grows only by nodes no
+ * such value depends on (a producer is not absorbed when a path from it
+ * comes back into the group, a consumer descends from a member), so the
+ * answer stays true. */
 static bool independent(const group *g, const rg_variable *x, rg_memo *clear) {
+  if (rg_memo_get(clear, x)) return true;
   rg_node **stack = rg_gc_alloc(sizeof *stack * CONSUMER_SEARCH);
   rg_memo *seen = rg_memo_new();
   int sp = 0, visits = 0;
@@ -173,7 +178,7 @@ static bool independent(const group *g, const rg_variable *x, rg_memo *clear) {
   while (sp) {
     rg_node *u = stack[--sp];
     if (member(g, u)) return false;
-    if (rg_memo_get(seen, u) || rg_memo_get(clear, u)) continue;
+    if (rg_memo_get(seen, u)) continue;
     if (++visits > CONSUMER_SEARCH) return false;
     rg_memo_put(seen, u, u);
     for (int k = 0; k < u->nin; k++)
