@@ -86,6 +86,13 @@ void rgb_release(rgb_runtime *rt, rg_tensor **cell);
  * cell for the next call to overwrite (see vm.c). */
 #define RGB_KEEP_BYTES 256
 
+/* An output's place in the program's memory plan (backend/plan.c):
+ * room for nbytes at `at`, in the arena; at NULL: not planned. */
+typedef struct rgb_planned {
+  char *at;
+  size_t nbytes;
+} rgb_planned;
+
 /* One kernel invocation. */
 typedef struct rgb_exec {
   const rgb_node *node;
@@ -94,6 +101,7 @@ typedef struct rgb_exec {
   struct rgb_runtime *rt;  /* the running function: pool, threads, errors */
   void *state;             /* the kernel's own state (rgb_bound.state) */
   const rg_buffer_type *buft; /* where outputs go (the node's backend); NULL: host */
+  const rgb_planned *plan;  /* per output; NULL: none of them is planned */
 } rgb_exec;
 
 /* A kernel computes its node; returns 0, or an error status after
@@ -269,7 +277,27 @@ typedef struct rgb_program {
   int32_t *stack;
   uint8_t *need;            /* per cell: requested by the caller */
   uint8_t *in_copied;       /* per input: its cell holds a copy made for the call */
+  /* the memory plan (plan.c): planned outputs live in the arena, at the
+   * places their thunks' x.plan give; nplanned values of planned_bytes
+   * in all share arena_bytes */
+  char *arena;
+  size_t arena_bytes, planned_bytes;
+  int32_t nplanned;
 } rgb_program;
+
+/* Plans the memory of a linked program (plan.c; nothing for a program
+ * with ifelse, or when memory runs out); rgb_plan_clear undoes it. */
+void rgb_plan_memory(rgb_program *p);
+void rgb_plan_clear(rgb_program *p);
+/* Whether cell c has a place in the plan. */
+static inline bool rgb_cell_planned(const rgb_program *p, int32_t c) {
+  int32_t k = p->producer[c];
+  if (k < 0 || !p->thunks[k].x.plan) return false;
+  const rgb_thunk *t = &p->thunks[k];
+  for (int j = 0; j < t->node.nout; j++)
+    if (t->out_cells[j] == c) return t->x.plan[j].at != NULL;
+  return false;
+}
 
 /* How to link: the backend asked for (an object the caller keeps alive,
  * or a name the program makes one from; neither: the CPU), whether
@@ -280,6 +308,7 @@ typedef struct rgb_link_opts {
   bool device_outputs;     /* outputs stay where computed (else: host) */
   bool inner;              /* an inner graph: inputs and outputs on the backend's device */
   bool release;            /* release intermediates after their last use */
+  bool plan;               /* plan the memory of intermediates (plan.c) */
   bool profile;
   int nthreads;
 } rgb_link_opts;

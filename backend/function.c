@@ -261,6 +261,7 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
                       .backend_name = o ? o->mode.backend : NULL,
                       .device_outputs = o && o->device_outputs,
                       .release = !(o && o->keep_intermediates),
+                      .plan = !(o && o->keep_intermediates),
                       .profile = o && o->profile,
                       .nthreads = o ? o->nthreads : 1};
   f->p = rgb_link((int)nnodes, order, nallin, ins, nallout, outs, &lo, err, sizeof err);
@@ -531,5 +532,8 @@ void rg_function_dump(const rg_function *f, FILE *out) {
       any = true;
     }
   if (any) fputc('\n', out);
+  if (p->nplanned)
+    fprintf(out, "memory plan: %d values of %zu bytes share an arena of %zu bytes\n", p->nplanned,
+            p->planned_bytes, p->arena_bytes);
   for (int32_t k = 0; k < p->nthunks; k++) dump_thunk(p, k, out);
 }

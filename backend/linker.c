@@ -486,6 +486,7 @@ rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *c
   L.p->release = L.o->release && !L.p->lazy;
   set_profile(L.p, L.o->profile);
   ok = ok && plan_releases(&L);
+  if (ok && L.o->plan) rgb_plan_memory(L.p);
   rg_map_free(&L.cells);
   rg_map_free(&L.moved);
   return ok ? L.p : link_fail(&L);
@@ -509,6 +510,7 @@ void rgb_program_free(rgb_program *p) {
     if (!borrowed) rg_tensor_free(p->cells[c]);
   }
   rgb_runtime_free(p->rt);
+  rgb_plan_clear(p); /* after the cells: they held wrappers of the arena */
   for (int i = 0; i < p->nbackends; i++)
     if (p->own[i]) rg_backend_free((rg_backend *)p->backend[i]);
   rg_free(p->cells);

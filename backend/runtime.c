@@ -127,6 +127,23 @@ static rg_tensor *device_output(rgb_exec *x, int j, rg_dtype dt, int ndim, const
   return *cell = t;
 }
 
+/* A planned output: a tensor wrapping its place in the arena (NULL when
+ * the value does not fit there, or out of memory: the caller allocates). */
+static rg_tensor *planned_output(rgb_exec *x, int j, rg_dtype dt, int ndim, const int64_t *shape,
+                                 size_t nbytes) {
+  const rgb_planned *pl = &x->plan[j];
+  if (nbytes > pl->nbytes) return NULL;
+  rg_tensor **cell = x->outp[j];
+  if (*cell && rg_storage_base(*cell) == pl->at && rg_storage_refcount(*cell) == 1) {
+    reshape_in_place(*cell, dt, ndim, shape);
+    return *cell;
+  }
+  rg_tensor *t = rg_tensor_wrap_on(NULL, dt, ndim, shape, NULL, pl->at, pl->nbytes);
+  if (!t) return NULL;
+  if (*cell) rgb_release(x->rt, cell);
+  return *cell = t;
+}
+
 rg_tensor *rgb_output(rgb_exec *x, int j, rg_dtype dt, int ndim, const int64_t *shape) {
   if (x->buft) return device_output(x, j, dt, ndim, shape);
   rg_tensor **cell = x->outp[j];
@@ -137,6 +154,8 @@ rg_tensor *rgb_output(rgb_exec *x, int j, rg_dtype dt, int ndim, const int64_t *
     rgb_error(x, RG_ERR_LIMIT, "output size overflows");
     return NULL;
   }
+  if (x->plan && x->plan[j].at && (t = planned_output(x, j, dt, ndim, shape, nbytes))) return t;
+  t = *cell;
   if (t && fits(t, nbytes)) {
     reshape_in_place(t, dt, ndim, shape);
     return t;

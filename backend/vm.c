@@ -169,6 +169,27 @@ static int run_stack(rgb_program *p, const int32_t *want, int nwant) {
   return 0;
 }
 
+/* A partial run of a program without ifelse: the thunks the wanted cells
+ * need, in schedule order (the order its memory plan assumes), with no
+ * release on the way (release_all follows). */
+static int run_needed(rgb_program *p, const int32_t *want, int nwant) {
+  memset(p->state, ST_NEW, (size_t)p->nthunks);
+  for (int i = 0; i < nwant; i++)
+    if (p->producer[want[i]] >= 0) p->state[p->producer[want[i]]] = ST_WAIT;
+  for (int32_t k = p->nthunks; k-- > 0;) {
+    if (p->state[k] != ST_WAIT) continue;
+    const rgb_thunk *t = &p->thunks[k];
+    for (int i = 0; i < t->node.nin; i++)
+      if (p->producer[t->in_cells[i]] >= 0) p->state[p->producer[t->in_cells[i]]] = ST_WAIT;
+  }
+  for (int32_t k = 0; k < p->nthunks; k++)
+    if (p->state[k] == ST_WAIT) {
+      int rc = run_thunk(p, &p->thunks[k]);
+      if (rc) return rc;
+    }
+  return 0;
+}
+
 /* ------------------------------------------------------------------ calls */
 
 static void unbind_inputs(rgb_program *p) {
@@ -199,10 +220,11 @@ static int bind_inputs(rgb_program *p, rg_tensor *const *inputs) {
   return 0;
 }
 
-/* Releases every intermediate after a lazy or partial run. */
+/* Releases every intermediate after a lazy or partial run (planned
+ * values stay: their memory is the arena's). */
 static void release_all(rgb_program *p) {
   for (int32_t c = 0; c < p->ncells; c++)
-    if (p->producer[c] >= 0) {
+    if (p->producer[c] >= 0 && !rgb_cell_planned(p, c)) {
       bool out = false;
       for (int32_t j = 0; j < p->nout; j++) out |= p->out_cells[j] == c;
       if (!out) rgb_release(p->rt, &p->cells[c]);
@@ -239,7 +261,7 @@ int rgb_program_run(rgb_program *p, rg_tensor *const *inputs, int n, const int *
   } else {
     int32_t want[n > 0 ? n : 1];
     for (int i = 0; i < n; i++) want[i] = p->out_cells[which ? which[i] : i];
-    rc = run_stack(p, want, n);
+    rc = p->lazy ? run_stack(p, want, n) : run_needed(p, want, n);
     if (p->rt->use_pool) release_all(p);
   }
   if (rc == 0) rc = collect_outputs(p, n, which, outputs);

@@ -4,7 +4,7 @@
  * (both should stay flat: the gradient is linear in the forward graph), and
  * compiling an MLP's forward and backward function end to end.
  *
- *   bench_grad [--reps N]
+ *   bench_grad [--reps N] [--nodes 1001|10001|100001]
  *
  * Each chain is h_{k+1} = tanh(h_k * w + b) over vectors, so every node
  * has a broadcast input and a forward value its gradient reuses.  Figures
@@ -45,10 +45,11 @@ static size_t graph_size(chain *c) {
   return n;
 }
 
-static void chains(int reps) {
+static void chains(int reps, int only) {
   printf("| forward nodes | rg_grad, ns per forward node | nodes of forward + gradient per forward node |\n");
   printf("|---|---|---|\n");
   for (int n = 250; n <= 25000; n *= 10) { /* 10^3, 10^4, 10^5 forward nodes */
+    if (only && 4 * n + 1 != only) continue;
     chain c = {.C = rg_ctx_new(), .n = n};
     build_chain(&c);
     double t = bu_time(grad_once, &c, reps);
@@ -85,12 +86,14 @@ static void compile_mlp(void *ud) {
 }
 
 int main(int argc, char **argv) {
-  int reps = 7;
+  int reps = 7, only = 0;
   for (int i = 1; i + 1 < argc; i++)
     if (!strcmp(argv[i], "--reps")) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--nodes")) only = atoi(argv[++i]);
   rg_init();
   rg_gc_warm();
-  chains(reps);
+  chains(reps, only);
+  if (only) return 0;
   rg_ctx *C = rg_ctx_new();
   double t = bu_time(compile_mlp, C, reps);
   printf("\nMLP (32x256 -> 256 -> 10, float32): read, grad, fast_run and link: %.2f ms\n", t * 1e3);

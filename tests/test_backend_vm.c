@@ -331,6 +331,164 @@ static void test_many_functions(void **st) {
   rg_tensor_free(in);
 }
 
+
+/* ------------------------------------------------------------------ the memory plan */
+
+/* The place in the arena of the value the first thunk labelled `label`
+ * computes (NULL: not planned). */
+static const char *place_of(rg_function *f, const char *label) {
+  const rgb_program *p = rgb_function_program(f);
+  for (int32_t k = 0; k < p->nthunks; k++)
+    if (!strcmp(p->thunks[k].node.label, label)) return p->thunks[k].x.plan ? p->thunks[k].x.plan[0].at : NULL;
+  fail_msg("no thunk %s", label);
+  return NULL;
+}
+
+static rg_tensor *ramp(int64_t n, int64_t m, double from) {
+  int64_t shape[2] = {n, m};
+  rg_tensor *t = rg_tensor_empty(RG_FLOAT64, m ? 2 : 1, shape);
+  for (int64_t i = 0; i < rg_tensor_numel(t); i++) ((double *)t->data)[i] = from + 0.001 * (double)i;
+  return t;
+}
+
+/* Calls the planned function and the same graph with every intermediate
+ * kept (no plan) on three inputs: the same bits every time. */
+static void same_as_unplanned(rg_function *f, int nin, rg_variable **in, int nout, rg_variable **out,
+                              int64_t n, int64_t m) {
+  rg_compile_opts keep = {.mode = {.query = "none"}, .keep_intermediates = true};
+  rg_function *g = rg_compile(C, nin, in, nout, out, &keep);
+  assert_non_null(g);
+  assert_int_equal(rgb_function_program(g)->nplanned, 0);
+  for (int call = 0; call < 3; call++) {
+    rg_tensor *x = ramp(n, m, 0.1 + call), *a[4], *b[4];
+    assert_int_equal(rg_function_call(f, &x, a), RG_OK);
+    assert_int_equal(rg_function_call(g, &x, b), RG_OK);
+    for (int j = 0; j < nout; j++) {
+      assert_true(rg_tensor_equal(a[j], b[j]));
+      rg_tensor_free(a[j]);
+      rg_tensor_free(b[j]);
+    }
+    rg_tensor_free(x);
+  }
+  rg_function_free(g);
+}
+
+/* A chain of ops: each value is dead two ops later, so two places serve
+ * six values, and the results are those of the unplanned program. */
+static void test_plan_chain(void **st) {
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 1000));
+  rg_variable *h = rg_tanh(rg_exp(rg_cos(rg_sin(rg_cos(rg_sin(x))))));
+  rg_variable *y = rg_sum(h, -1, NULL);
+  rg_compile_opts o = {.mode = {.query = "none"}};
+  rg_function *f = rg_compile(C, 1, &x, 1, &y, &o);
+  assert_non_null(f);
+  const rgb_program *p = rgb_function_program(f);
+  assert_int_equal(p->nplanned, 6);
+  assert_int_equal(p->planned_bytes, 6 * 8000);
+  assert_int_equal(p->arena_bytes, 2 * 8000);
+  assert_ptr_equal(place_of(f, "sin"), place_of(f, "exp"));
+  assert_ptr_not_equal(place_of(f, "sin"), place_of(f, "cos"));
+  /* planned values are not released: they stay in the arena */
+  for (int32_t k = 0; k < p->nthunks; k++) assert_int_equal(p->thunks[k].nrelease, 0);
+  same_as_unplanned(f, 1, &x, 1, &y, 1000, 0);
+  rg_function_free(f);
+}
+
+/* A view lives as long as the value it views: exp(x) is read only by its
+ * transpose, but the transpose is read last, so nothing computed in
+ * between may take exp's place. */
+static void test_plan_views(void **st) {
+  int64_t shape[2] = {16, 16}, perm[2] = {1, 0};
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT64, 2, shape));
+  rg_variable *v = rg_dimshuffle(rg_exp(x), 2, perm);
+  rg_variable *b = rg_sin(rg_cos(rg_tanh(x)));
+  rg_variable *y = rg_add(v, b);
+  rg_compile_opts o = {.mode = {.query = "none"}};
+  rg_function *f = rg_compile(C, 1, &x, 1, &y, &o);
+  assert_non_null(f);
+  const char *e = place_of(f, "exp");
+  assert_non_null(e);
+  assert_ptr_not_equal(place_of(f, "tanh"), e);
+  assert_ptr_not_equal(place_of(f, "cos"), e);
+  assert_ptr_not_equal(place_of(f, "sin"), e);
+  assert_null(place_of(f, "dimshuffle")); /* a view has no place of its own */
+  same_as_unplanned(f, 1, &x, 1, &y, 16, 16);
+  rg_function_free(f);
+}
+
+/* A value an output views escapes the call: it is not planned, and an
+ * output kept from one call is not overwritten by the next. */
+static void test_plan_escaping_view(void **st) {
+  int64_t shape[2] = {8, 8}, perm[2] = {1, 0};
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT64, 2, shape));
+  rg_variable *y = rg_dimshuffle(rg_exp(rg_sin(x)), 2, perm);
+  rg_compile_opts o = {.mode = {.query = "none"}};
+  rg_function *f = rg_compile(C, 1, &x, 1, &y, &o);
+  assert_non_null(f);
+  assert_null(place_of(f, "exp"));
+  assert_non_null(place_of(f, "sin"));
+  rg_tensor *x1 = ramp(8, 8, 0.5), *x2 = ramp(8, 8, 2), *y1, *y2;
+  assert_int_equal(rg_function_call(f, &x1, &y1), RG_OK);
+  rg_tensor *copy = rg_tensor_copy(y1);
+  assert_int_equal(rg_function_call(f, &x2, &y2), RG_OK);
+  assert_true(rg_tensor_equal(y1, copy));
+  assert_false(rg_tensor_equal(y1, y2));
+  rg_tensor_free(x1), rg_tensor_free(x2), rg_tensor_free(y1), rg_tensor_free(y2), rg_tensor_free(copy);
+  rg_function_free(f);
+}
+
+/* Partial calls run the thunks they need in the planned order: the values
+ * are right whichever outputs are asked for, in any sequence of calls. */
+static void test_plan_subset(void **st) {
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 500));
+  rg_variable *a = rg_exp(rg_sin(x)), *b = rg_cos(rg_tanh(x));
+  rg_variable *outs[2] = {rg_sum(rg_mul(a, b), -1, NULL), rg_sum(rg_sqrt(rg_exp(b)), -1, NULL)};
+  rg_compile_opts o = {.mode = {.query = "none"}};
+  rg_function *f = rg_compile(C, 1, &x, 2, outs, &o);
+  assert_non_null(f);
+  assert_true(rgb_function_program(f)->nplanned > 0);
+  rg_tensor *in = ramp(500, 0, -0.3), *all[2], *one;
+  assert_int_equal(rg_function_call(f, &in, all), RG_OK);
+  for (int rep = 0; rep < 2; rep++)
+    for (int j = 1; j >= 0; j--) {
+      assert_int_equal(rg_function_call_subset(f, &in, 1, &j, &one), RG_OK);
+      assert_true(rg_tensor_equal(one, all[j]));
+      rg_tensor_free(one);
+    }
+  same_as_unplanned(f, 1, &x, 2, outs, 500, 0);
+  rg_tensor_free(all[0]), rg_tensor_free(all[1]), rg_tensor_free(in);
+  rg_function_free(f);
+}
+
+/* No plan where intermediates are kept or the program runs by demand
+ * (ifelse); the dump reports a plan. */
+static void test_plan_off(void **st) {
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 100));
+  rg_variable *y = rg_sum(rg_exp(rg_sin(x)), -1, NULL);
+  rg_compile_opts keep = {.mode = {.query = "none"}, .keep_intermediates = true};
+  rg_function *f = rg_compile(C, 1, &x, 1, &y, &keep);
+  assert_int_equal(rgb_function_program(f)->nplanned, 0);
+  rg_function_free(f);
+  rg_compile_opts o = {.mode = {.query = "none"}};
+  f = rg_compile(C, 1, &x, 1, &y, &o);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  rg_function_dump(f, out);
+  fclose(out);
+  assert_non_null(strstr(buf, "memory plan: 2 values of 1664 bytes share an arena of 1664 bytes"));
+  free(buf);
+  rg_function_free(f);
+  rg_variable *c = rg_input(C, "c", rg_type_scalar(RG_BOOL));
+  rg_node *n = rg_ifelse(c, 1, (rg_variable *[]){rg_exp(rg_sin(x))}, (rg_variable *[]){rg_cos(rg_sin(x))});
+  rg_variable *z = rg_sum(rg_exp(n->outputs[0]), -1, NULL);
+  f = rg_compile(C, 2, (rg_variable *[]){x, c}, 1, &z, &o);
+  assert_non_null(f);
+  assert_true(rgb_function_program(f)->lazy);
+  assert_int_equal(rgb_function_program(f)->nplanned, 0);
+  rg_function_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identity_and_constants), cmocka_unit_test(test_errors),
@@ -339,6 +497,9 @@ int main(void) {
       cmocka_unit_test(test_ifelse_lazy),            cmocka_unit_test(test_buffer_reuse),
       cmocka_unit_test(test_fast_run_default),       cmocka_unit_test(test_subset),
       cmocka_unit_test(test_many_functions),         cmocka_unit_test(test_inner_graphs),
+      cmocka_unit_test(test_plan_chain),             cmocka_unit_test(test_plan_views),
+      cmocka_unit_test(test_plan_escaping_view),     cmocka_unit_test(test_plan_subset),
+      cmocka_unit_test(test_plan_off),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
