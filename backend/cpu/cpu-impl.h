@@ -267,6 +267,9 @@ const char *rgbc_helpers_text(rg_dtype dt);
 #define RGBC_CODEGEN_BLOCK 1024
 typedef void (*rgbc_kernel_fn)(void *const *out, const void *const *in, int64_t m, const void *vf);
 rgbc_kernel_fn rgbc_codegen(const struct rgb_program *p, rg_dtype dt);
+/* Generates (or loads) a composite node's kernel into its memo, so that
+ * compiling a function, not its first call, pays for it (inner.c). */
+void rgbc_composite_prepare(const rgb_node *n);
 const void *rgbc_codegen_vfns(bool f32);
 /* The source the generator writes for p (rg_free it), or NULL (tests). */
 char *rgbc_codegen_source(const struct rgb_program *p, rg_dtype dt);

@@ -4,9 +4,11 @@
  * The CPU backend is the reference implementation of every op; kernels
  * live in the files of backend/cpu/ and are listed in rgb_cpu_kernels.
  * ifelse has no kernel: the virtual machine evaluates it lazily.  It needs
- * no context, and its values live in host memory.
+ * no context, and its values live in host memory.  Binding a composite
+ * generates its kernel (backend/cpu/codegen.c) then, at compile time.
  */
 #include "backend/backend-impl.h"
+#include "backend/cpu/cpu-impl.h"
 
 static bool cpu_supports(void *ctx, const rgb_node *n) {
   (void)ctx;
@@ -17,6 +19,7 @@ static bool cpu_supports(void *ctx, const rgb_node *n) {
 static int cpu_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
   (void)ctx;
   *out = (rgb_bound){.fn = rgb_cpu_kernels[n->code]};
+  if (n->code == RG_OP_COMPOSITE && n->inner) rgbc_composite_prepare(n);
   return out->fn ? 0 : RG_ERR_TYPE;
 }
 

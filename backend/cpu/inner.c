@@ -336,8 +336,8 @@ static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
   return rgbc_status_error(x, &j->st);
 }
 
-/* The node's generated kernel, asked for on its first run and kept in
- * the memo; NULL: the interpreter. */
+/* The node's generated kernel, asked for when the node is bound (or on
+ * its first run) and kept in the memo; NULL: the interpreter. */
 typedef struct gen_memo {
   bool tried;
   rg_dtype dt;
@@ -355,6 +355,11 @@ static rgbc_kernel_fn generated(const rgb_node *n, rg_dtype *dt) {
   }
   *dt = m.dt;
   return m.fn;
+}
+
+void rgbc_composite_prepare(const rgb_node *n) {
+  rg_dtype dt;
+  (void)generated(n, &dt);
 }
 
 /* The generated kernel for this call: the values have its dtype. */
