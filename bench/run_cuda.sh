@@ -14,7 +14,7 @@ reps=${2:-21}
 here=$(cd "$(dirname "$0")" && pwd)
 "$build/bench/bench_cuda" --reps "$reps"
 for g in pointwise_f32_cuda sgemm4096_cuda lstm_cuda lstm_grad_cuda; do
-  echo "relgraph run $g: $("$build/relgraph" run "$here/graphs/$g.graph" --backend cuda --random 1 --repeat "$reps" | head -1)"
+  echo "relgraph run $g: $("$build/relgraph" run "$here/graphs/$g.graph" --backend cuda --random 1 --repeat "$reps" | grep "^median")"
 done
 python3 - "$reps" <<'PY' 2>&1 || echo '{"peer": "torch", "skipped": "python3 with torch and CUDA missing"}'
 import sys, time, torch

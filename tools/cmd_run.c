@@ -9,7 +9,7 @@
  * values (dimensions of unknown size get --size, default 16).  Outputs are
  * written as DIR/out0.npy, DIR/out1.npy, ... with --output-dir, else
  * printed (large ones summarised).  --repeat N runs N times and prints the
- * median time per call.  --backend runs the nodes it can on that backend
+ * compile time and the median time per call.  --backend runs the nodes it can on that backend
  * (the rest on the CPU, with transfers); --placement prints the linked
  * program: each node's backend and the transfers.  Inputs whose type
  * names that backend's device (`(input x float32 (N) cuda:0)`) get their
@@ -37,7 +37,7 @@ void usage_run(void) {
          "  --random SEED        random values for inputs not given\n"
          "  --size N             size of unknown dimensions of random inputs (default 16)\n"
          "  --output-dir DIR     write outputs as DIR/out0.npy, DIR/out1.npy, ...\n"
-         "  --repeat N           run N times and print the median time per call\n"
+         "  --repeat N           run N times; print the compile time and the median per call\n"
          "  --profile            print the per-node profile\n"
          "  --query Q            the rewrite query (default fast_run; none disables rewriting)\n"
          "  --threads N          kernel threads (default 1)\n"
@@ -283,8 +283,10 @@ int cmd_run(int argc, char **argv) {
   bool on_device = !rc && inputs_to_device(b, fg, ins);
   rg_compile_opts o = {.mode = {.query = a.query, .backend = a.backend}, .backend = b,
                        .device_outputs = on_device, .profile = a.profile, .nthreads = (int)a.threads};
+  double t0 = now_s();
   rg_function *f = rc ? NULL : rg_compile(C, nin, vin, nout, vout, &o);
   if (!rc && !f) rc = (cli_error("run", "%s", rg_errmsg(C)), EXIT_INPUT);
+  if (!rc && a.repeat > 1) printf("compiled in %.3f ms (rewrites, kernels, linking)\n", (now_s() - t0) * 1e3);
   if (!rc && a.placement) rg_function_dump(f, stdout);
   if (!rc) rc = run_calls(f, &a, on_device ? b : NULL, ins, outs, nout);
   if (!rc) rc = outputs_to_host(nout, outs);
