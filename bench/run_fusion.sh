@@ -2,8 +2,8 @@
 # The fusion issue's pointwise and compile figures through the relgraph
 # command, with NumPy (1.24, preallocated out= buffers and plain) and, when
 # installed, PyTorch eager (1 thread) on the same expressions in the same
-# run (the host's speed drifts: only ratios measured together mean
-# anything):
+# run, and the hand-written C loops of bench/peer_pointwise.c (the host's
+# speed drifts: only ratios measured together mean anything):
 #   2*x + 1 and sigmoid(a)*tanh(b) + c*d over 10^7 float32, fused
 #   (fast_run) on 1 and 2 threads and unfused (--query none);
 #   the first compile of a fused kernel (an empty cache directory), a
@@ -29,6 +29,8 @@ RELGRAPH_CACHE_DIR=$cache "$rg" run "$here/graphs/lstm_grad.graph" --random 1 --
 lstm=$(RELGRAPH_CACHE_DIR=$cache "$rg" run "$here/graphs/lstm_grad.graph" --random 1 --repeat 2 | field "compiled in")
 rm -rf "$cache"
 echo "{\"bench\": \"compile\", \"sigtanh_cold_cache_ms\": $cold, \"sigtanh_warm_cache_ms\": $warm, \"sigtanh_no_codegen_ms\": $none, \"lstm_grad_warm_cache_ms\": $lstm}"
+if [ -x "$build/bench/peer_pointwise" ]; then "$build/bench/peer_pointwise" "$reps"
+else echo '{"peer": "hand C", "skipped": "built only where glibc has libmvec"}'; fi
 /usr/bin/python3 - "$reps" <<'PY' 2>/dev/null || echo '{"peer": "numpy", "skipped": "python3-numpy missing"}'
 import sys, time, numpy as np
 reps = int(sys.argv[1])
