@@ -71,8 +71,9 @@ int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backen
   }
   for (int i = 0; i < nin; i++) io[i] = rg_fgraph_input(g, i);
   for (int j = 0; j < nout; j++) io[nin + j] = rg_fgraph_output(g, j);
-  rgb_link_opts o = {.backend = backend, .inner = true, .device_outputs = true, .plan = true,
-                      .nthreads = 1};
+  rgb_link_opts o = {.backend = backend, .inner = true, .device_outputs = true,
+                      /* a composite's graph is read by its kernel, never run by a VM */
+                      .plan = n->op->code != RG_OP_COMPOSITE, .nthreads = 1};
   bn->inner = rgb_link((int)nn, nodes, nin, io, nout, io + nin, &o, err, errlen);
   rg_free(io);
   return bn->inner ? 0 : RG_ERR_TYPE;
