@@ -17,10 +17,16 @@
  * values are the same computation are recorded once, both users reading
  * it (one rewrite: the node is rebuilt without the others).
  *
- * Both track Scan nodes; they run in the canonicalize equilibrium.
+ * scan_nit_sot_of_seq: a nit-sot whose step value is a single-tap
+ * sequence's slice records rows the graph already has: its users read
+ * those rows of the outer sequence (reversed with go_backwards), and
+ * scan_prune_nit_sots then stops recording it.  Gradients through loops
+ * make these (the backward loop's accumulations pushed out read the
+ * forward inputs again), and each cost a copy per step.
+ *
+ * All three track Scan nodes; they run in the canonicalize equilibrium.
  */
-#include "rewrites/rewrite-impl.h"
-#include "relgraph/scan.h"
+#include "rewrites/scan-rw.h"
 
 #include <string.h>
 
@@ -203,6 +209,56 @@ static int prune_nit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
   return 1;
 }
 
+/* ------------------------------------------------------------------ nit-sots that are sequences */
+
+/* The sequence whose single-tap slice nit-sot k records, or -1. */
+static int recorded_seq(const rg_scan_info *s, const rg_fgraph *g, int k) {
+  V v = rg_fgraph_output(g, rg_scan_inner_out(s, RG_SCAN_NIT_SOT, k, 0));
+  for (int j = 0; j < s->n_seqs; j++)
+    if (s->seq_ntaps[j] == 1 && v == rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, j, 0))) return j;
+  return -1;
+}
+
+/* The sequence's rows as the nit-sot's users saw them: its type, with
+ * the sizes the nit-sot's type knows. */
+static V seq_as_trace(const rg_node *node, const rg_scan_info *s, int j, V trace) {
+  V x = rgr_steps_rows(s, node->inputs[0], node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, j)]);
+  if (s->go_backwards) {
+    rg_index e = {RG_IDX_SLICE, RG_IDX_NONE, RG_IDX_NONE, -1};
+    x = rg_subtensor(x, 1, &e, 0, NULL);
+  }
+  const rg_type *t = trace->type;
+  if (!x || x->type->dtype != t->dtype || x->type->ndim != t->ndim) return NULL;
+  bool known = true, more = false;
+  for (int d = 0; d < t->ndim; d++) {
+    known &= t->shape[d] != RG_DIM_UNKNOWN;
+    more |= t->shape[d] != RG_DIM_UNKNOWN && x->type->shape[d] == RG_DIM_UNKNOWN;
+  }
+  if (more && !known) return NULL;
+  return more ? rg_reshape_to(x, t->ndim, t->shape) : x;
+}
+
+static int nit_sot_of_seq(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
+  (void)ud;
+  rg_ctx *C = rg_rewrite_ctx(run);
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s) || s.until || !s.n_nit_sot || !s.n_seqs) return 0;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  int done = 0;
+  for (int k = 0; k < s.n_nit_sot; k++) {
+    V trace = node->outputs[rg_scan_outer_out(&s, RG_SCAN_NIT_SOT, k)];
+    int j = trace->nclients && !s.store_steps[s.n_mit_sot + s.n_sit_sot + k] ? recorded_seq(&s, g, k) : -1;
+    V x = j >= 0 ? seq_as_trace(node, &s, j, trace) : NULL;
+    if (!x) {
+      rg_clear_error(C);
+      continue;
+    }
+    out[rg_scan_outer_out(&s, RG_SCAN_NIT_SOT, k)] = x;
+    done = 1;
+  }
+  return done;
+}
+
 void rgr_register_scan_outputs(rg_rewrite_db *canon) {
   static const rg_opcode tracks[] = {RG_OP_SCAN};
   rg_rewriter *rw = rg_node_rewriter("scan_merge_inouts", 1, tracks, merge_outputs, NULL);
@@ -211,4 +267,7 @@ void rgr_register_scan_outputs(rg_rewrite_db *canon) {
   rw = rg_node_rewriter("scan_prune_nit_sots", 1, tracks, prune_nit_sots, NULL);
   rw->describe = "a nit-sot nobody reads, or computing what another does, -> no longer recorded";
   rg_db_register(canon, "scan_prune_nit_sots", rw, 0, "fast_run fast_compile canonicalize scan");
+  rw = rg_node_rewriter("scan_nit_sot_of_seq", 1, tracks, nit_sot_of_seq, NULL);
+  rw->describe = "a nit-sot recording a sequence's slices -> those rows of the sequence";
+  rg_db_register(canon, "scan_nit_sot_of_seq", rw, 0, "fast_run fast_compile canonicalize scan");
 }

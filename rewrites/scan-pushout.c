@@ -61,16 +61,15 @@ static void set(cls *c, V v, int k, V outer) {
 /* The outer value of input x of a step node (NULL: none). */
 static V outer_of(cls *c, V x) { return rg_is_constant(x) ? rgr_copy_const(c->C, x) : rg_memo_get(c->outer, x); }
 
-/* The rows of outer sequence x the steps read. */
-static V steps_rows(cls *c, V x) {
+V rgr_steps_rows(const rg_scan_info *s, V n, V x) {
   rg_index e;
   V idx[1];
-  if (c->s.go_backwards) {
+  if (s->go_backwards) {
     e = (rg_index){RG_IDX_SLICE, RG_IDX_INPUT, RG_IDX_NONE, RG_IDX_NONE};
-    idx[0] = rg_sub(rg_shape_i(x, 0), c->n);
+    idx[0] = rg_sub(rg_shape_i(x, 0), n);
   } else {
     e = (rg_index){RG_IDX_SLICE, 0, RG_IDX_INPUT, RG_IDX_NONE};
-    idx[0] = c->n;
+    idx[0] = n;
   }
   return rg_subtensor(x, 1, &e, 1, idx);
 }
@@ -153,7 +152,7 @@ static void classify_inputs(cls *c, const rg_fgraph *g) {
   for (int k = 0; k < s->n_seqs; k++)
     if (s->seq_ntaps[k] == 1) {
       V x = c->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)];
-      set(c, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, k, 0)), ALL, steps_rows(c, x));
+      set(c, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, k, 0)), ALL, rgr_steps_rows(s, c->n, x));
     }
   for (int k = 0; k < s->n_non_seqs; k++)
     set(c, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)), ONCE,

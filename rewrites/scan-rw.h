@@ -6,12 +6,17 @@
 #define RELGRAPH_SCAN_RW_H
 
 #include "rewrites/rewrite-impl.h"
+#include "relgraph/scan.h"
 
 /* A value the push-outs may compute outside the loop: no side effect, one
  * output, and nothing that allocates uninitialised memory (scan-term.c). */
 bool rgr_pure_node(const rg_node *m);
 /* The Scan as a term and its helper relations (scan-step.c). */
 void rgr_define_step_relations(rg_interp *I);
+/* The rows of outer sequence x (single tap) that n steps read, in the
+ * sequence's order: the first n, or the last n with go_backwards, where
+ * step t reads the t-th from the end. */
+rg_variable *rgr_steps_rows(const rg_scan_info *s, rg_variable *n, rg_variable *x);
 /* A constant copied for another graph (a constant belongs to one). */
 rg_variable *rgr_copy_const(rg_ctx *C, rg_variable *x);
 /* An all-steps value aligned to rank ndim + 1, the time axis first

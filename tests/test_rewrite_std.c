@@ -198,6 +198,12 @@ static const std_case cases[] = {
     /* scan_inplace: needs a mit-mot (see test_backend_scan); no sit-sot is touched */
     {"scan_inplace", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     {"scan_prune_nit_sots", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    /* scan_nit_sot_of_seq: a recorded slice is the sequence's rows (reversed going backwards) */
+    {"scan_nit_sot_of_seq", "(scan (lambda (x_t) x_t) (sequences m) (outputs-info none))", "reshape{2}(m[0:2], [2 3])"},
+    {"scan_nit_sot_of_seq", "(scan (lambda (x_t) x_t) (sequences m) (outputs-info none) (go-backwards #t))",
+     "reshape{2}(m[(shape_i{0}(m) - 2):][::-1], [2 3])"},
+    {"scan_nit_sot_of_seq", "(scan (lambda (x_t) (exp x_t)) (sequences m) (outputs-info none))", "="},
+    {"scan_nit_sot_of_seq", "(scan (lambda (a b) b) (sequences (m (taps 0 1))) (outputs-info none))", "="},
     /* inplace_elemwise: a value read once, by this node, computed in the graph */
     {"inplace_elemwise", "(exp (add x y))", "exp{(inplace 0)}((x + y))"},
     {"inplace_elemwise", "(maximum (tanh x) y)", "maximum{(inplace 0)}(tanh(x), y)"},

@@ -61,6 +61,7 @@ static const char *const seq_pieces[] = {
 static char *recurrent(uint64_t *s, int T, int D) {
   bool batch = pick(s, 3) == 0, derived_nonseq = pick(s, 4) == 0, derived_seq = pick(s, 5) == 0;
   bool unused = pick(s, 6) == 0, nit = pick(s, 4) == 0, back = pick(s, 5) == 0, last = pick(s, 3) == 0;
+  bool rec = nit && pick(s, 2) == 0; /* the nit-sot records the sequence's slice, and is read */
   char xs[32], hs[32];
   if (batch) snprintf(xs, sizeof xs, "(%d 2 %d)", T, D), snprintf(hs, sizeof hs, "(2 %d)", D);
   else snprintf(xs, sizeof xs, "(%d %d)", T, D), snprintf(hs, sizeof hs, "(%d)", D);
@@ -74,14 +75,16 @@ static char *recurrent(uint64_t *s, int T, int D) {
   else snprintf(body, sizeof body, "%s", step);
   const char *params = derived_seq ? (unused ? "x_t y_t h U" : "x_t y_t h") : (unused ? "x_t h U" : "x_t h");
   char values[1024];
-  if (nit) snprintf(values, sizeof values, "(define h2 %s) (values h2 (sum h2))", body);
+  if (nit) snprintf(values, sizeof values, "(define h2 %s) (values h2 %s)", body, rec ? "x_t" : "(sum h2)");
   else snprintf(values, sizeof values, "%s", body);
   char scan[2048];
   snprintf(scan, sizeof scan, "(scan (lambda (%s) %s) (sequences x%s) (outputs-info h0%s)%s%s)", params, values,
            derived_seq ? " y" : "", nit ? " none" : "", unused ? " (non-sequences W1)" : "",
            back ? " (go-backwards #t)" : "");
   char out[2200];
-  if (nit) snprintf(out, sizeof out, "(define (hs ss) %s) (output %s)", scan, last ? "((subtensor -1) hs)" : "hs");
+  if (nit)
+    snprintf(out, sizeof out, "(define (hs ss) %s) (output %s)", scan,
+             rec ? (last ? "((subtensor -1) (add hs ss))" : "(add hs ss)") : last ? "((subtensor -1) hs)" : "hs");
   else snprintf(out, sizeof out, "(output %s)", last ? cli_sprintf("((subtensor -1) %s)", scan) : scan);
   return cli_sprintf("(graph (input x float64 %s) (input h0 float64 %s) (input W1 float64 (%d %d)) "
                      "(input W2 float64 (%d %d)) (input v float64 (%d))%s%s\n  %s)",
