@@ -13,6 +13,14 @@
  * compiled without contracting a * b + c into one rounding
  * (-ffp-contract=off), so a generated kernel gives the interpreter's bits.
  *
+ * On a CPU with AVX-512 the vector functions are not called through vf but
+ * written into the kernel (vmath-avx512.h, the text vmath.c compiles), and
+ * the kernel takes its block in pieces of INLINE_SUB elements through all
+ * its passes, so every array streams at once, as in one loop written by
+ * hand: sigmoid(a)*tanh(b)+c*d over 10^7 float32 went from 1.6x to about
+ * 1.15x a hand-written C loop with libmvec here.  The same lanes go
+ * through the same libmvec functions, so the bits are vmath.c's.
+ *
  * Contract of a kernel: rg_kernel(out, in, m, vf) with m <= CB elements,
  * in[j] and out[k] contiguous arrays of m elements (the caller gathers
  * broadcast and strided inputs into blocks, as for the interpreter), vf
@@ -31,6 +39,7 @@
  */
 #include "backend/cpu/cpu-impl.h"
 #include "backend/cpu/scalar-float.h"
+#include "backend/cpu/vmath-avx512.h"
 #include "base/base.h"
 
 #include <dlfcn.h>
@@ -51,6 +60,14 @@ static const rg_opcode vcodes[] = {RG_OP_EXP,  RG_OP_LOG, RG_OP_LOG1P, RG_OP_EXP
 static void (*const vf32[])(const float *, float *, int64_t) = {RGBC_VMATH(VPTR32)};
 static void (*const vf64[])(const double *, double *, int64_t) = {RGBC_VMATH(VPTR64)};
 _Static_assert(sizeof vcodes / sizeof vcodes[0] == sizeof vf32 / sizeof vf32[0], "RGBC_VMATH order");
+
+/* Their names in vmath-avx512.h, in the same order. */
+static const char *const vnames[] = {"exp", "log", "log1p", "expm1", "tanh", "erf", "sin", "cos", "sigmoid", "softplus"};
+_Static_assert(sizeof vnames / sizeof vnames[0] == sizeof vcodes / sizeof vcodes[0], "vnames order");
+
+#define STR_(...) #__VA_ARGS__
+#define XSTR(...) STR_(__VA_ARGS__)
+static const char avx512_text[] = XSTR(RGBC_AVX512_ALL);
 
 const void *rgbc_codegen_vfns(bool f32) { return f32 ? (const void *)vf32 : (const void *)vf64; }
 
@@ -93,6 +110,7 @@ typedef struct gen {
   const char *T;
   cellinfo *cells;
   int *loop_of;   /* per thunk: its loop, -1 for a vector function */
+  bool inline512; /* vector functions inline (vmath-avx512.h), else through vf */
   rg_strbuf src;
 } gen;
 
@@ -223,7 +241,8 @@ static bool emit_body(gen *g) {
     int32_t c = th->out_cells[0];
     if (g->loop_of[t] < 0) {
       if (open) rg_strbuf_put(&g->src, "  }\n"), open = false;
-      rg_strbuf_put(&g->src, "  vf[%d](", vindex(th->node.code));
+      if (g->inline512) rg_strbuf_put(&g->src, "  %s_%s_avx512(", vnames[vindex(th->node.code)], g->f32 ? "f32" : "f64");
+      else rg_strbuf_put(&g->src, "  vf[%d](", vindex(th->node.code));
       if (!vector_source(g, th->in_cells[0])) return false;
       rg_strbuf_put(&g->src, ", a%d, m);\n", c);
       g->cells[c].array = true;
@@ -244,6 +263,11 @@ static bool emit_body(gen *g) {
   return true;
 }
 
+/* With AVX-512 the vector functions are inline and a block goes through
+ * the passes in pieces this long, so every array streams at once, as in
+ * one loop written by hand. */
+#define INLINE_SUB 32
+
 /* The kernel's source for program p, or NULL (rg_free the result). */
 static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   gen g = {.p = p, .dt = dt, .f32 = dt == RG_FLOAT32, .T = dt == RG_FLOAT32 ? "float" : "double"};
@@ -252,16 +276,25 @@ static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   g.loop_of = rg_calloc((size_t)p->nthunks + 1, sizeof *g.loop_of);
   if (!g.cells || !g.loop_of) goto fail;
   plan(&g);
+  bool any_vector = false;
+  for (int32_t t = 0; t < p->nthunks; t++) any_vector |= is_vector(&p->thunks[t].node);
+  g.inline512 = any_vector && rgbc_vmath_width() == 2;
+  int sub = g.inline512 ? INLINE_SUB : RGBC_CODEGEN_BLOCK;
   rg_strbuf_put(&g.src, "#include <math.h>\n#include <stdint.h>\n%s\n", rgbc_helpers_text(g.dt));
+  if (g.inline512) rg_strbuf_put(&g.src, "#include <string.h>\n%s\n", avx512_text);
   rg_strbuf_put(&g.src, "typedef void (*rgv)(const %s *, %s *, int64_t);\n", g.T, g.T);
-  rg_strbuf_put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t m, const rgv *vf) {\n", g.T, g.T);
-  for (int32_t i = 0; i < p->nin; i++) rg_strbuf_put(&g.src, "  const %s *restrict i%d = in[%d];\n", g.T, i, i);
-  for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g.src, "  %s *restrict o%d = out[%d];\n", g.T, j, j);
+  rg_strbuf_put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) {\n", g.T, g.T);
+  rg_strbuf_put(&g.src, "  (void)vf;\n");
   for (int32_t c = 0; c < p->ncells; c++)
     if (g.cells[c].array || (g.cells[c].producer >= 0 && g.loop_of[g.cells[c].producer] < 0))
-      rg_strbuf_put(&g.src, "  %s a%d[%d];\n", g.T, c, RGBC_CODEGEN_BLOCK);
+      rg_strbuf_put(&g.src, "  %s a%d[%d];\n", g.T, c, sub);
+  /* the block in pieces of `sub` elements, each piece through every pass */
+  rg_strbuf_put(&g.src, "  for (int64_t b = 0; b < mm; b += %d) {\n  const int64_t m = mm - b < %d ? mm - b : %d;\n", sub,
+                sub, sub);
+  for (int32_t i = 0; i < p->nin; i++) rg_strbuf_put(&g.src, "  const %s *restrict i%d = in[%d] + b;\n", g.T, i, i);
+  for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g.src, "  %s *restrict o%d = out[%d] + b;\n", g.T, j, j);
   if (!emit_body(&g)) goto fail;
-  rg_strbuf_put(&g.src, "}\n");
+  rg_strbuf_put(&g.src, "  }\n}\n");
   if (g.src.failed) goto fail;
   rg_free(g.cells);
   rg_free(g.loop_of);

@@ -267,6 +267,8 @@ const char *rgbc_helpers_text(rg_dtype dt);
 #define RGBC_CODEGEN_BLOCK 1024
 typedef void (*rgbc_kernel_fn)(void *const *out, const void *const *in, int64_t m, const void *vf);
 rgbc_kernel_fn rgbc_codegen(const struct rgb_program *p, rg_dtype dt);
+/* The vector functions vmath.c runs on this CPU: 2 AVX-512, 1 AVX2, 0 SSE. */
+int rgbc_vmath_width(void);
 /* Generates (or loads) a composite node's kernel into its memo, so that
  * compiling a function, not its first call, pays for it (inner.c). */
 void rgbc_composite_prepare(const rgb_node *n);

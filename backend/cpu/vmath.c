@@ -15,11 +15,15 @@
  * Arrays are processed in chunks of CHUNK elements, each read before it is
  * written, so the output may be the input (in place).
  *
+ * The AVX-512 forms live in vmath-avx512.h, as text generated kernels
+ * reuse.
+ *
  * sigmoid and softplus are built on exp(-|x|), the forms elemwise.c
  * documents (no overflow, no lost tail): sigmoid(x) = 1 / (1 + e) for
  * x >= 0 and e / (1 + e) below, softplus(x) = max(x, 0) + log1p(e).
  */
 #include "backend/cpu/cpu-impl.h"
+#include "backend/cpu/vmath-avx512.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -40,14 +44,13 @@
 /* Code for AVX2 and AVX-512 (chosen at run time; a function attribute,
  * which GCC and clang both honour). */
 #define AVX2 __attribute__((target("avx2,fma")))
-#define AVX512 __attribute__((target("avx512f,avx512dq,avx2,fma")))
 
 /* ------------------------------------------------------------------ libmvec entry points */
 
 #define DECL_SSE(name)                  \
   __m128 _ZGVbN4v_##name##f(__m128);    \
   __m128d _ZGVbN2v_##name(__m128d);
-#define FUNCS(X) X(exp) X(log) X(log1p) X(expm1) X(tanh) X(erf) X(sin) X(cos)
+#define FUNCS RGBC_MVEC_FUNCS
 FUNCS(DECL_SSE)
 
 #define DECL_AVX(name)                       \
@@ -55,10 +58,6 @@ FUNCS(DECL_SSE)
   AVX2 __m256d _ZGVdN4v_##name(__m256d);
 FUNCS(DECL_AVX)
 
-#define DECL_AVX512(name)                       \
-  AVX512 __m512 _ZGVeN16v_##name##f(__m512);    \
-  AVX512 __m512d _ZGVeN8v_##name(__m512d);
-FUNCS(DECL_AVX512)
 
 /* ------------------------------------------------------------------ one chunk, one width */
 
@@ -110,30 +109,10 @@ FUNCS(SSE_CHUNK)
   }
 FUNCS(AVX_CHUNK)
 
-/* The last vector is padded through a masked load and store. */
-#define AVX512_CHUNK(name)                                                               \
-  AVX512 static void name##_f32_avx512(const float *x, float *y, int n) {                \
-    int i = 0;                                                                           \
-    for (; i + 16 <= n; i += 16)                                                         \
-      _mm512_storeu_ps(y + i, _ZGVeN16v_##name##f(_mm512_loadu_ps(x + i)));              \
-    if (i < n) {                                                                         \
-      __mmask16 k = (__mmask16)((1u << (n - i)) - 1);                                    \
-      _mm512_mask_storeu_ps(y + i, k, _ZGVeN16v_##name##f(_mm512_maskz_loadu_ps(k, x + i))); \
-    }                                                                                    \
-  }                                                                                      \
-  AVX512 static void name##_f64_avx512(const double *x, double *y, int n) {              \
-    int i = 0;                                                                           \
-    for (; i + 8 <= n; i += 8)                                                           \
-      _mm512_storeu_pd(y + i, _ZGVeN8v_##name(_mm512_loadu_pd(x + i)));                  \
-    if (i < n) {                                                                         \
-      __mmask8 k = (__mmask8)((1u << (n - i)) - 1);                                      \
-      _mm512_mask_storeu_pd(y + i, k, _ZGVeN8v_##name(_mm512_maskz_loadu_pd(k, x + i))); \
-    }                                                                                    \
-  }
-FUNCS(AVX512_CHUNK)
+/* The AVX-512 forms (vmath-avx512.h, shared with generated kernels). */
+RGBC_AVX512_ALL
 
-/* The widest vector functions this CPU runs: 2 AVX-512, 1 AVX2, 0 SSE. */
-static int width(void) {
+int rgbc_vmath_width(void) {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return 2;
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
@@ -142,7 +121,7 @@ static int width(void) {
 
 #define ARRAY(name, S, T)                                                                \
   void rgbc_v##name##_##S(const T *x, T *y, int64_t n) {                                 \
-    int w = width();                                                                     \
+    int w = rgbc_vmath_width();                                                          \
     for (int64_t i = 0; i < n; i += CHUNK) {                                             \
       int m = n - i < CHUNK ? (int)(n - i) : CHUNK;                                      \
       if (w == 2) name##_##S##_avx512(x + i, y + i, m);                                  \
@@ -185,35 +164,6 @@ SIG_CHUNK(f64, double, sse, )
 SIG_CHUNK(f32, float, avx, AVX2)
 SIG_CHUNK(f64, double, avx, AVX2)
 
-/* sigmoid with AVX-512 in registers, one pass: the same operations as
- * SIG_CHUNK (e = exp(-|x|), r = 1 / (1 + e), q = e * r, q where x's sign
- * bit is set), so the same bits, without the round trips through e[]. */
-AVX512 static void sigmoid_f32_avx512(const float *x, float *y, int n) {
-  const __m512 one = _mm512_set1_ps(1), zero = _mm512_setzero_ps();
-  for (int i = 0; i < n; i += 16) {
-    __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-    __m512 v = _mm512_maskz_loadu_ps(k, x + i);
-    __m512 e = _ZGVeN16v_expf(_mm512_sub_ps(zero, _mm512_abs_ps(v)));
-    __m512 r = _mm512_div_ps(one, _mm512_add_ps(one, e)), q = _mm512_mul_ps(e, r);
-    __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(v));
-    _mm512_mask_storeu_ps(y + i, k, _mm512_mask_blend_ps(neg, r, q));
-  }
-}
-
-AVX512 static void sigmoid_f64_avx512(const double *x, double *y, int n) {
-  const __m512d one = _mm512_set1_pd(1), zero = _mm512_setzero_pd();
-  for (int i = 0; i < n; i += 8) {
-    __mmask8 k = n - i >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (n - i)) - 1);
-    __m512d v = _mm512_maskz_loadu_pd(k, x + i);
-    __m512d e = _ZGVeN8v_exp(_mm512_sub_pd(zero, _mm512_abs_pd(v)));
-    __m512d r = _mm512_div_pd(one, _mm512_add_pd(one, e)), q = _mm512_mul_pd(e, r);
-    __mmask8 neg = _mm512_movepi64_mask(_mm512_castpd_si512(v));
-    _mm512_mask_storeu_pd(y + i, k, _mm512_mask_blend_pd(neg, r, q));
-  }
-}
-
-SOFTPLUS_CHUNK(f32, float, avx512, AVX512)
-SOFTPLUS_CHUNK(f64, double, avx512, AVX512)
 
 
 ARRAYS(sigmoid)
