@@ -16,7 +16,7 @@
  * On a CPU with AVX-512 the vector functions are not called through vf but
  * written into the kernel (vmath-avx512.h, the text vmath.c compiles), and
  * the kernel takes its block in pieces of INLINE_SUB elements through all
- * its passes, so every array streams at once, as in one loop written by
+ * its passes (CALL_SUB elsewhere), so every array streams at once, as in one loop written by
  * hand: sigmoid(a)*tanh(b)+c*d over 10^7 float32 went from 1.6x to about
  * 1.15x a hand-written C loop with libmvec here.  The same lanes go
  * through the same libmvec functions, so the bits are vmath.c's.
@@ -263,10 +263,16 @@ static bool emit_body(gen *g) {
   return true;
 }
 
-/* With AVX-512 the vector functions are inline and a block goes through
- * the passes in pieces this long, so every array streams at once, as in
- * one loop written by hand. */
+/* A kernel with vector functions takes its block through its passes in
+ * pieces this long (each pass reads one or two arrays; short passes keep
+ * every array streaming at once, as one loop written by hand does):
+ * INLINE_SUB where the vector functions are inline (AVX-512), CALL_SUB
+ * where each is a call through vf (measured: sigmoid(a)*tanh(b)+c*d over
+ * 10^7 float32, pieces of 32-128 about 10% faster than whole blocks
+ * through calls, 32 and 64 slower again from the calls' cost).  Pure
+ * arithmetic is one loop over the whole block. */
 #define INLINE_SUB 32
+#define CALL_SUB 128
 
 /* The kernel's source for program p, or NULL (rg_free the result). */
 static char *kernel_source(const rgb_program *p, rg_dtype dt) {
@@ -279,7 +285,7 @@ static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   bool any_vector = false;
   for (int32_t t = 0; t < p->nthunks; t++) any_vector |= is_vector(&p->thunks[t].node);
   g.inline512 = any_vector && rgbc_vmath_width() == 2;
-  int sub = g.inline512 ? INLINE_SUB : RGBC_CODEGEN_BLOCK;
+  int sub = !any_vector ? RGBC_CODEGEN_BLOCK : g.inline512 ? INLINE_SUB : CALL_SUB;
   rg_strbuf_put(&g.src, "#include <math.h>\n#include <stdint.h>\n%s\n", rgbc_helpers_text(g.dt));
   if (g.inline512) rg_strbuf_put(&g.src, "#include <string.h>\n%s\n", avx512_text);
   rg_strbuf_put(&g.src, "typedef void (*rgv)(const %s *, %s *, int64_t);\n", g.T, g.T);

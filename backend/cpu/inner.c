@@ -244,14 +244,6 @@ typedef struct cjob {
   const void *vf;     /* its vector functions */
 } cjob;
 
-/* The generated kernel runs over sub-blocks of GEN_SUB elements: each of
- * its passes (a vector function, an arithmetic loop) reads one or two
- * arrays, and short passes keep every array's stream going at once, as
- * one loop over all of them would (measured: sigmoid(a)*tanh(b)+c*d over
- * 10^7 float32 about 10% faster than passes over the whole block; 32 and
- * 64 slower again). */
-#define GEN_SUB 128
-
 /* One block through the generated kernel: every input contiguous. */
 static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *area, int64_t m) {
   const void *in[64];
@@ -265,14 +257,7 @@ static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *ar
     for (int64_t e = 0; e < m; e++) memcpy(b + (size_t)e * es, ins[i].p, es);
     in[i] = b;
   }
-  for (int64_t o = 0; o < m; o += GEN_SUB) {
-    int64_t k = m - o < GEN_SUB ? m - o : GEN_SUB;
-    const void *ip[64];
-    void *op[64];
-    for (int i = 0; i < j->nin; i++) ip[i] = (const char *)in[i] + o * (int64_t)rgbc_size(j->in_dt[i]);
-    for (int q = 0; q < j->nout; q++) op[q] = outs[q] + o * (int64_t)rgbc_size(j->out_dt[q]);
-    j->gen((void *const *)op, ip, k, j->vf);
-  }
+  j->gen((void *const *)outs, in, m, j->vf);
 }
 
 /* One block [b0, b0 + m) with workspace ws (then the gather areas). */
