@@ -368,10 +368,11 @@ void rgb_vtype_of(rgb_vtype *v, const rg_type *t);
  * included.  Inner graphs are not linked here (inner stays NULL). */
 int rgb_node_init(rgb_node *bn, const rg_node *n);
 void rgb_node_clear(rgb_node *bn);
-/* For an op with an inner graph (composite, op_from_graph), links that
- * graph for `backend` into bn->inner (nested inner graphs in turn); does
+/* For an op with an inner graph (composite, op_from_graph, Scan), links
+ * that graph for `backend` into bn->inner (nested inner graphs in turn),
+ * its kernels running on `nthreads` threads like the function's; does
  * nothing for other ops.  Returns 0, or an error with a message in err. */
-int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backend, char *err,
+int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backend, int nthreads, char *err,
                         size_t errlen);
 /* Runs one graph node on the CPU outside any function (used by tests and
  * by constant folding): outputs[0..nout) receive new references.  Returns

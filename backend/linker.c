@@ -259,7 +259,8 @@ static bool bind_node(linker *L, rgb_node *bn, const rg_node *n, const rg_backen
     rgb_program_free(bn->inner);
     bn->inner = NULL;
   }
-  if (!bn->inner && rgb_node_link_inner(bn, n, ib, L->err, L->errlen)) return inner_error(L, bn);
+  if (!bn->inner && rgb_node_link_inner(bn, n, ib, L->o->nthreads, L->err, L->errlen))
+    return inner_error(L, bn);
   if (n->op->code == RG_OP_IFELSE) return true;
   if (b->iface->bind(b->ctx, bn, bound)) return lerr(L, "the %s backend cannot bind %s", b->name, bn->label);
   return true;
@@ -325,7 +326,7 @@ static bool link_thunk(linker *L, const rg_node *n) {
   /* a composite's inner graph is linked for the host before placement: a
    * backend that generates one kernel for it is asked with the graph at
    * hand */
-  if (n->op->code == RG_OP_COMPOSITE && rgb_node_link_inner(&bn, n, &rgb_cpu, L->err, L->errlen)) {
+  if (n->op->code == RG_OP_COMPOSITE && rgb_node_link_inner(&bn, n, &rgb_cpu, 1, L->err, L->errlen)) {
     inner_error(L, &bn);
     return rgb_node_clear(&bn), false;
   }

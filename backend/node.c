@@ -57,7 +57,7 @@ int rgb_node_init(rgb_node *bn, const rg_node *n) {
   return RG_OK;
 }
 
-int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backend, char *err,
+int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backend, int nthreads, char *err,
                         size_t errlen) {
   rg_fgraph *g = rg_op_inner_graph(n->op);
   if (!g) return 0;
@@ -73,7 +73,7 @@ int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backen
   for (int j = 0; j < nout; j++) io[nin + j] = rg_fgraph_output(g, j);
   rgb_link_opts o = {.backend = backend, .inner = true, .device_outputs = true,
                       /* a composite's graph is read by its kernel, never run by a VM */
-                      .plan = n->op->code != RG_OP_COMPOSITE, .nthreads = 1};
+                      .plan = n->op->code != RG_OP_COMPOSITE, .nthreads = nthreads};
   bn->inner = rgb_link((int)nn, nodes, nin, io, nout, io + nin, &o, err, errlen);
   rg_free(io);
   return bn->inner ? 0 : RG_ERR_TYPE;
@@ -96,7 +96,7 @@ int rgb_eval_node(const rg_node *n, rg_tensor *const *inputs, rg_tensor **output
     snprintf(err, errlen, "out of memory");
     return rc;
   }
-  if ((rc = rgb_node_link_inner(&bn, n, &rgb_cpu, err, errlen))) {
+  if ((rc = rgb_node_link_inner(&bn, n, &rgb_cpu, 1, err, errlen))) {
     rgb_node_clear(&bn);
     return rc;
   }
