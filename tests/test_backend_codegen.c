@@ -148,12 +148,27 @@ static void test_cache_reused(void **st) {
   rg_tensor_free(xv);
 }
 
+/* The kernel is generated when the function is compiled, before any call:
+ * the first call pays nothing for it. */
+static void test_generated_at_compile(void **st) {
+  rg_variable *x = var(RG_FLOAT32, 2, SHAPE(R, K));
+  rg_variable *f = rg_mul(rg_sub(rg_exp(x), rg_sigmoid(x)), rg_constant_scalar(C, RG_FLOAT32, 0.25));
+  int before = kernels_cached();
+  setenv("RELGRAPH_CODEGEN", "1", 1);
+  rg_function *fn = rg_compile(C, 1, &x, 1, &f, NULL);
+  assert_non_null(fn);
+  assert_int_equal(kernels_cached() - before, 1);
+  unsetenv("RELGRAPH_CODEGEN");
+  rg_function_free(fn);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_float32),
       cmocka_unit_test(test_float64),
       cmocka_unit_test(test_fallbacks),
       cmocka_unit_test(test_cache_reused),
+      cmocka_unit_test(test_generated_at_compile),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
