@@ -489,6 +489,49 @@ static void test_plan_off(void **st) {
   rg_function_free(f);
 }
 
+/* ------------------------------------------------------------------ thread counts */
+
+/* The same function on 1 to 4 threads: elementwise work (fused, and
+ * inside a Scan's steps) gives the same bits; sums and products only
+ * change their summation order (docs/c-api.md), so they agree closely. */
+static void test_thread_counts(void **st) {
+  static const char text[] =
+      "(graph (input x float64 (512 300)) (input w float64 (300)) (input h0 float64 (300))"
+      " (output (tanh (add (mul x w) 1.0)))"
+      " (output ((sum 0) (exp (mul x 0.01))))"
+      " (output (dot x w))"
+      " (output (scan (lambda (x_t h) (tanh (add (mul h 0.5) x_t))) (sequences x) (outputs-info h0))))";
+  rg_fgraph *fg = rg_graph_read(C, "<threads>", text, strlen(text));
+  assert_non_null(fg);
+  rg_variable *in[3], *out[4];
+  for (int i = 0; i < 3; i++) in[i] = rg_fgraph_input(fg, i);
+  for (int j = 0; j < 4; j++) out[j] = rg_fgraph_output(fg, j);
+  rg_tensor *v[3] = {ramp(512, 300, -0.5), ramp(300, 0, 0.1), ramp(300, 0, 0)};
+  rg_tensor *first[4];
+  for (int t = 1; t <= 4; t++) {
+    rg_compile_opts o = {.nthreads = t};
+    rg_function *f = rg_compile(C, 3, in, 4, out, &o);
+    assert_non_null(f);
+    rg_tensor *got[4];
+    assert_int_equal(rg_function_call(f, v, got), RG_OK);
+    for (int j = 0; j < 4; j++) {
+      if (t == 1) {
+        first[j] = got[j];
+        continue;
+      }
+      if (j == 0 || j == 3) assert_true(rg_tensor_equal(got[j], first[j]));
+      for (int64_t i = 0; i < rg_tensor_numel(got[j]); i++) {
+        double a = rg_tensor_get_f64(got[j], i), b = rg_tensor_get_f64(first[j], i);
+        assert_true(fabs(a - b) <= 1e-12 * (1 + fabs(b)));
+      }
+      rg_tensor_free(got[j]);
+    }
+    rg_function_free(f);
+  }
+  for (int j = 0; j < 4; j++) rg_tensor_free(first[j]);
+  for (int i = 0; i < 3; i++) rg_tensor_free(v[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identity_and_constants), cmocka_unit_test(test_errors),
@@ -499,7 +542,7 @@ int main(void) {
       cmocka_unit_test(test_many_functions),         cmocka_unit_test(test_inner_graphs),
       cmocka_unit_test(test_plan_chain),             cmocka_unit_test(test_plan_views),
       cmocka_unit_test(test_plan_escaping_view),     cmocka_unit_test(test_plan_subset),
-      cmocka_unit_test(test_plan_off),
+      cmocka_unit_test(test_plan_off),               cmocka_unit_test(test_thread_counts),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
