@@ -129,11 +129,20 @@ static int check_steps(run *r) {
 
 /* ------------------------------------------------------------------ buffers */
 
+/* A trace's rows.  On the host they come from the output's cell
+ * (rgb_output): the storage the previous call's trace left there, when
+ * nobody holds it any more, else a pooled or new buffer; so a loop called
+ * again does not fault in fresh pages for every trace. */
 static int alloc_rows(run *r, trace *tr, rg_dtype dt, int rowdim, const int64_t *rowshape) {
   int64_t shape[RG_MAX_NDIM];
   shape[0] = tr->rows;
   memcpy(shape + 1, rowshape, (size_t)rowdim * sizeof *shape);
-  tr->buf = new_buffer(r, dt, rowdim + 1, shape);
+  if (r->copy) {
+    tr->buf = new_buffer(r, dt, rowdim + 1, shape);
+  } else {
+    rg_tensor *cell = rgb_output(r->x, tr->out, dt, rowdim + 1, shape);
+    tr->buf = cell ? rg_tensor_ref(cell) : NULL;
+  }
   if (!tr->buf) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory for a trace of %lld rows", (long long)tr->rows);
   return RG_OK;
 }
