@@ -45,6 +45,7 @@ typedef struct rgb_node {
   rg_opcode code;
   rg_dtype dtype;          /* RG_NDTYPES when unused */
   int32_t inplace;         /* destroyed input, or -1 */
+  int32_t view_of;         /* the input every output views (rg_op_view_of), or -1 */
   bool all_axes;
   int32_t nints;
   const int64_t *ints;

@@ -195,7 +195,7 @@ static bool emit_transfer(linker *L, int32_t from, const rgb_vtype *vt, const rg
   t->backend = b;
   t->fn = rgb_transfer_kernel;
   t->node.code = RGB_TRANSFER;
-  t->node.inplace = -1;
+  t->node.inplace = t->node.view_of = -1;
   t->node.nin = t->node.nout = 1;
   t->node.label = rg_strdup("transfer");
   rgb_vtype *in = rg_malloc(sizeof *in), *out = rg_malloc(sizeof *out);

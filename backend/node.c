@@ -28,6 +28,9 @@ int rgb_node_init(rgb_node *bn, const rg_node *n) {
   bn->code = op->code;
   bn->dtype = op->dtype;
   bn->inplace = op->inplace;
+  bn->view_of = n->nout ? rg_op_view_of(op, 0) : -1;
+  for (int j = 1; j < n->nout; j++)
+    if (rg_op_view_of(op, j) != bn->view_of) bn->view_of = -1;
   bn->all_axes = op->all_axes;
   bn->nin = n->nin;
   bn->nout = n->nout;

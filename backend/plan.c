@@ -42,18 +42,14 @@
 #define PLAN_ALIGN 64
 
 /* Whether output j of thunk t may share storage with input i at run
- * time.  The families listed write fresh buffers except in place. */
+ * time: the op's view and destroy maps, and every input of ops whose
+ * kernels may hand one back; the families listed write fresh buffers
+ * otherwise. */
 static bool may_alias(const rgb_thunk *t, int j, int i) {
   if (t->kind != RGB_T_KERNEL) return true; /* ifelse, transfers */
   const rgb_node *n = &t->node;
-  if (n->inplace == i && j == 0) return true;
-  switch (n->code) {
-  case RG_OP_DIMSHUFFLE: case RG_OP_RESHAPE: case RG_OP_FLATTEN: case RG_OP_SUBTENSOR:
-  case RG_OP_SPLIT:
-    return i == 0;
-  case RG_OP_COMPOSITE: return false;
-  default: break;
-  }
+  if ((n->inplace == i && j == 0) || n->view_of == i) return true;
+  if (n->code == RG_OP_COMPOSITE) return false;
   switch (rg_opcode_family(n->code)) {
   case RG_FAM_ELEMWISE: case RG_FAM_REDUCE: case RG_FAM_BLAS: case RG_FAM_SHAPE: return false;
   default: return true;
@@ -93,14 +89,12 @@ static bool fresh_host_output(const rgb_program *p, const rgb_thunk *t, int j) {
 
 typedef struct classes {
   int32_t *uf;       /* per cell: union-find parent */
-  int32_t *first;    /* per root: first thunk writing a member */
   int32_t *last;     /* per root: last thunk reading (or writing) a member */
   bool *ok;          /* per root: every member is a host intermediate */
 } classes;
 
 static void classes_free(classes *s) {
   rg_free(s->uf);
-  rg_free(s->first);
   rg_free(s->last);
   rg_free(s->ok);
 }
@@ -108,10 +102,9 @@ static void classes_free(classes *s) {
 static bool classes_build(const rgb_program *p, classes *s) {
   size_t n = (size_t)p->ncells;
   s->uf = rg_malloc((n + 1) * sizeof *s->uf);
-  s->first = rg_malloc((n + 1) * sizeof *s->first);
   s->last = rg_malloc((n + 1) * sizeof *s->last);
   s->ok = rg_malloc(n + 1);
-  if (!s->uf || !s->first || !s->last || !s->ok) return false;
+  if (!s->uf || !s->last || !s->ok) return false;
   for (int32_t c = 0; c < p->ncells; c++) s->uf[c] = c;
   for (int32_t k = 0; k < p->nthunks; k++) {
     const rgb_thunk *t = &p->thunks[k];
@@ -119,11 +112,10 @@ static bool classes_build(const rgb_program *p, classes *s) {
       for (int i = 0; i < t->node.nin; i++)
         if (may_alias(t, j, i)) uf_union(s->uf, t->out_cells[j], t->in_cells[i]);
   }
-  for (int32_t c = 0; c < p->ncells; c++) s->first[c] = INT32_MAX, s->last[c] = -1, s->ok[c] = true;
+  for (int32_t c = 0; c < p->ncells; c++) s->last[c] = -1, s->ok[c] = true;
   for (int32_t c = 0; c < p->ncells; c++) {
     int32_t r = uf_find(s->uf, c), k = p->producer[c];
     if (k < 0 || p->cell_dev[c] != RG_DEVICE_HOST) s->ok[r] = false;
-    if (k >= 0 && k < s->first[r]) s->first[r] = k;
     if (k > s->last[r]) s->last[r] = k;
   }
   for (int32_t i = 0; i < p->nout; i++) s->ok[uf_find(s->uf, p->out_cells[i])] = false;
