@@ -61,10 +61,6 @@ static void (*const vf32[])(const float *, float *, int64_t) = {RGBC_VMATH(VPTR3
 static void (*const vf64[])(const double *, double *, int64_t) = {RGBC_VMATH(VPTR64)};
 _Static_assert(sizeof vcodes / sizeof vcodes[0] == sizeof vf32 / sizeof vf32[0], "RGBC_VMATH order");
 
-/* Their names in vmath-avx512.h, in the same order. */
-static const char *const vnames[] = {"exp", "log", "log1p", "expm1", "tanh", "erf", "sin", "cos", "sigmoid", "softplus"};
-_Static_assert(sizeof vnames / sizeof vnames[0] == sizeof vcodes / sizeof vcodes[0], "vnames order");
-
 #define STR_(...) #__VA_ARGS__
 #define XSTR(...) STR_(__VA_ARGS__)
 static const char avx512_text[] = XSTR(RGBC_AVX512_ALL);
@@ -241,7 +237,8 @@ static bool emit_body(gen *g) {
     int32_t c = th->out_cells[0];
     if (g->loop_of[t] < 0) {
       if (open) rg_strbuf_put(&g->src, "  }\n"), open = false;
-      if (g->inline512) rg_strbuf_put(&g->src, "  %s_%s_avx512(", vnames[vindex(th->node.code)], g->f32 ? "f32" : "f64");
+      /* vmath-avx512.h names its functions after the ops */
+      if (g->inline512) rg_strbuf_put(&g->src, "  %s_%s_avx512(", rg_opcode_name(th->node.code), g->f32 ? "f32" : "f64");
       else rg_strbuf_put(&g->src, "  vf[%d](", vindex(th->node.code));
       if (!vector_source(g, th->in_cells[0])) return false;
       rg_strbuf_put(&g->src, ", a%d, m);\n", c);
