@@ -6,7 +6,8 @@
  * are compared exactly by value numbering (hash-consing): every variable of
  * the graph gets a number such that two variables have the same number if
  * and only if they compute the same expression (same ops with equal
- * parameters, same output indices, the same graph inputs, equal constants).
+ * parameters, same output indices, the same graph inputs, equal constants,
+ * equal types: a rewrite that only tells a value's sizes is progress).
  * The numbers come from two tables that compare keys exactly (a hash only
  * chooses the bucket) and that only grow during a run, so a number once
  * given always means the same expression.  A graph state is then the tuple
@@ -57,6 +58,7 @@ typedef struct key {
   uint64_t hash;
   const rg_op *op;
   const rg_variable *konst;
+  const rg_type *type; /* the output's (NULL for constants) */
   int32_t index, nin;
   const uint64_t *in;
   uint64_t num;
@@ -70,6 +72,7 @@ static bool key_equal(const key *a, const key *b) {
   if (a->hash != b->hash || a->index != b->index || a->nin != b->nin) return false;
   if (a->konst || b->konst) return a->konst && b->konst && rg_constant_equal(a->konst, b->konst);
   if (a->nin && memcmp(a->in, b->in, (size_t)a->nin * sizeof *a->in)) return false;
+  if (!rg_type_equal(a->type, b->type)) return false;
   return a->op == b->op || rg_op_equal(a->op, b->op);
 }
 
@@ -143,7 +146,9 @@ static void number_node(rgr_states *s, const rg_node *node) {
   uint64_t h = rg_op_hash(node->op);
   for (int i = 0; i < node->nin; i++) h = mix(h, in[i] = pm_get(&s->num, node->inputs[i]));
   for (int o = 0; o < node->nout; o++) {
-    key k = {.hash = mix(h, (uint64_t)o), .op = node->op, .index = o, .nin = node->nin, .in = in};
+    const rg_type *t = node->outputs[o]->type;
+    key k = {.hash = mix(mix(h, (uint64_t)o), rg_type_hash(t)), .op = node->op, .type = t, .index = o,
+             .nin = node->nin, .in = in};
     pm_put(&s->num, node->outputs[o], kt_number(&s->exprs, &k, &s->next));
   }
 }

@@ -152,6 +152,16 @@ static int give(rg_rewrite_run *run, rg_node *node, rg_variable **out, rg_variab
   return 1;
 }
 
+/* Hands over v, the node's own value computed another way (the same
+ * elements in the same shape), whose type may know sizes the node's does
+ * not: a static 1 included, which `give` would take for a broadcast. */
+static int give_same(rg_rewrite_run *run, rg_node *node, rg_variable **out, rg_variable *v) {
+  if (!v) rg_clear_error(run->C);
+  if (!v || v == node->outputs[0] || !rg_type_is_subtype(v->type, node->outputs[0]->type)) return 0;
+  out[0] = v;
+  return 1;
+}
+
 /* A constant of the node's dtype, broadcast by `give` to its shape. */
 static rg_variable *filled(rg_ctx *C, const rg_node *node, double x) {
   return built(C, rg_constant_scalar(C, out_dtype(node), x));
@@ -397,6 +407,139 @@ static int dimshuffle_useless(rg_rewrite_run *run, rg_node *node, rg_variable **
   return give(run, node, out, x);
 }
 
+/* ------------------------------------------------------------------ chains of views */
+
+/* Where the elements of a view lie in its base's C order: a size and a
+ * stride (in elements) per dimension.  Invariant: every size is static
+ * and positive. */
+typedef struct layout {
+  int nd;
+  int64_t shape[RG_MAX_NDIM], stride[RG_MAX_NDIM];
+} layout;
+
+static bool static_positive(const rg_type *t) {
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] <= 0) return false;
+  return true;
+}
+
+static void layout_contiguous(layout *l, const rg_type *t) {
+  l->nd = t->ndim;
+  int64_t s = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    l->shape[d] = t->shape[d];
+    l->stride[d] = s;
+    s *= t->shape[d];
+  }
+}
+
+static void layout_dimshuffle(layout *l, const rg_op *op) {
+  layout o = *l;
+  l->nd = op->nints;
+  for (int i = 0; i < op->nints; i++) {
+    int64_t k = op->ints[i];
+    l->shape[i] = k < 0 ? 1 : o.shape[k];
+    l->stride[i] = k < 0 ? 0 : o.stride[k];
+  }
+}
+
+/* The layout of l reshaped to t's shape without moving an element, as
+ * NumPy reshapes without a copy: each group of old dimensions that maps to
+ * a group of new ones must be contiguous within itself.  False when it is
+ * not (a reshape there copies). */
+static bool layout_reshape(layout *l, const rg_type *t) {
+  layout o = {0};
+  for (int d = 0; d < l->nd; d++) /* dimensions of size 1 place nothing */
+    if (l->shape[d] != 1) o.shape[o.nd] = l->shape[d], o.stride[o.nd++] = l->stride[d];
+  layout n = {.nd = t->ndim};
+  int oi = 0, ni = 0;
+  while (ni < n.nd) {
+    if (t->shape[ni] == 1) {
+      n.shape[ni] = 1, n.stride[ni++] = 0;
+      continue;
+    }
+    if (oi >= o.nd) return false;
+    int o0 = oi, n0 = ni;
+    int64_t np = t->shape[ni], op = o.shape[oi];
+    while (np != op) {
+      if (np < op) {
+        if (++ni >= n.nd) return false;
+        np *= t->shape[ni];
+      } else {
+        if (++oi >= o.nd) return false;
+        op *= o.shape[oi];
+      }
+    }
+    for (int k = o0; k < oi; k++)
+      if (o.stride[k] != o.stride[k + 1] * o.shape[k + 1]) return false;
+    int64_t s = o.stride[oi];
+    for (int k = ni; k >= n0; k--) {
+      n.shape[k] = t->shape[k];
+      n.stride[k] = t->shape[k] == 1 ? 0 : s;
+      s *= t->shape[k];
+    }
+    oi++, ni++;
+  }
+  if (oi != o.nd) return false;
+  *l = n;
+  return true;
+}
+
+static bool layout_is_contiguous(const layout *l) {
+  int64_t s = 1;
+  for (int d = l->nd - 1; d >= 0; d--) {
+    if (l->shape[d] != 1 && l->stride[d] != s) return false;
+    s *= l->shape[d];
+  }
+  return true;
+}
+
+/* A chain of reshapes and dimshuffles (two or more, static shapes) that
+ * leaves every element of its base in C order is one reshape of the base
+ * (or the base): x.T reshaped and transposed back, the shape juggling of
+ * pushed-out gradient products.  Each reshape of a non-contiguous view in
+ * the chain would copy; the single reshape copies at most once. */
+static int view_chain(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  rg_node *chain[16];
+  int n = 0;
+  rg_variable *base = node->outputs[0];
+  while (n < 16 && base->owner && base->owner->nout == 1 && static_positive(base->type) &&
+         (base->owner->op->code == RG_OP_RESHAPE || base->owner->op->code == RG_OP_DIMSHUFFLE)) {
+    chain[n++] = base->owner;
+    base = base->owner->inputs[0];
+  }
+  if (n < 2 || !static_positive(base->type)) return 0;
+  layout l;
+  layout_contiguous(&l, base->type);
+  for (int i = n - 1; i >= 0; i--) {
+    if (chain[i]->op->code == RG_OP_DIMSHUFFLE) layout_dimshuffle(&l, chain[i]->op);
+    else if (!layout_reshape(&l, chain[i]->outputs[0]->type)) return 0;
+  }
+  if (!layout_is_contiguous(&l)) return 0;
+  const rg_type *t = node->outputs[0]->type;
+  if (rg_type_equal(base->type, t)) return give_same(run, node, out, base);
+  return give_same(run, node, out, built(run->C, rg_reshape_to(base, t->ndim, t->shape)));
+}
+
+/* A reduction over axes of static size 1 reads one element per result:
+ * the input with those axes dropped, in the result's dtype. */
+static int reduce_size_one(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  rg_variable *x = node->inputs[0];
+  const rg_type *t = x->type;
+  const rg_op *op = node->op;
+  if (node->nin != 1 || op->all_axes || op->nints == 0) return 0;
+  bool reduced[RG_MAX_NDIM] = {false};
+  for (int i = 0; i < op->nints; i++) {
+    if (op->ints[i] < 0 || op->ints[i] >= t->ndim || t->shape[op->ints[i]] != 1) return 0;
+    reduced[op->ints[i]] = true;
+  }
+  int64_t order[RG_MAX_NDIM];
+  int k = 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (!reduced[d]) order[k++] = d;
+  return give(run, node, out, built(run->C, rg_dimshuffle(x, k, order)));
+}
+
 /* Index inputs of the subtensor family that are constants become the
  * op's own parameters, so the result's type knows the sizes they give
  * (x[0:n] with n a constant: a static length, which fusion and the
@@ -420,7 +563,58 @@ static int subtensor_constant_index(rg_rewrite_run *run, rg_node *node, rg_varia
     }
   }
   if (!any) return 0;
-  return give(run, node, out, built(run->C, rg_apply(run->C, rg_op_subtensor(op->code, nent, e), kept, in)));
+  return give_same(run, node, out, built(run->C, rg_apply(run->C, rg_op_subtensor(op->code, nent, e), kept, in)));
+}
+
+/* Whether type t knows every dimension `was` knows, and more. */
+static bool refines(const rg_type *t, const rg_type *was) {
+  if (rg_type_equal(t, was) || !rg_type_is_subtype(t, was)) return false;
+  for (int d = 0; d < t->ndim; d++)
+    if (was->shape[d] == RG_DIM_UNKNOWN && t->shape[d] != RG_DIM_UNKNOWN) return true;
+  return false;
+}
+
+/* A node typed before a rewrite told its inputs' sizes (a constant index
+ * made static, a slice of a known length) still says `?` where its inputs
+ * now say more: the same op rebuilt on the same inputs knows the sizes, so
+ * the rules after it (useless slices and reshapes, fusion, the memory
+ * plan) see static shapes.  Outputs keep their dtypes; types only narrow. */
+static int refine_types(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  bool unknown = false;
+  for (int k = 0; k < node->nout && !unknown; k++)
+    for (int d = 0; d < node->outputs[k]->type->ndim; d++)
+      if (node->outputs[k]->type->shape[d] == RG_DIM_UNKNOWN) unknown = true;
+  if (!unknown) return 0;
+  rg_node *m = rg_make_node(run->C, node->op, node->nin, node->inputs);
+  if (!m) {
+    rg_clear_error(run->C);
+    return 0;
+  }
+  if (m->nout != node->nout) return 0;
+  bool narrower = false;
+  for (int k = 0; k < node->nout; k++) {
+    const rg_type *t = m->outputs[k]->type, *was = node->outputs[k]->type;
+    if (!rg_type_is_subtype(t, was)) return 0;
+    narrower |= refines(t, was);
+  }
+  if (!narrower) return 0;
+  for (int k = 0; k < node->nout; k++) out[k] = m->outputs[k];
+  return 1;
+}
+
+/* shape_i{k}(x) where x's type knows dimension k, shape(x) where it
+ * knows them all: the sizes as constants, so shape arithmetic folds (a
+ * reshape to (32 * shape_i{0}(x), 256) gets a static shape). */
+static int shape_static(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  const rg_type *t = node->inputs[0]->type;
+  if (node->op->code == RG_OP_SHAPE_I) {
+    int64_t n = t->shape[node->op->ints[0]];
+    return n == RG_DIM_UNKNOWN ? 0 : give(run, node, out, rg_constant_scalar_int(run->C, RG_INT64, n));
+  }
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] == RG_DIM_UNKNOWN) return 0;
+  int64_t nd = t->ndim;
+  return give(run, node, out, rg_constant_data(run->C, RG_INT64, 1, &nd, t->shape));
 }
 
 /* x[:], x[0:n] over a dimension of static size n, ...: every element in
@@ -802,7 +996,7 @@ static int blas_scale(rg_rewrite_run *run, rg_node *node, rg_variable **out, voi
 typedef struct c_rule {
   const char *name;
   rg_node_rewrite_fn fn;
-  rg_opcode tracks[3];
+  rg_opcode tracks[5];
   int ntracks;
   const char *describe;
   const char *examples; /* terms with ?x leaves, for check-rules */
@@ -832,10 +1026,22 @@ static const c_rule canonicalize[] = {
      "((dimshuffle 1 0) ((dimshuffle 1 0) ?x)) ((dimshuffle 0 x) ((dimshuffle 1 0) ?x))"},
     {"dimshuffle-useless", dimshuffle_useless, T1(DIMSHUFFLE), "a dimshuffle keeping every dimension in order -> x",
      "((dimshuffle 0 1) ?x)"},
+    {"view-chain", view_chain, T2(RESHAPE, DIMSHUFFLE),
+     "reshapes and dimshuffles that keep their base's element order -> one reshape",
+     "((reshape 1) ((dimshuffle 1 0) ((dimshuffle 1 0) ?x)) ((make_vector int64) -1)) "
+     "((reshape 1) ((dimshuffle 1 x 0) ((dimshuffle 1 0) ?x)) ((make_vector int64) -1))"},
+    {"reduce-size-one", reduce_size_one, {RG_OP_SUM, RG_OP_PROD, RG_OP_MAX, RG_OP_MIN, RG_OP_MEAN}, 5,
+     "a reduction over axes of static size 1 -> the input without those axes",
+     "((sum 0) ((dimshuffle x 0 1) ?x)) ((max 1) ((dimshuffle 0 x) ?x))"},
     {"cast-simplify", cast_simplify, T1(CAST), "cast to x's own dtype -> x, lossless cast chains merged",
      "((cast float64) ((cast float32) ?x)) ((cast float32) ?x)"},
     {"subtensor-constant-index", subtensor_constant_index, {RG_OP_SUBTENSOR, RG_OP_INC_SUBTENSOR, RG_OP_SET_SUBTENSOR}, 3,
      "x[0:k] with k a constant input -> x[0:k] with k a parameter (static sizes)", "((subtensor (0 ?)) ?x 1)"},
+    {"shape-static", shape_static, T2(SHAPE_I, SHAPE), "shape_i / shape of statically known sizes -> constants",
+     "((shape_i 0) ?x) (shape ?x)"},
+    {"refine-types", refine_types, {0}, 0,
+     "a node whose inputs now know sizes it says are unknown -> the same node with the sizes",
+     "((subtensor (none none -1)) ((subtensor (0 ?)) ?x 2))"},
     {"subtensor-useless", subtensor_useless, T1(SUBTENSOR), "x[:], x[0:n] over all n rows -> x",
      "((subtensor (none none none)) ?x)"},
     {"log-exp", log_exp, T1(LOG), "log(exp(x)) -> x", "(log (exp ?x))"},
