@@ -199,11 +199,18 @@ static rg_variable **inputs_copy(const rg_node *node) {
 
 /* Drops the inputs equal to `neutral` everywhere (x + 0, x * 1); every
  * input dropped leaves the neutral element itself. */
+/* A constant every element of which is x, or a fill with it (second(a,
+ * x): x in a's shape, which `give` restores where it mattered). */
+static bool neutral_is(const rg_variable *v, double x) {
+  const rg_node *f = node_of(v, RG_OP_SECOND);
+  return const_is(v, x) || (f && const_is(f->inputs[1], x));
+}
+
 static int drop_neutral(rg_rewrite_run *run, rg_node *node, rg_variable **out, double neutral) {
   rg_variable **keep = inputs_copy(node);
   int k = 0;
   for (int i = 0; i < node->nin; i++)
-    if (!const_is(node->inputs[i], neutral)) keep[k++] = node->inputs[i];
+    if (!neutral_is(node->inputs[i], neutral)) keep[k++] = node->inputs[i];
   if (k == node->nin) return 0;
   if (k == 0) return give(run, node, out, filled(run->C, node, neutral));
   return give(run, node, out, rebuild(run->C, node, k, keep));
@@ -538,6 +545,58 @@ static int reduce_size_one(rg_rewrite_run *run, rg_node *node, rg_variable **out
   for (int d = 0; d < t->ndim; d++)
     if (!reduced[d]) order[k++] = d;
   return give(run, node, out, built(run->C, rg_dimshuffle(x, k, order)));
+}
+
+/* x[i] or x[a:b] (step 1) along axis 0 of join{0}(p0, p1, ...) where the
+ * rows picked all lie in one part pk of static length: pk[i - o] or
+ * pk[a - o : b - o], o the rows before pk; the other entries as they were.
+ * Only the part is read (a gradient's mit-mot buffer, zeros joined to
+ * zeros, of which a loop reads row 0). */
+static int subtensor_join(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  rg_node *j = node_of(node->inputs[0], RG_OP_JOIN);
+  const rg_op *op = node->op;
+  if (!j || node->nin != 1 || op->nints < 4 || j->op->ints[0] != 0) return 0;
+  int64_t n = node->inputs[0]->type->shape[0];
+  const int64_t *w = op->ints;
+  int64_t lo, hi; /* rows [lo, hi) picked, in the joined tensor */
+  if (n < 0) return 0;
+  if (w[0] == RG_IDX_INDEX) {
+    lo = w[1] < 0 ? w[1] + n : w[1], hi = lo + 1;
+  } else {
+    if (w[3] != RG_IDX_NONE && w[3] != 1) return 0;
+    lo = w[1] == RG_IDX_NONE ? 0 : w[1] < 0 ? w[1] + n : w[1];
+    hi = w[2] == RG_IDX_NONE ? n : w[2] < 0 ? w[2] + n : w[2] > n ? n : w[2];
+  }
+  if (lo < 0 || hi <= lo || hi > n) return 0;
+  int64_t o = 0;
+  for (int k = 0; k < j->nin; k++) {
+    int64_t len = j->inputs[k]->type->shape[0];
+    if (len < 0) return 0;
+    if (lo >= o && hi <= o + len) {
+      rg_index e[RG_MAX_NDIM];
+      memcpy(e, op->ints, (size_t)op->nints * sizeof(int64_t));
+      if (w[0] == RG_IDX_INDEX) e[0].a = lo - o;
+      else e[0].a = lo - o, e[0].b = hi - o, e[0].c = RG_IDX_NONE;
+      rg_variable *part = j->inputs[k];
+      return give_same(run, node, out, built(run->C, rg_apply(run->C, rg_op_subtensor(RG_OP_SUBTENSOR, op->nints / 4, e), 1, &part)));
+    }
+    o += len;
+  }
+  return 0;
+}
+
+/* second(a, v)[idx] with v a scalar: v in the shape of a[idx], so only the
+ * slice's size is filled (a zero buffer of which a loop reads one row). */
+static int subtensor_fill(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  rg_node *f = node_of(node->inputs[0], RG_OP_SECOND);
+  if (!f || f->inputs[1]->type->ndim != 0 || !rg_type_equal(f->inputs[0]->type, f->outputs[0]->type))
+    return 0;
+  rg_variable *in[node->nin];
+  memcpy(in, node->inputs, (size_t)node->nin * sizeof *in);
+  in[0] = f->inputs[0];
+  rg_variable *part = built(run->C, rg_apply(run->C, node->op, node->nin, in));
+  rg_variable *args[2] = {part, f->inputs[1]};
+  return give(run, node, out, part ? built(run->C, rg_apply(run->C, f->op, 2, args)) : NULL);
 }
 
 /* Index inputs of the subtensor family that are constants become the
@@ -1033,6 +1092,10 @@ static const c_rule canonicalize[] = {
     {"reduce-size-one", reduce_size_one, {RG_OP_SUM, RG_OP_PROD, RG_OP_MAX, RG_OP_MIN, RG_OP_MEAN}, 5,
      "a reduction over axes of static size 1 -> the input without those axes",
      "((sum 0) ((dimshuffle x 0 1) ?x)) ((max 1) ((dimshuffle 0 x) ?x))"},
+    {"subtensor-join", subtensor_join, T1(SUBTENSOR), "join{0}(a, b)[i] -> a[i] or b[i - len(a)], slices alike",
+     "((subtensor 0) ((join 0) ?x ?y)) ((subtensor (1 2)) ((join 0) ?x ?y ?z))"},
+    {"subtensor-fill", subtensor_fill, T1(SUBTENSOR), "second(a, v)[idx] -> second(a[idx], v) for a scalar v",
+     "((subtensor 0) (second ?x 0.0)) ((subtensor (0 1)) (second ?x 2))"},
     {"cast-simplify", cast_simplify, T1(CAST), "cast to x's own dtype -> x, lossless cast chains merged",
      "((cast float64) ((cast float32) ?x)) ((cast float32) ?x)"},
     {"subtensor-constant-index", subtensor_constant_index, {RG_OP_SUBTENSOR, RG_OP_INC_SUBTENSOR, RG_OP_SET_SUBTENSOR}, 3,
