@@ -53,6 +53,12 @@ typedef struct rgb_node {
   const rgb_vtype *in;     /* nin static input types */
   const rgb_vtype *out;    /* nout static output types */
   struct rgb_program *inner; /* composite / op_from_graph: the linked inner graph */
+  /* A composite whose outputs a join read (join-into.c): join_slot[k] is
+   * the part output k of the inner graph is along join_axis (-1: none),
+   * and the node has one output more than its inner graph, the joined
+   * value; the parts are views of it.  NULL: an ordinary node. */
+  int32_t *join_slot;
+  int32_t join_axis;
   const char *label;       /* "add", or an opaque op's name (for messages) */
   /* Kernel memo: zeroed by rgb_node_init; the node's kernel may store here
    * what it derives from the node alone (its typed loop, ...) on its first
@@ -285,6 +291,12 @@ typedef struct rgb_program {
   size_t arena_bytes, planned_bytes;
   int32_t nplanned;
 } rgb_program;
+
+/* Lets each CPU composite whose outputs only a join reads write them into
+ * the joined value (the parts become views of it), and removes the join
+ * (join-into.c).  Runs before the release lists are made; false when
+ * memory runs out (the program is then unchanged). */
+bool rgb_join_into(rgb_program *p);
 
 /* Plans the memory of a linked program (plan.c; nothing for a program
  * with ifelse, or when memory runs out); rgb_plan_clear undoes it. */

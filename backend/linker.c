@@ -486,6 +486,7 @@ rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *c
   ok = ok && link_outputs(&L, nout, outputs);
   L.p->release = L.o->release && !L.p->lazy;
   set_profile(L.p, L.o->profile);
+  ok = ok && (L.p->lazy || rgb_join_into(L.p) || lerr(&L, "out of memory"));
   ok = ok && plan_releases(&L);
   if (ok && L.o->plan) rgb_plan_memory(L.p);
   rg_map_free(&L.cells);

@@ -80,6 +80,7 @@ static size_t static_bytes(const rgb_vtype *t) {
  * backend allocates on the host. */
 static bool fresh_host_output(const rgb_program *p, const rgb_thunk *t, int j) {
   if (t->kind != RGB_T_KERNEL || t->x.buft || p->cell_dev[t->out_cells[j]] != RG_DEVICE_HOST) return false;
+  if (t->node.join_slot && j < t->node.nout - 1 && t->node.join_slot[j] >= 0) return false; /* a view */
   for (int i = 0; i < t->node.nin; i++)
     if (may_alias(t, j, i)) return false;
   return static_bytes(&t->node.out[j]) > 0;
@@ -111,6 +112,8 @@ static bool classes_build(const rgb_program *p, classes *s) {
     for (int j = 0; j < t->node.nout; j++)
       for (int i = 0; i < t->node.nin; i++)
         if (may_alias(t, j, i)) uf_union(s->uf, t->out_cells[j], t->in_cells[i]);
+    for (int j = 0; t->node.join_slot && j < t->node.nout - 1; j++) /* parts view the joined value */
+      if (t->node.join_slot[j] >= 0) uf_union(s->uf, t->out_cells[j], t->out_cells[t->node.nout - 1]);
   }
   for (int32_t c = 0; c < p->ncells; c++) s->last[c] = -1, s->ok[c] = true;
   for (int32_t c = 0; c < p->ncells; c++) {

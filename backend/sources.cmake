@@ -9,6 +9,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/backend/cuda/cuda.c
   ${PROJECT_SOURCE_DIR}/backend/cuda/blas.c
   ${PROJECT_SOURCE_DIR}/backend/linker.c
+  ${PROJECT_SOURCE_DIR}/backend/join-into.c
   ${PROJECT_SOURCE_DIR}/backend/plan.c
   ${PROJECT_SOURCE_DIR}/backend/vm.c
   ${PROJECT_SOURCE_DIR}/backend/function.c

@@ -88,7 +88,7 @@ static int check3(int nin, rg_variable **ins, rg_variable *out, rg_tensor **vals
   return made;
 }
 
-enum { R = 300, K = 256 }; /* 76 800 elements: fusion forms groups from 2^16 */
+enum { R = 300, K = 256 }; /* 76 800 elements */
 
 /* Every arithmetic op, every vector function, n-ary sums, constants of
  * the other float dtype, a broadcast row, a transposed input and a 0-d
@@ -162,6 +162,65 @@ static void test_generated_at_compile(void **st) {
   rg_function_free(fn);
 }
 
+/* How many thunks of a function's outer program apply op `name`. */
+static int thunks_named(const rg_function *f, const char *name) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  rg_function_dump(f, m);
+  fclose(m);
+  int n = 0;
+  char pat[64];
+  snprintf(pat, sizeof pat, " %s ", name);
+  for (char *p = buf; (p = strstr(p, pat)); p++) n++;
+  free(buf);
+  return n;
+}
+
+/* Gate-like parts computed by one fused group (two of them chains of
+ * their own, joined as siblings) and joined along `axis`: the group writes
+ * them straight into the joined value and the join leaves the program;
+ * values as the interpreter and the unfused graph give them.  A part the
+ * program reads twice keeps its join. */
+static void check_join(int axis, int nd, const int64_t *shape, bool shared) {
+  rg_variable *x = var(RG_FLOAT32, nd, shape), *y = var(RG_FLOAT32, nd, shape);
+  rg_variable *half = rg_constant_scalar(C, RG_FLOAT32, 0.5);
+  rg_variable *parts[] = {rg_mul(rg_tanh(x), y), rg_add(rg_sigmoid(x), y), rg_mul(rg_exp(y), half),
+                          rg_mul(rg_sub(x, half), rg_sigmoid(y))};
+  rg_variable *out = rg_join(axis, 4, parts);
+  if (shared) {
+    rg_variable *again[] = {parts[1], parts[0], parts[3], parts[2]};
+    out = rg_mul(out, rg_join(axis, 4, again));
+  }
+  rg_variable *ins[] = {x, y};
+  rg_tensor *vals[] = {tens_rand(RG_FLOAT32, nd, shape, -2, 2), tens_rand(RG_FLOAT32, nd, shape, -2, 2)};
+  for (int threads = 1; threads <= 2; threads++) {
+    rg_compile_opts o = {.mode = {.query = "fast_run"}, .nthreads = threads};
+    rg_function *f = rg_compile(C, 2, ins, 1, &out, &o);
+    assert_non_null(f);
+    assert_int_equal(thunks_named(f, "composite"), 1);
+    assert_int_equal(thunks_named(f, "join"), shared ? 2 : 0);
+    rg_tensor *got = NULL, *again = NULL;
+    assert_int_equal(rg_function_call(f, vals, &got), 0);
+    assert_int_equal(rg_function_call(f, vals, &again), 0); /* a second call into the same storage */
+    rg_tensor *plain = run_with("none", "0", 2, ins, out, vals);
+    same_bits(got, plain);
+    same_bits(again, plain);
+    rg_tensor_free(got), rg_tensor_free(again), rg_tensor_free(plain);
+    rg_function_free(f);
+  }
+  assert_true(check3(2, ins, out, vals) >= 0);
+  rg_tensor_free(vals[0]), rg_tensor_free(vals[1]);
+}
+
+static void test_join_into(void **st) {
+  check_join(1, 2, SHAPE(64, 256), false);  /* the LSTM's gate gradients: rows of parts */
+  check_join(0, 2, SHAPE(64, 256), false);  /* parts one after another */
+  check_join(1, 3, SHAPE(4, 40, 50), false); /* rows of 2 000 elements: blocks within rows */
+  check_join(2, 3, SHAPE(8, 32, 300), false);
+  check_join(1, 2, SHAPE(64, 256), true);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_float32),
@@ -169,6 +228,7 @@ int main(void) {
       cmocka_unit_test(test_fallbacks),
       cmocka_unit_test(test_cache_reused),
       cmocka_unit_test(test_generated_at_compile),
+      cmocka_unit_test(test_join_into),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

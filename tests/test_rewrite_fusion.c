@@ -143,6 +143,27 @@ static void test_sibling_consumers(void **st) {
   same_values(cyc);
 }
 
+/* The parts of a join join one group, connected or not (two chains of
+ * their own here), so the linker can write them into the joined value; a
+ * part computed from the other through a node outside the group (a sum)
+ * stays out, in either order of seeding. */
+static void test_join_siblings(void **st) {
+  (void)st;
+  const char *apart = "(output ((join 1) (mul (exp r) 2.0) (tanh M) (add (sigmoid M) r)))";
+  rg_fgraph *fg = fused(apart);
+  assert_int_equal(count_op(fg, RG_OP_COMPOSITE), 1);
+  assert_int_equal(count_op(fg, RG_OP_EXP) + count_op(fg, RG_OP_TANH) + count_op(fg, RG_OP_SIGMOID), 0);
+  same_values(apart);
+  const char *cyc = "(define s (tanh M)) (output ((join 1) (mul (exp r) (sum s)) s))";
+  fg = fused(cyc);
+  assert_int_equal(count_op(fg, RG_OP_TANH), 1);
+  same_values(cyc);
+  const char *cyc2 = "(define s (tanh M)) (output ((join 1) s (mul (exp r) (sum s))))";
+  fg = fused(cyc2);
+  assert_int_equal(count_op(fg, RG_OP_TANH), 1);
+  same_values(cyc2);
+}
+
 /* Small or unknown shapes are left alone. */
 static void test_small_and_unknown_left_alone(void **st) {
   rg_fgraph *fg = fused("(output (add (mul v 2.0) 1.0))");
@@ -167,6 +188,7 @@ int main(void) {
       cmocka_unit_test(test_broadcast_producers),
       cmocka_unit_test(test_no_cycle),
       cmocka_unit_test(test_sibling_consumers),
+      cmocka_unit_test(test_join_siblings),
       cmocka_unit_test(test_small_and_unknown_left_alone),
       cmocka_unit_test(test_dtypes),
   };

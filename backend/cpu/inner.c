@@ -22,6 +22,14 @@
  * where none is needed: a contiguous input is read in place, and the op
  * computing an output writes straight into the output tensor.
  *
+ * Joined outputs (backend/join-into.c).  When a join read the node's
+ * outputs, the node has one output more than its inner graph: the joined
+ * value, allocated here; the parts are strided views of it, each row of a
+ * part (the elements from the join axis on, contiguous) a run of the
+ * joined row.  Blocks then never cross a part's row, so every block's
+ * outputs stay contiguous and both the interpreter and the generated
+ * kernels write them in place.
+ *
  * Generated kernels (codegen.c).  On its first run a composite asks for a
  * kernel generated for its inner program (kept in the node's memo); when
  * there is one and every input and output has its dtype, each block runs
@@ -237,6 +245,8 @@ typedef struct cjob {
   bool *one_in;       /* per input: a single element, read with stride 0 */
   rg_dtype *in_dt, *out_dt;
   int64_t total;
+  int64_t row;        /* elements of a row: blocks never cross one (total: one row) */
+  int64_t *ostride;   /* per output: elements from one row to the next */
   size_t ws;          /* exec_block's workspace */
   rgbc_status st;
   const char *why;    /* first error */
@@ -260,7 +270,8 @@ static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *ar
   j->gen((void *const *)outs, in, m, j->vf);
 }
 
-/* One block [b0, b0 + m) with workspace ws (then the gather areas). */
+/* One block [b0, b0 + m) with workspace ws (then the gather areas); the
+ * block lies in one row. */
 static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
   cslot ins[64];
   char *outs[64];
@@ -280,7 +291,8 @@ static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
     ins[i] = (cslot){c.at, c.es};
     rgbc_plan_run(&j->gather[i], b0, b0 + m, cursor_loop, &c);
   }
-  for (int k = 0; k < j->nout; k++) outs[k] = j->out[k]->data + b0 * rgbc_size(j->out_dt[k]);
+  int64_t r = b0 / j->row, at = b0 - r * j->row;
+  for (int k = 0; k < j->nout; k++) outs[k] = j->out[k]->data + (r * j->ostride[k] + at) * (int64_t)rgbc_size(j->out_dt[k]);
   if (j->gen) {
     run_generated(j, ins, outs, area, m);
     return;
@@ -297,9 +309,10 @@ static void run_blocks(void *ud, int64_t lo, int64_t hi) {
     j->why = "out of memory for the composite's workspace";
     return;
   }
+  int64_t per_row = (j->row + CB - 1) / CB;
   for (int64_t b = lo; b < hi && !j->why; b++) {
-    int64_t b0 = b * CB, m = j->total - b0 < CB ? j->total - b0 : CB;
-    run_one(j, ws, b0, m);
+    int64_t r = b / per_row, at = (b - r * per_row) * CB;
+    run_one(j, ws, r * j->row + at, j->row - at < CB ? j->row - at : CB);
   }
   rg_free(ws);
 }
@@ -315,6 +328,32 @@ static void plan_over(rgbc_plan *pl, const rg_tensor *t, int nd, const int64_t *
   rgbc_plan_init(pl, 1, nd, shape, base, stp, -1);
 }
 
+/* The joined output (the node's last) and the parts as views of it; the
+ * rows of the walk are the parts' rows. */
+static int joined_outputs(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
+  const rgb_node *n = x->node;
+  int axis = n->join_axis, parts = 0;
+  for (int k = 0; k < j->nout; k++) parts += n->join_slot[k] >= 0;
+  if (axis >= nd) return rgb_error(x, RG_ERR_TYPE, "join axis %d of values with %d dimensions", axis, nd);
+  int64_t jshape[RG_MAX_NDIM];
+  memcpy(jshape, shape, (size_t)nd * sizeof *jshape);
+  jshape[axis] *= parts;
+  rg_tensor *all = rgb_output(x, n->nout - 1, n->out[n->nout - 1].dtype, nd, jshape);
+  if (!all) return x->rt->errcode;
+  j->row = 1;
+  for (int d = axis; d < nd; d++) j->row *= shape[d];
+  for (int k = 0; k < j->nout; k++) {
+    if (n->join_slot[k] < 0) continue;
+    int64_t off = n->join_slot[k] * j->row * (int64_t)rgbc_size(all->dtype);
+    rg_tensor *v = rg_tensor_view(all, nd, shape, all->strides, off);
+    if (!v) return rgb_error(x, RG_ERR_NOMEM, "out of memory for a view of the joined output");
+    rgb_set_output(x, k, v);
+    j->out[k] = v;
+    j->ostride[k] = j->row * parts;
+  }
+  return RG_OK;
+}
+
 static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
   const rgb_node *n = x->node;
   for (int i = 0; i < j->nin; i++) {
@@ -322,15 +361,19 @@ static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
     j->one_in[i] = rg_tensor_numel(j->in[i]) == 1;
     if (!j->one_in[i]) plan_over(&j->gather[i], j->in[i], nd, shape);
   }
-  for (int k = 0; k < j->nout; k++) {
-    j->out_dt[k] = n->out[k].dtype;
-    j->out[k] = rgb_output(x, k, j->out_dt[k], nd, shape);
-    if (!j->out[k]) return x->rt->errcode;
-  }
   j->total = 1;
   for (int d = 0; d < nd; d++) j->total *= shape[d];
+  j->row = j->total;
+  for (int k = 0; k < j->nout; k++) j->out_dt[k] = n->out[k].dtype;
+  if (n->join_slot && joined_outputs(x, j, nd, shape)) return x->rt->errcode;
+  for (int k = 0; k < j->nout; k++) {
+    if (n->join_slot && n->join_slot[k] >= 0) continue;
+    j->out[k] = rgb_output(x, k, j->out_dt[k], nd, shape);
+    if (!j->out[k]) return x->rt->errcode;
+    j->ostride[k] = j->row;
+  }
   if (j->total == 0) return RG_OK;
-  int64_t nblocks = (j->total + CB - 1) / CB;
+  int64_t nblocks = j->total / j->row * ((j->row + CB - 1) / CB);
   rgb_parallel_for(x, nblocks, 8, run_blocks, j);
   if (j->why) return rgb_error(x, RG_ERR_EVAL, "%s", j->why);
   return rgbc_status_error(x, &j->st);
@@ -377,21 +420,24 @@ int rgb_cpu_composite(rgb_exec *x) {
   const rgb_node *n = x->node;
   const rgb_program *p = n->inner;
   if (!p) return rgb_error(x, RG_ERR_TYPE, "the inner graph is not linked");
-  if (n->nin > 64 || n->nout > 64 || p->nin != n->nin || p->nout != n->nout)
+  int nout = n->join_slot ? n->nout - 1 : n->nout; /* computed outputs (the joined one aside) */
+  if (n->nin > 64 || nout > 64 || p->nin != n->nin || p->nout != nout)
     return rgb_error(x, RG_ERR_TYPE, "%d inputs and %d outputs do not fit the inner graph "
-                     "(at most 64 each)", n->nin, n->nout);
+                     "(at most 64 each)", n->nin, nout);
   const rg_tensor *in[64];
   rg_tensor *out[64];
   rgbc_plan gather[64];
   bool one_in[64];
   rg_dtype in_dt[64], out_dt[64];
+  int64_t ostride[64];
   int nd = 0;
   int64_t shape[RG_MAX_NDIM];
   for (int i = 0; i < n->nin; i++) in[i] = rgb_in(x, i);
   if (n->nin && rgbc_broadcast_shape(x, n->nin, in, n->in, &nd, shape)) return x->rt->errcode;
-  cjob j = {.p = p, .nin = n->nin, .nout = n->nout, .in = in, .out = out, .gather = gather,
-            .one_in = one_in, .in_dt = in_dt, .out_dt = out_dt, .ws = ws_bytes(p)};
+  cjob j = {.p = p, .nin = n->nin, .nout = nout, .in = in, .out = out, .gather = gather,
+            .one_in = one_in, .in_dt = in_dt, .out_dt = out_dt, .ostride = ostride, .ws = ws_bytes(p)};
   choose_kernel(n, &j);
+  if (j.gen) j.ws = 0; /* a generated kernel needs only the gather areas */
   return composite_run(x, &j, nd, shape);
 }
 
