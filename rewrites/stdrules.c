@@ -152,12 +152,30 @@ static int give(rg_rewrite_run *run, rg_node *node, rg_variable **out, rg_variab
   return 1;
 }
 
+/* Whether every node reading output k of `node` still type-checks with v
+ * in its place.  A type that tells more can make a reader's static checks
+ * stricter than its run time (a Scan rejects a sequence of 0 rows, which
+ * runs when the Scan takes no step), so a refinement asks the readers. */
+static bool readers_accept(rg_ctx *C, const rg_node *node, int k, rg_variable *v) {
+  const rg_variable *o = node->outputs[k];
+  for (uint32_t c = 0; c < o->nclients; c++) {
+    const rg_node *r = o->clients[c].node;
+    if (!r) continue; /* a graph output */
+    rg_variable *in[r->nin > 0 ? r->nin : 1];
+    memcpy(in, r->inputs, (size_t)r->nin * sizeof *in);
+    in[o->clients[c].index] = v;
+    if (!rg_make_node(C, r->op, r->nin, in)) return rg_clear_error(C), false;
+  }
+  return true;
+}
+
 /* Hands over v, the node's own value computed another way (the same
  * elements in the same shape), whose type may know sizes the node's does
  * not: a static 1 included, which `give` would take for a broadcast. */
 static int give_same(rg_rewrite_run *run, rg_node *node, rg_variable **out, rg_variable *v) {
   if (!v) rg_clear_error(run->C);
   if (!v || v == node->outputs[0] || !rg_type_is_subtype(v->type, node->outputs[0]->type)) return 0;
+  if (!rg_type_equal(v->type, node->outputs[0]->type) && !readers_accept(run->C, node, 0, v)) return 0;
   out[0] = v;
   return 1;
 }
@@ -657,6 +675,8 @@ static int refine_types(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
     narrower |= refines(t, was);
   }
   if (!narrower) return 0;
+  for (int k = 0; k < node->nout; k++)
+    if (!readers_accept(run->C, node, k, m->outputs[k])) return 0;
   for (int k = 0; k < node->nout; k++) out[k] = m->outputs[k];
   return 1;
 }

@@ -538,6 +538,16 @@ static void test_refine_types(void **st) {
   const char *bad = same_values(&ref, &got);
   if (bad) fail_msg("%s", bad);
   rg_function_free(ref.f), rg_function_free(got.f);
+  /* a refinement its readers would reject is not made: a loop of no
+   * steps reads a sequence that becomes 0 rows long, which its type check
+   * refuses (it runs, taking no step) */
+  const char *zero = "(graph (input x float64 (4)) (output (grad (sum (scan (lambda (h) (mul h 0 0))"
+                     " (outputs-info x) (n-steps 0))) x)))";
+  fg = rg_graph_read(C, "<case>", zero, strlen(zero));
+  assert_non_null(fg);
+  run = rg_rewrite(fg, rg_db_query(C, std_db, "canonicalize -scan"), &o); /* no loop rule rebuilds it */
+  assert_int_equal(rg_rewrite_stop(run), RG_STOP_EQUILIBRIUM);
+  if (rg_fgraph_check(fg) != RG_OK) fail_msg("%s", rg_errmsg(C));
 }
 
 static void test_every_rule_has_a_case(void **st) {
