@@ -458,11 +458,21 @@ static int apply_op(rg_egraph *eg, eg_rule *r) {
 
 /* A term of the e-graph with the hash of the e-nodes it was built from. */
 typedef struct alt { rg_term t; uint64_t h; } alt;
-typedef struct alts { alt *v; int n, cap; } alts;
+/* Terms being collected: v points at `small` until more are pushed (most
+ * children have a handful of terms, and these lists live for one search
+ * step). */
+#define ALTS_INLINE 4
+typedef struct alts { alt *v; int n, cap; alt small[ALTS_INLINE]; } alts;
+
+static void alts_init(alts *a) {
+  a->v = a->small;
+  a->n = 0;
+  a->cap = ALTS_INLINE;
+}
 
 static void alts_push(alts *a, rg_term t, uint64_t h) {
   if (a->n == a->cap) {
-    int cap = a->cap ? 2 * a->cap : 8;
+    int cap = 2 * a->cap;
     alt *v = rg_gc_alloc((size_t)cap * sizeof *v);
     if (a->n) memcpy(v, a->v, (size_t)a->n * sizeof *v);
     a->v = v;
@@ -517,7 +527,7 @@ static void node_terms_d(rg_egraph *eg, uint32_t id, const int *kd, int cap, alt
   int n = (int)x->nch;
   alts kids[n ? n : 1];
   for (int i = 0; i < n; i++) {
-    kids[i] = (alts){0};
+    alts_init(&kids[i]);
     class_terms(eg, eg_kids(eg, id)[i], kd[i], cap, &kids[i]);
     if (!kids[i].n) return;
   }
@@ -762,7 +772,8 @@ static int search_node_rel(rg_egraph *eg, eg_rule *r, uint32_t id, const rg_sear
   for (int dir = 0; dir < 2; dir++) {
     for (int i = 0; i < n; i++)
       kd[i] = sh[dir].n < 0 ? o->rel_depth - 1 : sh[dir].n != n ? 0 : sh[dir].d[i];
-    alts ts = {0};
+    alts ts;
+    alts_init(&ts);
     node_terms_d(eg, id, kd, o->rel_terms, &ts, r, dir ? 0x2b : 0x1f);
     for (int i = 0; i < ts.n; i++) {
       int rc = run_relation(eg, r, dir, c, ts.v[i].t, o->rel_answers);
