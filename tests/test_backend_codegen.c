@@ -164,16 +164,10 @@ static void test_generated_at_compile(void **st) {
 
 /* How many thunks of a function's outer program apply op `name`. */
 static int thunks_named(const rg_function *f, const char *name) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
-  rg_function_dump(f, m);
-  fclose(m);
-  int n = 0;
   char pat[64];
   snprintf(pat, sizeof pat, " %s ", name);
-  for (char *p = buf; (p = strstr(p, pat)); p++) n++;
-  free(buf);
+  int n = 0;
+  for (const char *p = tu_function_dump(f); (p = strstr(p, pat)); p++) n++;
   return n;
 }
 

@@ -31,17 +31,6 @@ static rg_tensor *vec_f64(int n, const double *v) {
   return rg_tensor_from_data(RG_FLOAT64, 1, &shape, v);
 }
 
-/* The program's dump as a collected string. */
-static const char *dump(rg_function *f) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  rg_function_dump(f, out);
-  fclose(out);
-  const char *s = rg_string_value(rg_string(buf));
-  free(buf);
-  return s;
-}
 
 static int count(const char *hay, const char *needle) {
   int n = 0;
@@ -80,7 +69,7 @@ static void results_on(const char *backend, int nin, rg_variable **in, int nout,
     if (rg_function_call(mir, vals, b)) fail_msg("%s: %s", backend, rg_function_errmsg(mir));
     for (int j = 0; j < nout; j++) {
       assert_int_equal(rg_tensor_device(b[j]), RG_DEVICE_HOST);
-      if (!close(a[j], b[j], tol)) fail_msg("call %d: output %d differs on %s\n%s", rep, j, backend, dump(mir));
+      if (!close(a[j], b[j], tol)) fail_msg("call %d: output %d differs on %s\n%s", rep, j, backend, tu_function_dump(mir));
       rg_tensor_free(a[j]);
       rg_tensor_free(b[j]);
     }
@@ -152,7 +141,7 @@ static void test_placement_and_transfers(void **st) {
   rg_variable *k = rg_apply(C, rg_op_join(0), 2, (rg_variable *[]){x, s});
   rg_variable *outs[4] = {rg_exp(s), t, j, k};
   rg_function *f = compile(2, (rg_variable *[]){x, y}, 4, outs, "mirror", "none", false);
-  const char *d = dump(f);
+  const char *d = tu_function_dump(f);
   /* mul, add, exp and sum on the mirror; the joins on the CPU */
   assert_non_null(strstr(d, "backends: mirror cpu;"));
   assert_int_equal(count(d, " mirror   ("), 4 + 2);  /* four nodes, two input uploads */
@@ -183,7 +172,7 @@ static void test_constants_uploaded_once(void **st) {
   rg_variable *k = rg_constant_data(C, RG_FLOAT64, 1, &three, (double[]){10, 20, 30});
   rg_variable *out = rg_mul(rg_add(x, k), k);
   rg_function *f = compile(1, &x, 1, &out, "mirror", "none", false);
-  const char *d = dump(f);
+  const char *d = tu_function_dump(f);
   /* x up, the result down; the constant is on the mirror from the start */
   assert_non_null(strstr(d, "; 2 transfers"));
   const rgb_program *p = rgb_function_program(f);
@@ -212,7 +201,7 @@ static void test_shape_arguments_on_the_host(void **st) {
   rg_variable *e = rg_allocate_empty(C, RG_FLOAT64, 1, &n);
   rg_variable *out[2] = {rg_add(a, x), rg_shape(e)};
   rg_function *f = compile(1, &x, 2, out, "mirror", "none", false);
-  const char *d = dump(f);
+  const char *d = tu_function_dump(f);
   assert_non_null(strstr(d, "alloc          mirror"));
   assert_non_null(strstr(d, "alloc_empty    mirror"));
   /* x up once, the sum down: no shape scalar moves, and shape (a CPU op)
@@ -259,7 +248,7 @@ static void test_inputs_and_outputs_on_devices(void **st) {
   rg_variable *zz = rg_exp(z);
   rg_function *g = rg_compile(C, 1, &z, 1, &zz, NULL);
   assert_non_null(g);
-  const char *d = dump(g);
+  const char *d = tu_function_dump(g);
   assert_non_null(strstr(d, "backends: cpu mirror;"));
   assert_non_null(strstr(d, "exp            mirror"));
   for (int side = 0; side < 2; side++) {
@@ -287,7 +276,7 @@ static void test_lazy_across_devices(void **st) {
   rg_compile_opts o = {.mode = {.backend = "mirror", .query = "none"}, .profile = true};
   rg_function *f = rg_compile(C, 2, (rg_variable *[]){c, x}, 1, &out, &o);
   assert_non_null(f);
-  const char *d = dump(f);
+  const char *d = tu_function_dump(f);
   assert_non_null(strstr(d, "ifelse         cpu"));
   /* x goes up, the result comes down; the branches stay on the mirror */
   assert_non_null(strstr(d, "; 2 transfers"));
@@ -319,7 +308,7 @@ static void test_inner_graphs_and_scan(void **st) {
   rg_variable *e = rg_add(rg_mul(rg_exp(x), y), rg_tanh(rg_sub(x, y)));
   rg_tensor *vals[2] = {tu_value(x->type, 1, -1, 2), tu_value(y->type, 2, -1, 2)};
   rg_function *f = compile(2, (rg_variable *[]){x, y}, 1, &e, "mirror", "fast_run", false);
-  assert_non_null(strstr(dump(f), "composite      mirror"));
+  assert_non_null(strstr(tu_function_dump(f), "composite      mirror"));
   rg_function_free(f);
   same_results(2, (rg_variable *[]){x, y}, 1, &e, vals, "fast_run");
   rg_tensor_free(vals[0]);
@@ -333,7 +322,7 @@ static void test_inner_graphs_and_scan(void **st) {
   assert_non_null(g);
   rg_variable *sx = rg_fgraph_input(g, 0), *so = rg_fgraph_output(g, 0);
   rg_function *sf = compile(1, &sx, 1, &so, "mirror", "fast_run", false);
-  const char *d = dump(sf);
+  const char *d = tu_function_dump(sf);
   assert_non_null(strstr(d, "scan           mirror"));
   rg_function_free(sf);
   rg_tensor *xs = vec_f64(5, (double[]){0, 1, 2, 3, 4});
@@ -384,13 +373,13 @@ static void test_scans_on_a_device(void **st) {
     }
     for (int j = 0; j < nout; j++) out[j] = rg_fgraph_output(fg, j);
     rg_function *f = compile(nin, in, nout, out, "mirror", "none", false);
-    if (!strstr(dump(f), "scan           mirror")) fail_msg("graph %zu: no Scan on the mirror\n%s", g, dump(f));
+    if (!strstr(tu_function_dump(f), "scan           mirror")) fail_msg("graph %zu: no Scan on the mirror\n%s", g, tu_function_dump(f));
     rg_function_free(f);
     close_results(nin, in, nout, out, vals, "none", 1e-13);
     close_results(nin, in, nout, out, vals, "fast_run", 1e-13);
     if (gpu) {
       f = compile(nin, in, nout, out, "cuda", "none", false);
-      if (!strstr(dump(f), "scan           cuda")) fail_msg("graph %zu: no Scan on the GPU\n%s", g, dump(f));
+      if (!strstr(tu_function_dump(f), "scan           cuda")) fail_msg("graph %zu: no Scan on the GPU\n%s", g, tu_function_dump(f));
       rg_function_free(f);
       results_on("cuda", nin, in, nout, out, vals, "none", 1e-11);
       results_on("cuda", nin, in, nout, out, vals, "fast_run", 1e-11);

@@ -471,13 +471,7 @@ static void test_plan_off(void **st) {
   rg_function_free(f);
   rg_compile_opts o = {.mode = {.query = "none"}};
   f = rg_compile(C, 1, &x, 1, &y, &o);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  rg_function_dump(f, out);
-  fclose(out);
-  assert_non_null(strstr(buf, "memory plan: 2 values of 1664 bytes share an arena of 1664 bytes"));
-  free(buf);
+  assert_non_null(strstr(tu_function_dump(f), "memory plan: 2 values of 1664 bytes share an arena of 1664 bytes"));
   rg_function_free(f);
   rg_variable *c = rg_input(C, "c", rg_type_scalar(RG_BOOL));
   rg_node *n = rg_ifelse(c, 1, (rg_variable *[]){rg_exp(rg_sin(x))}, (rg_variable *[]){rg_cos(rg_sin(x))});

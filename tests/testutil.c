@@ -37,6 +37,17 @@ const char *tu_run_program(const char *text, int *rc) {
   return gc;
 }
 
+const char *tu_function_dump(const rg_function *f) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  rg_function_dump(f, out);
+  fclose(out);
+  const char *s = rg_string_value(rg_string(buf));
+  free(buf);
+  return s;
+}
+
 const char *tu_eval(rg_interp *I, const char *expr) {
   rg_term v = rg_interp_eval_string(I, expr);
   if (!v) {

@@ -12,6 +12,7 @@
 
 #include "relgraph/graph.h"
 #include "relgraph/kanren.h"
+#include "relgraph/backend.h"
 
 /* The printed form of a term (GC string). */
 const char *tu_show(rg_term t);
@@ -23,6 +24,8 @@ const char *tu_run_program(const char *text, int *rc);
 /* Evaluates an expression in interpreter I and returns its printed value,
  * or "ERROR: message". */
 const char *tu_eval(rg_interp *I, const char *expr);
+/* What rg_function_dump prints for f (collected string). */
+const char *tu_function_dump(const rg_function *f);
 /* Path of a file in the source tree. */
 const char *tu_source_path(const char *rel);
 
