@@ -235,6 +235,43 @@ rg_tensor *rg_tensor_view(const rg_tensor *t, int ndim, const int64_t *shape,
   return v;
 }
 
+bool rg_reshape_strides(int on_, const int64_t *os_, const int64_t *ost_, int nn, const int64_t *ns,
+                        int64_t es, int64_t *nst) {
+  int64_t os[RG_MAX_NDIM], ost[RG_MAX_NDIM], numel = 1;
+  int on = 0;
+  for (int d = 0; d < on_; d++) {
+    numel *= os_[d];
+    if (os_[d] != 1) os[on] = os_[d], ost[on++] = ost_[d]; /* size 1 places nothing */
+  }
+  if (numel == 0) {
+    for (int d = nn - 1; d >= 0; d--) nst[d] = d == nn - 1 ? es : nst[d + 1] * ns[d + 1];
+    return true;
+  }
+  int oi = 0, ni = 0;
+  while (ni < nn && oi < on) {
+    int oj = oi + 1, nj = ni + 1;
+    int64_t np = ns[ni], op = os[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= nn) return false;
+        np *= ns[nj++];
+      } else {
+        if (oj >= on) return false;
+        op *= os[oj++];
+      }
+    }
+    for (int k = oi; k < oj - 1; k++)
+      if (ost[k] != ost[k + 1] * os[k + 1]) return false;
+    nst[nj - 1] = ost[oj - 1];
+    for (int k = nj - 1; k > ni; k--) nst[k - 1] = nst[k] * ns[k];
+    ni = nj;
+    oi = oj;
+  }
+  if (oi < on) return false;
+  for (; ni < nn; ni++) nst[ni] = es;
+  return true;
+}
+
 rg_tensor *rg_tensor_ref(const rg_tensor *t) {
   if (!t) return NULL;
   return rg_tensor_view(t, t->ndim, t->shape, t->strides, 0);

@@ -468,45 +468,14 @@ static void layout_dimshuffle(layout *l, const rg_op *op) {
   }
 }
 
-/* The layout of l reshaped to t's shape without moving an element, as
- * NumPy reshapes without a copy: each group of old dimensions that maps to
- * a group of new ones must be contiguous within itself.  False when it is
- * not (a reshape there copies). */
+/* The layout of l reshaped to t's shape without moving an element
+ * (rg_reshape_strides); false when a reshape there copies. */
 static bool layout_reshape(layout *l, const rg_type *t) {
-  layout o = {0};
-  for (int d = 0; d < l->nd; d++) /* dimensions of size 1 place nothing */
-    if (l->shape[d] != 1) o.shape[o.nd] = l->shape[d], o.stride[o.nd++] = l->stride[d];
-  layout n = {.nd = t->ndim};
-  int oi = 0, ni = 0;
-  while (ni < n.nd) {
-    if (t->shape[ni] == 1) {
-      n.shape[ni] = 1, n.stride[ni++] = 0;
-      continue;
-    }
-    if (oi >= o.nd) return false;
-    int o0 = oi, n0 = ni;
-    int64_t np = t->shape[ni], op = o.shape[oi];
-    while (np != op) {
-      if (np < op) {
-        if (++ni >= n.nd) return false;
-        np *= t->shape[ni];
-      } else {
-        if (++oi >= o.nd) return false;
-        op *= o.shape[oi];
-      }
-    }
-    for (int k = o0; k < oi; k++)
-      if (o.stride[k] != o.stride[k + 1] * o.shape[k + 1]) return false;
-    int64_t s = o.stride[oi];
-    for (int k = ni; k >= n0; k--) {
-      n.shape[k] = t->shape[k];
-      n.stride[k] = t->shape[k] == 1 ? 0 : s;
-      s *= t->shape[k];
-    }
-    oi++, ni++;
-  }
-  if (oi != o.nd) return false;
-  *l = n;
+  int64_t st[RG_MAX_NDIM];
+  if (!rg_reshape_strides(l->nd, l->shape, l->stride, t->ndim, t->shape, 1, st)) return false;
+  l->nd = t->ndim;
+  memcpy(l->shape, t->shape, (size_t)t->ndim * sizeof *l->shape);
+  memcpy(l->stride, st, (size_t)t->ndim * sizeof *l->stride);
   return true;
 }
 

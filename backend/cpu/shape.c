@@ -98,39 +98,11 @@ int rgb_cpu_dimshuffle(rgb_exec *x) {
 
 /* ------------------------------------------------------------------ reshape, flatten */
 
-/* Strides viewing t as shape ns without a copy (NumPy's rule), or false. */
-static bool reshape_strides(const rg_tensor *t, int nn, const int64_t *ns, int64_t *nst) {
-  int64_t es = rgbc_size(t->dtype), os[RG_MAX_NDIM], ost[RG_MAX_NDIM];
-  int on = 0;
-  if (rg_tensor_numel(t) == 0) {
-    c_strides(nn, ns, es, nst);
-    return true;
-  }
-  for (int d = 0; d < t->ndim; d++)
-    if (t->shape[d] != 1) os[on] = t->shape[d], ost[on++] = t->strides[d];
-  int oi = 0, ni = 0;
-  while (ni < nn && oi < on) {
-    int oj = oi + 1, nj = ni + 1;
-    int64_t np = ns[ni], op = os[oi];
-    while (np != op) {
-      if (np < op) np *= ns[nj++];
-      else op *= os[oj++];
-    }
-    for (int k = oi; k < oj - 1; k++)
-      if (ost[k] != ost[k + 1] * os[k + 1]) return false;
-    nst[nj - 1] = ost[oj - 1];
-    for (int k = nj - 1; k > ni; k--) nst[k - 1] = nst[k] * ns[k];
-    ni = nj;
-    oi = oj;
-  }
-  for (; ni < nn; ni++) nst[ni] = es;
-  return true;
-}
-
 /* Output 0 = t with shape ns: a view when possible, else a copy. */
 static int reshape_to(rgb_exec *x, const rg_tensor *t, int nn, const int64_t *ns, rgbc_copy_fn copy) {
   int64_t nst[RG_MAX_NDIM];
-  if (reshape_strides(t, nn, ns, nst)) return set_view(x, 0, t, nn, ns, nst, 0);
+  if (rg_reshape_strides(t->ndim, t->shape, t->strides, nn, ns, rgbc_size(t->dtype), nst))
+    return set_view(x, 0, t, nn, ns, nst, 0);
   rg_tensor *out = rgb_output(x, 0, t->dtype, nn, ns);
   if (!out) return x->rt->errcode;
   int64_t cst[RG_MAX_NDIM];

@@ -168,6 +168,15 @@ rg_tensor *rg_tensor_wrap(rg_dtype dt, int ndim, const int64_t *shape, const int
 rg_tensor *rg_tensor_view(const rg_tensor *t, int ndim, const int64_t *shape,
                           const int64_t *strides, int64_t offset);
 rg_tensor *rg_tensor_ref(const rg_tensor *t);  /* the same view, a new owner */
+/* The strides that view a layout (on dimensions: sizes os, strides ost)
+ * as sizes ns without moving an element, NumPy's rule for a reshape
+ * without a copy: each group of old dimensions that becomes a group of new
+ * ones must be contiguous within itself.  es is the stride given to new
+ * trailing dimensions of size 1 and the element stride of an empty layout
+ * (C strides then).  False when the reshape needs a copy.  The element
+ * counts must agree. */
+bool rg_reshape_strides(int on, const int64_t *os, const int64_t *ost, int nn, const int64_t *ns,
+                        int64_t es, int64_t *nst);
 /* A view with dimensions permuted: result dim i is t's dim perm[i]. */
 rg_tensor *rg_tensor_permute(const rg_tensor *t, const int *perm);
 rg_tensor *rg_tensor_copy(const rg_tensor *t); /* C-contiguous copy */
