@@ -215,6 +215,25 @@ static void test_join_into(void **st) {
   check_join(1, 2, SHAPE(64, 256), true);
 }
 
+/* Outputs of 4 MB and more go out with streaming stores (stream.c; the
+ * generated kernel's rg_kernel_nt, the interpreter through a staging
+ * block): the same bits, with a tail shorter than a piece, in both float
+ * dtypes, and through a join whose rows start off a cache line (the
+ * kernel falls back to ordinary stores there) on one and two threads. */
+static void test_streaming(void **st) {
+  rg_dtype dts[] = {RG_FLOAT32, RG_FLOAT64};
+  for (int k = 0; k < 2; k++) {
+    rg_variable *x = var(dts[k], 2, SHAPE(1031, 1031)), *y = var(dts[k], 2, SHAPE(1031, 1031));
+    rg_variable *ins[] = {x, y};
+    rg_tensor *vals[] = {tens_rand(dts[k], 2, SHAPE(1031, 1031), -3, 3), tens_rand(dts[k], 2, SHAPE(1031, 1031), -3, 3)};
+    rg_variable *two = rg_constant_scalar(C, dts[k], 2), *one = rg_constant_scalar(C, dts[k], 1);
+    assert_true(check3(1, &x, rg_add(rg_mul(two, x), one), vals) >= 0);
+    assert_true(check3(2, ins, rg_add(rg_mul(rg_tanh(x), y), x), vals) >= 0);
+    rg_tensor_free(vals[0]), rg_tensor_free(vals[1]);
+  }
+  check_join(1, 2, SHAPE(517, 1031), false);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_float32),
@@ -223,6 +242,7 @@ int main(void) {
       cmocka_unit_test(test_cache_reused),
       cmocka_unit_test(test_generated_at_compile),
       cmocka_unit_test(test_join_into),
+      cmocka_unit_test(test_streaming),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -24,7 +24,10 @@
  * Contract of a kernel: rg_kernel(out, in, m, vf) with m <= CB elements,
  * in[j] and out[k] contiguous arrays of m elements (the caller gathers
  * broadcast and strided inputs into blocks, as for the interpreter), vf
- * the vector functions in RGBC_VMATH order.
+ * the vector functions in RGBC_VMATH order.  rg_kernel_nt, in the same
+ * object, computes the same values and writes them with streaming stores
+ * (stream.c), for outputs too large to stay in the cache; its caller
+ * fences before another thread reads them.
  *
  * Compiling.  The source is hashed; the shared object lives in the cache
  * directory ($RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
@@ -271,6 +274,57 @@ static bool emit_body(gen *g) {
 #define INLINE_SUB 32
 #define CALL_SUB 128
 
+/* The streaming store of one 64-byte line (stream.c says when it pays),
+ * as text for the kernel: the compiler's non-temporal store builtin for
+ * the widest vectors the target has, an ordinary copy where the line is
+ * not aligned or the compiler has none. */
+static const char nt_text[] =
+    "typedef float rg_line __attribute__((vector_size(64)));\n"
+    "static inline void rg_nt(void *p, const void *s) {\n"
+    "  if ((uintptr_t)p & 63) { memcpy(p, s, 64); return; }\n"
+    "#if defined(__clang__)\n"
+    "  rg_line v; memcpy(&v, s, 64); __builtin_nontemporal_store(v, (rg_line *)p);\n"
+    "#elif defined(__GNUC__) && defined(__AVX512F__)\n"
+    "  rg_line v; memcpy(&v, s, 64); __builtin_ia32_movntps512((float *)p, v);\n"
+    "#elif defined(__GNUC__) && defined(__AVX__)\n"
+    "  typedef float h __attribute__((vector_size(32))); h a, b; memcpy(&a, s, 32); memcpy(&b, (const char *)s + 32, 32);\n"
+    "  __builtin_ia32_movntps256((float *)p, a); __builtin_ia32_movntps256((float *)p + 8, b);\n"
+    "#elif defined(__GNUC__) && defined(__SSE__)\n"
+    "  typedef float q __attribute__((vector_size(16)));\n"
+    "  for (int k = 0; k < 4; k++) { q v; memcpy(&v, (const char *)s + 16 * k, 16); __builtin_ia32_movntps((float *)p + 4 * k, v); }\n"
+    "#else\n"
+    "  memcpy(p, s, 64);\n"
+    "#endif\n"
+    "}\n";
+
+/* rg_kernel_nt: rg_kernel writing its outputs with streaming stores.  The
+ * block goes in pieces of `piece` elements (whole 64-byte lines): the
+ * inputs are copied into arrays of the piece (the compiler reads them
+ * straight from memory into vectors), the body computes into arrays of the
+ * piece, and each line is streamed out.  A tail shorter than a piece runs
+ * the body in place. */
+static void emit_streaming(gen *g, int piece) {
+  const rgb_program *p = g->p;
+  rg_strbuf_put(&g->src, "void rg_kernel_nt(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) {\n", g->T, g->T);
+  rg_strbuf_put(&g->src, "  int64_t b = 0;\n  for (; b + %d <= mm; b += %d) {\n", piece, piece);
+  for (int32_t i = 0; i < p->nin; i++)
+    rg_strbuf_put(&g->src, "    %s s%d[%d]; memcpy(s%d, in[%d] + b, sizeof s%d);\n", g->T, i, piece, i, i, i);
+  for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g->src, "    %s q%d[%d];\n", g->T, j, piece);
+  rg_strbuf_put(&g->src, "    const %s *const pin[] = {", g->T);
+  for (int32_t i = 0; i < p->nin; i++) rg_strbuf_put(&g->src, "s%d, ", i);
+  rg_strbuf_put(&g->src, "0};\n    %s *const pout[] = {", g->T);
+  for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g->src, "q%d, ", j);
+  rg_strbuf_put(&g->src, "0};\n    rg_body(pout, pin, %d, vf);\n", piece);
+  for (int32_t j = 0; j < p->nout; j++)
+    rg_strbuf_put(&g->src, "    for (int e = 0; e < %d; e += %d) rg_nt(out[%d] + b + e, q%d + e);\n", piece,
+                  64 / (g->f32 ? 4 : 8), j, j);
+  rg_strbuf_put(&g->src, "  }\n  if (b == mm) return;\n  const %s *tin[] = {", g->T);
+  for (int32_t i = 0; i < p->nin; i++) rg_strbuf_put(&g->src, "in[%d] + b, ", i);
+  rg_strbuf_put(&g->src, "0};\n  %s *tout[] = {", g->T);
+  for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g->src, "out[%d] + b, ", j);
+  rg_strbuf_put(&g->src, "0};\n  rg_body(tout, tin, mm - b, vf);\n}\n");
+}
+
 /* The kernel's source for program p, or NULL (rg_free the result). */
 static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   gen g = {.p = p, .dt = dt, .f32 = dt == RG_FLOAT32, .T = dt == RG_FLOAT32 ? "float" : "double"};
@@ -283,10 +337,11 @@ static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   for (int32_t t = 0; t < p->nthunks; t++) any_vector |= is_vector(&p->thunks[t].node);
   g.inline512 = any_vector && rgbc_vmath_width() == 2;
   int sub = !any_vector ? RGBC_CODEGEN_BLOCK : g.inline512 ? INLINE_SUB : CALL_SUB;
-  rg_strbuf_put(&g.src, "#include <math.h>\n#include <stdint.h>\n%s\n", rgbc_helpers_text(g.dt));
-  if (g.inline512) rg_strbuf_put(&g.src, "#include <string.h>\n%s\n", avx512_text);
+  rg_strbuf_put(&g.src, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n%s\n", rgbc_helpers_text(g.dt));
+  if (g.inline512) rg_strbuf_put(&g.src, "%s\n", avx512_text);
+  rg_strbuf_put(&g.src, "%s", nt_text);
   rg_strbuf_put(&g.src, "typedef void (*rgv)(const %s *, %s *, int64_t);\n", g.T, g.T);
-  rg_strbuf_put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) {\n", g.T, g.T);
+  rg_strbuf_put(&g.src, "static inline __attribute__((always_inline)) void rg_body(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) {\n", g.T, g.T);
   rg_strbuf_put(&g.src, "  (void)vf;\n");
   for (int32_t c = 0; c < p->ncells; c++)
     if (g.cells[c].array || (g.cells[c].producer >= 0 && g.loop_of[g.cells[c].producer] < 0))
@@ -298,6 +353,8 @@ static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g.src, "  %s *restrict o%d = out[%d] + b;\n", g.T, j, j);
   if (!emit_body(&g)) goto fail;
   rg_strbuf_put(&g.src, "  }\n}\n");
+  rg_strbuf_put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) { rg_body(out, in, mm, vf); }\n", g.T, g.T);
+  emit_streaming(&g, any_vector ? sub : 64 / (g.f32 ? 4 : 8));
   if (g.src.failed) goto fail;
   rg_free(g.cells);
   rg_free(g.loop_of);
@@ -331,19 +388,20 @@ static bool compile(const char *src, const char *path) {
   return ok;
 }
 
-rgbc_kernel_fn rgbc_codegen(const rgb_program *p, rg_dtype dt) {
+rgbc_kernels rgbc_codegen(const rgb_program *p, rg_dtype dt) {
   const char *on = getenv("RELGRAPH_CODEGEN");
-  if ((on && !strcmp(on, "0")) || (dt != RG_FLOAT32 && dt != RG_FLOAT64)) return NULL;
+  rgbc_kernels fn = {NULL, NULL};
+  if ((on && !strcmp(on, "0")) || (dt != RG_FLOAT32 && dt != RG_FLOAT64)) return fn;
   char *src = kernel_source(p, dt);
-  if (!src) return NULL;
+  if (!src) return fn;
   char dir[4096], path[4200];
-  rgbc_kernel_fn fn = NULL;
   if (rg_cache_dir(dir, sizeof dir)) {
     snprintf(path, sizeof path, "%s/rgk-%016llx.so", dir,
              (unsigned long long)rg_fnv1a(CFLAGS, rg_fnv1a(src, RG_FNV_SEED)));
     if (access(path, R_OK) == 0 || compile(src, path)) {
       void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-      if (h) fn = (rgbc_kernel_fn)dlsym(h, "rg_kernel");
+      if (h) fn.plain = (rgbc_kernel_fn)dlsym(h, "rg_kernel"), fn.stream = (rgbc_kernel_fn)dlsym(h, "rg_kernel_nt");
+      if (!fn.plain || !fn.stream) fn = (rgbc_kernels){NULL, NULL};
     }
   }
   rg_free(src);

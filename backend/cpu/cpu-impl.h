@@ -266,7 +266,15 @@ const char *rgbc_helpers_text(rg_dtype dt);
  * the interpreter runs it then. */
 #define RGBC_CODEGEN_BLOCK 1024
 typedef void (*rgbc_kernel_fn)(void *const *out, const void *const *in, int64_t m, const void *vf);
-rgbc_kernel_fn rgbc_codegen(const struct rgb_program *p, rg_dtype dt);
+/* A kernel and its twin writing with streaming stores (both or neither). */
+typedef struct rgbc_kernels { rgbc_kernel_fn plain, stream; } rgbc_kernels;
+rgbc_kernels rgbc_codegen(const struct rgb_program *p, rg_dtype dt);
+/* stream.c: n bytes from a cache-hot block to dst with stores that bypass
+ * the cache; rgbc_stream_fence before another thread reads them.  Worth it
+ * for outputs of RGBC_STREAM_BYTES and more (measured, stream.c). */
+#define RGBC_STREAM_BYTES ((size_t)4 << 20)
+void rgbc_stream_store(void *dst, const void *src, size_t n);
+void rgbc_stream_fence(void);
 /* The vector functions vmath.c runs on this CPU: 2 AVX-512, 1 AVX2, 0 SSE. */
 int rgbc_vmath_width(void);
 /* Generates (or loads) a composite node's kernel into its memo, so that

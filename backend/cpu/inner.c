@@ -36,6 +36,12 @@
  * it instead of the interpreter, with every input as a contiguous block
  * (a single element filled across the block).
  *
+ * Streaming.  When the outputs together hold RGBC_STREAM_BYTES or more,
+ * they go to memory with streaming stores (stream.c): the generated
+ * kernel's twin rg_kernel_nt writes them itself; the interpreter computes
+ * each block into a staging block and rgbc_stream_store copies it out.
+ * Each worker fences before the pool's join.
+ *
  * op_from_graph runs its linked inner program with rgb_run_inner.
  */
 #include "backend/cpu/cpu-impl.h"
@@ -250,7 +256,8 @@ typedef struct cjob {
   size_t ws;          /* exec_block's workspace */
   rgbc_status st;
   const char *why;    /* first error */
-  rgbc_kernel_fn gen; /* the generated kernel, or NULL: the interpreter */
+  bool stream;        /* outputs written to a staging block, then streamed (stream.c) */
+  rgbc_kernels gen;   /* the generated kernels, or NULLs: the interpreter */
   const void *vf;     /* its vector functions */
 } cjob;
 
@@ -267,14 +274,14 @@ static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *ar
     for (int64_t e = 0; e < m; e++) memcpy(b + (size_t)e * es, ins[i].p, es);
     in[i] = b;
   }
-  j->gen((void *const *)outs, in, m, j->vf);
+  (j->stream ? j->gen.stream : j->gen.plain)((void *const *)outs, in, m, j->vf);
 }
 
-/* One block [b0, b0 + m) with workspace ws (then the gather areas); the
- * block lies in one row. */
+/* One block [b0, b0 + m) with workspace ws (then the gather areas, then
+ * the staging blocks of streamed outputs); the block lies in one row. */
 static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
   cslot ins[64];
-  char *outs[64];
+  char *outs[64], *dst[64];
   char *area = ws + j->ws;
   for (int i = 0; i < j->nin; i++) {
     const rg_tensor *t = j->in[i];
@@ -292,18 +299,22 @@ static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
     rgbc_plan_run(&j->gather[i], b0, b0 + m, cursor_loop, &c);
   }
   int64_t r = b0 / j->row, at = b0 - r * j->row;
-  for (int k = 0; k < j->nout; k++) outs[k] = j->out[k]->data + (r * j->ostride[k] + at) * (int64_t)rgbc_size(j->out_dt[k]);
-  if (j->gen) {
-    run_generated(j, ins, outs, area, m);
+  for (int k = 0; k < j->nout; k++) {
+    dst[k] = j->out[k]->data + (r * j->ostride[k] + at) * (int64_t)rgbc_size(j->out_dt[k]);
+    outs[k] = j->stream ? area + (size_t)(j->nin + k) * CB * 8 : dst[k];
+  }
+  if (j->gen.plain) {
+    run_generated(j, ins, j->stream ? dst : outs, area, m); /* the kernel streams itself */
     return;
   }
   const char *why = exec_block(j->p, j->in_dt, ins, outs, j->out_dt, m, ws, &j->st);
   if (why) j->why = why;
+  for (int k = 0; j->stream && k < j->nout; k++) rgbc_stream_store(dst[k], outs[k], (size_t)m * rgbc_size(j->out_dt[k]));
 }
 
 static void run_blocks(void *ud, int64_t lo, int64_t hi) {
   cjob *j = ud;
-  size_t bytes = j->ws + (size_t)j->nin * CB * 8;
+  size_t bytes = j->ws + (size_t)(j->nin + (j->stream ? j->nout : 0)) * CB * 8;
   char *ws = rg_aligned_alloc(64, ALIGN64(bytes));
   if (!ws) {
     j->why = "out of memory for the composite's workspace";
@@ -314,6 +325,7 @@ static void run_blocks(void *ud, int64_t lo, int64_t hi) {
     int64_t r = b / per_row, at = (b - r * per_row) * CB;
     run_one(j, ws, r * j->row + at, j->row - at < CB ? j->row - at : CB);
   }
+  if (j->stream) rgbc_stream_fence();
   rg_free(ws);
 }
 
@@ -373,6 +385,9 @@ static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
     j->ostride[k] = j->row;
   }
   if (j->total == 0) return RG_OK;
+  size_t bytes = 0;
+  for (int k = 0; k < j->nout; k++) bytes += (size_t)j->total * rgbc_size(j->out_dt[k]);
+  j->stream = bytes >= RGBC_STREAM_BYTES;
   int64_t nblocks = j->total / j->row * ((j->row + CB - 1) / CB);
   rgb_parallel_for(x, nblocks, 8, run_blocks, j);
   if (j->why) return rgb_error(x, RG_ERR_EVAL, "%s", j->why);
@@ -384,16 +399,16 @@ static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
 typedef struct gen_memo {
   bool tried;
   rg_dtype dt;
-  rgbc_kernel_fn fn;
+  rgbc_kernels fn;
 } gen_memo;
 _Static_assert(sizeof(gen_memo) <= sizeof(((rgb_node *)0)->memo), "the memo does not fit");
 
-static rgbc_kernel_fn generated(const rgb_node *n, rg_dtype *dt) {
+static rgbc_kernels generated(const rgb_node *n, rg_dtype *dt) {
   gen_memo m;
   memcpy(&m, n->memo, sizeof m);
   if (!m.tried) {
     m = (gen_memo){.tried = true, .dt = n->nout ? n->out[0].dtype : RG_NDTYPES};
-    m.fn = n->nout ? rgbc_codegen(n->inner, m.dt) : NULL;
+    m.fn = n->nout ? rgbc_codegen(n->inner, m.dt) : (rgbc_kernels){NULL, NULL};
     memcpy((void *)(uintptr_t)n->memo, &m, sizeof m);
   }
   *dt = m.dt;
@@ -409,10 +424,10 @@ void rgbc_composite_prepare(const rgb_node *n) {
 static void choose_kernel(const rgb_node *n, cjob *j) {
   rg_dtype dt;
   j->gen = generated(n, &dt);
-  for (int i = 0; j->gen && i < j->nin; i++)
-    if (j->in[i]->dtype != dt) j->gen = NULL;
-  for (int k = 0; j->gen && k < j->nout; k++)
-    if (n->out[k].dtype != dt) j->gen = NULL;
+  bool fits = true;
+  for (int i = 0; i < j->nin; i++) fits &= j->in[i]->dtype == dt;
+  for (int k = 0; k < j->nout; k++) fits &= n->out[k].dtype == dt;
+  if (!fits) j->gen = (rgbc_kernels){NULL, NULL};
   j->vf = rgbc_codegen_vfns(dt == RG_FLOAT32);
 }
 
@@ -437,7 +452,7 @@ int rgb_cpu_composite(rgb_exec *x) {
   cjob j = {.p = p, .nin = n->nin, .nout = nout, .in = in, .out = out, .gather = gather,
             .one_in = one_in, .in_dt = in_dt, .out_dt = out_dt, .ostride = ostride, .ws = ws_bytes(p)};
   choose_kernel(n, &j);
-  if (j.gen) j.ws = 0; /* a generated kernel needs only the gather areas */
+  if (j.gen.plain) j.ws = 0; /* a generated kernel needs only the gather areas */
   return composite_run(x, &j, nd, shape);
 }
 
