@@ -37,9 +37,10 @@
  * (a single element filled across the block).
  *
  * Streaming.  When the outputs together hold RGBC_STREAM_BYTES or more,
- * they go to memory with streaming stores (stream.c): the generated
- * kernel's twin rg_kernel_nt writes them itself; the interpreter computes
- * each block into a staging block and rgbc_stream_store copies it out.
+ * they go to memory with streaming stores (stream.c): a generated
+ * kernel's twin rg_kernel_nt writes them itself; otherwise the kernel or
+ * the interpreter computes each block into a staging block and
+ * rgbc_stream_store copies it out.
  * Each worker fences before the pool's join.
  *
  * op_from_graph runs its linked inner program with rgb_run_inner.
@@ -274,7 +275,7 @@ static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *ar
     for (int64_t e = 0; e < m; e++) memcpy(b + (size_t)e * es, ins[i].p, es);
     in[i] = b;
   }
-  (j->stream ? j->gen.stream : j->gen.plain)((void *const *)outs, in, m, j->vf);
+  (j->stream && j->gen.stream ? j->gen.stream : j->gen.plain)((void *const *)outs, in, m, j->vf);
 }
 
 /* One block [b0, b0 + m) with workspace ws (then the gather areas, then
@@ -301,15 +302,15 @@ static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
   int64_t r = b0 / j->row, at = b0 - r * j->row;
   for (int k = 0; k < j->nout; k++) {
     dst[k] = j->out[k]->data + (r * j->ostride[k] + at) * (int64_t)rgbc_size(j->out_dt[k]);
-    outs[k] = j->stream ? area + (size_t)(j->nin + k) * CB * 8 : dst[k];
+    outs[k] = j->stream && !j->gen.stream ? area + (size_t)(j->nin + k) * CB * 8 : dst[k];
   }
-  if (j->gen.plain) {
-    run_generated(j, ins, j->stream ? dst : outs, area, m); /* the kernel streams itself */
-    return;
+  if (j->gen.plain) run_generated(j, ins, outs, area, m); /* a twin streams itself */
+  else {
+    const char *why = exec_block(j->p, j->in_dt, ins, outs, j->out_dt, m, ws, &j->st);
+    if (why) j->why = why;
   }
-  const char *why = exec_block(j->p, j->in_dt, ins, outs, j->out_dt, m, ws, &j->st);
-  if (why) j->why = why;
-  for (int k = 0; j->stream && k < j->nout; k++) rgbc_stream_store(dst[k], outs[k], (size_t)m * rgbc_size(j->out_dt[k]));
+  if (j->stream && !j->gen.stream)
+    for (int k = 0; k < j->nout; k++) rgbc_stream_store(dst[k], outs[k], (size_t)m * rgbc_size(j->out_dt[k]));
 }
 
 static void run_blocks(void *ud, int64_t lo, int64_t hi) {
