@@ -146,8 +146,6 @@ rg_ctx *rgc_ctx_of(rg_ctx *C, int n, rg_variable *const *vs);
  * op is 0 add, 1 sub, 2 mul, 3 floor division, 4 max, 5 min. */
 rg_variable *rgc_iarith(rg_ctx *C, int op, rg_variable *a, rg_variable *b);
 rg_variable *rgc_as_i64(rg_variable *v);
-/* Python's slice length for size n (components may be RG_IDX_NONE). */
-int64_t rgc_slice_len(int64_t n, int64_t start, int64_t stop, int64_t step);
 
 /* ------------------------------------------------------------------ elementwise */
 

@@ -99,7 +99,7 @@ static rg_variable *norm_clamp(rg_ctx *C, rg_variable *v, rg_variable *n, rg_var
 }
 
 /* Length of a slice of a dimension of size n; NULL components are omitted
- * ones.  Python's rules (see rgc_slice_len). */
+ * ones.  Python's rules (rg_slice_indices), as graph arithmetic. */
 static rg_variable *slice_len_pos(rg_ctx *C, rg_variable *n, rg_variable *start, rg_variable *stop,
                                   rg_variable *step) {
   rg_variable *s = start ? norm_clamp(C, start, n, K(C, 0), n) : K(C, 0);

@@ -271,19 +271,19 @@ static int split_make_node(rg_ctx *C, const rg_op **op, rg_variable *x, rg_varia
 
 /* ------------------------------------------------------------------ subtensor */
 
-/* Python's slice length for a known size n and constant components
- * (RG_IDX_NONE for omitted ones); step != 0. */
-int64_t rgc_slice_len(int64_t n, int64_t start, int64_t stop, int64_t step) {
-  if (step == RG_IDX_NONE) step = 1;
+static int64_t slice_bound(int64_t v, int64_t n, int64_t lo, int64_t hi) {
+  v = v < 0 ? v + n : v;
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+int64_t rg_slice_indices(int64_t n, bool has_start, int64_t start, bool has_stop, int64_t stop, int64_t step,
+                         int64_t *first) {
   int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
-  if (start == RG_IDX_NONE) start = step > 0 ? 0 : n - 1;
-  else if (start < 0) start = start + n < lo ? lo : start + n;
-  else if (start > hi) start = hi;
-  if (stop == RG_IDX_NONE) stop = step > 0 ? n : -1;
-  else if (stop < 0) stop = stop + n < lo ? lo : stop + n;
-  else if (stop > hi) stop = hi;
-  if (step > 0) return stop > start ? (stop - start + step - 1) / step : 0;
-  return start > stop ? (start - stop - step - 1) / -step : 0;
+  int64_t a = has_start ? slice_bound(start, n, lo, hi) : step > 0 ? 0 : n - 1;
+  int64_t b = has_stop ? slice_bound(stop, n, lo, hi) : step > 0 ? n : -1;
+  *first = a;
+  if (step > 0) return b > a ? (b - a - 1) / step + 1 : 0;
+  return a > b ? (a - b - 1) / -step + 1 : 0;
 }
 
 static int count_idx_inputs(const rg_op *op) {
@@ -309,7 +309,10 @@ static int subtensor_shape(rg_ctx *C, const rg_op *op, const rg_type *t, int64_t
       continue;
     }
     bool symbolic = e[1] == RG_IDX_INPUT || e[2] == RG_IDX_INPUT || e[3] == RG_IDX_INPUT;
-    shape[(*nd)++] = n < 0 || symbolic ? RG_DIM_UNKNOWN : rgc_slice_len(n, e[1], e[2], e[3]);
+    int64_t first;
+    shape[(*nd)++] = n < 0 || symbolic ? RG_DIM_UNKNOWN
+                                       : rg_slice_indices(n, e[1] != RG_IDX_NONE, e[1], e[2] != RG_IDX_NONE, e[2],
+                                                          e[3] == RG_IDX_NONE ? 1 : e[3], &first);
   }
   for (int d = nent; d < t->ndim; d++) shape[(*nd)++] = t->shape[d];
   return RG_OK;

@@ -551,8 +551,8 @@ static int subtensor_join(rg_rewrite_run *run, rg_node *node, rg_variable **out,
     lo = w[1] < 0 ? w[1] + n : w[1], hi = lo + 1;
   } else {
     if (w[3] != RG_IDX_NONE && w[3] != 1) return 0;
-    lo = w[1] == RG_IDX_NONE ? 0 : w[1] < 0 ? w[1] + n : w[1];
-    hi = w[2] == RG_IDX_NONE ? n : w[2] < 0 ? w[2] + n : w[2] > n ? n : w[2];
+    hi = rg_slice_indices(n, w[1] != RG_IDX_NONE, w[1], w[2] != RG_IDX_NONE, w[2], 1, &lo);
+    hi += lo;
   }
   if (lo < 0 || hi <= lo || hi > n) return 0;
   int64_t o = 0;

@@ -211,6 +211,22 @@ static void test_subtensor_types(void **st) {
                "set_subtensor: values of dtype float32 do not cast safely to int8");
 }
 
+/* rg_slice_indices against Python: len(range(n)[a:b:c]) and its first
+ * element, computed by Python for these cases (None: N). */
+static void test_slice_indices(void **st) {
+  static const int64_t py[][6] = {
+      {5, N, N, N, 5, 0},    {5, -12, 3, 1, 3, 0},   {5, 1, -1, 2, 2, 1},  {8, 7, N, -2, 4, 7},
+      {8, N, N, -1, 8, 7},   {8, -1, -12, -3, 3, 7}, {8, 12, 0, -1, 7, 7}, {0, N, N, -1, 0, -99},
+      {4, 3, 3, 1, 0, -99},  {4, -5, 12, 3, 2, 0},   {8, 3, 1, 1, 0, -99}, {8, -2, N, -4, 2, 6},
+  };
+  for (size_t i = 0; i < sizeof py / sizeof py[0]; i++) {
+    const int64_t *c = py[i];
+    int64_t first, len = rg_slice_indices(c[0], c[1] != N, c[1], c[2] != N, c[2], c[3] == N ? 1 : c[3], &first);
+    assert_int_equal(len, c[4]);
+    if (len) assert_int_equal(first, c[5]);
+  }
+}
+
 /* Slice lengths from shape inference agree with Python's rules for every
  * combination of constant or symbolic components, known or unknown size. */
 static void test_subtensor_infer_matches_python(void **st) {
@@ -225,7 +241,7 @@ static void test_subtensor_infer_matches_python(void **st) {
         for (size_t c = 0; c < 7; c++)
           for (int symbolic = 0; symbolic < 2; symbolic++) {
             int64_t start = vals[a], stop = vals[b], step = steps[c];
-            int64_t want = rgc_slice_len(n, start, stop, step);
+            int64_t first, want = rg_slice_indices(n, start != N, start, stop != N, stop, step == N ? 1 : step, &first);
             rg_variable *idx[3];
             int nidx = 0;
             rg_index e = S(start, stop, step);
@@ -317,6 +333,7 @@ int main(void) {
       cmocka_unit_test(test_shape_alloc),
       cmocka_unit_test(test_join_split),
       cmocka_unit_test(test_subtensor_types),
+      cmocka_unit_test(test_slice_indices),
       cmocka_unit_test(test_subtensor_infer_matches_python),
       cmocka_unit_test(test_arange),
       cmocka_unit_test(test_infer_other_families),

@@ -311,26 +311,6 @@ static comp read_comp(rgb_exec *x, int64_t c, int *next) {
   return (comp){true, rgbc_scalar_i64(rgb_in(x, (*next)++))};
 }
 
-/* A slice bound normalised as Python does: negative counts from the end,
- * then clipped to [lo, hi]; dflt when omitted. */
-static int64_t bound(comp c, int64_t dflt, int64_t n, int64_t lo, int64_t hi) {
-  if (!c.given) return dflt;
-  int64_t v = c.v < 0 ? c.v + n : c.v;
-  return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* Python's slice of a dimension of size n: first index and length. */
-static int64_t slice_of(int64_t n, comp start, comp stop, int64_t step, int64_t *first) {
-  if (step > 0) {
-    int64_t a = bound(start, 0, n, 0, n), b = bound(stop, n, n, 0, n);
-    *first = a;
-    return b > a ? (b - a - 1) / step + 1 : 0;
-  }
-  int64_t a = bound(start, n - 1, n, -1, n - 1), b = bound(stop, -1, n, -1, n - 1);
-  *first = a;
-  return a > b ? (a - b - 1) / -step + 1 : 0;
-}
-
 /* The selection of t by the node's index entries, index inputs starting
  * at input `first`: shape, strides and byte offset of the view. */
 static int select_view(rgb_exec *x, const rg_tensor *t, int first, int *nd, int64_t *shape,
@@ -354,7 +334,7 @@ static int select_view(rgb_exec *x, const rg_tensor *t, int first, int *nd, int6
     comp a = read_comp(x, e[1], &next), b = read_comp(x, e[2], &next), c = read_comp(x, e[3], &next);
     int64_t step = c.given ? c.v : 1, start;
     if (step == 0) return rgb_error(x, RG_ERR_TYPE, "slice step cannot be zero");
-    int64_t len = slice_of(size, a, b, step, &start);
+    int64_t len = rg_slice_indices(size, a.given, a.v, b.given, b.v, step, &start);
     shape[od] = len;
     strides[od++] = t->strides[i] * step;
     if (len > 0) *offset += start * t->strides[i];

@@ -366,6 +366,14 @@ enum { RG_IDX_INDEX = 0, RG_IDX_SLICE = 1 };
 #define RG_IDX_NONE INT64_MIN
 #define RG_IDX_INPUT (INT64_MIN + 1)
 typedef struct rg_index { int64_t kind, a, b, c; } rg_index;
+/* Python's slice of a dimension of size n: a negative bound counts from
+ * the end, bounds are then clipped to the dimension, an omitted one
+ * (has_start / has_stop false) is the end the step starts or stops at;
+ * step != 0.  Returns the slice's length and sets *first to its first
+ * index (meaningful when the length is positive).  The one definition of
+ * slicing: shape inference, the CPU kernels and the rewrites use it. */
+int64_t rg_slice_indices(int64_t n, bool has_start, int64_t start, bool has_stop, int64_t stop, int64_t step,
+                         int64_t *first);
 
 /* An op: a class plus parameters.  Ops are immutable and collected; compare
  * them with rg_op_equal().  Parameters by op:
