@@ -622,13 +622,13 @@ static void expr(rng *r, int depth, char *out, size_t len) {
   }
   char a[4096], b[4096];
   expr(r, depth - 1, a, sizeof a);
-  int k = pick(r, 12);
+  int k = pick(r, 12), n;
   if (k < 5) {
-    snprintf(out, len, "(%s %s)", unary[pick(r, NU)], a);
+    n = snprintf(out, len, "(%s %s)", unary[pick(r, NU)], a);
+    assert_true(n > 0 && (size_t)n < len);
     return;
   }
   expr(r, depth - 1, b, sizeof b);
-  int n;
   if (k == 10) n = snprintf(out, len, "(true_div (mul %s %s) %s)", a, b, b);
   else if (k == 11) n = snprintf(out, len, "(add %s (dot M %s))", a, b);
   else n = snprintf(out, len, "(%s %s %s)", binary[pick(r, NB)], a, b);
