@@ -156,6 +156,18 @@ static inline bool slot_is(const rg_egraph *eg, const eg_slot *e, uint32_t headn
   return n == 2 || node_is(eg, e->id, eg->nodes[e->id].head, n, ch);
 }
 
+/* A slot left behind by repair (lazy removal, below): its node died, or
+ * its stored children are no longer the node's.  Such a slot never
+ * matches a probe with canonical children (its children are not roots
+ * any more); it counts as deleted and is dropped when the table grows. */
+static bool slot_stale(const rg_egraph *eg, const eg_slot *e) {
+  const eg_node *x = &eg->nodes[e->id];
+  if (x->dead) return true;
+  if (x->nch > 2) return false; /* removed eagerly */
+  const uint32_t *k = eg_kids(eg, e->id);
+  return (x->nch > 0 && e->k0 != k[0]) || (x->nch > 1 && e->k1 != k[1]);
+}
+
 static void memo_grow(rg_egraph *eg) {
   eg_slot *old = eg->memo;
   size_t oldcap = eg->capmemo;
@@ -167,7 +179,7 @@ static void memo_grow(rg_egraph *eg) {
   size_t mask = eg->capmemo - 1;
   for (size_t i = 0; i < oldcap; i++) {
     const eg_slot *e = &old[i];
-    if (e->id >= EG_TOMB) continue;
+    if (e->id >= EG_TOMB || slot_stale(eg, e)) continue;
     const eg_node *x = &eg->nodes[e->id];
     uint32_t h = x->nch <= 2 ? node_hash(e->headn >> 2, x->nch, &e->k0) : node_hash(x->head, x->nch, eg_kids(eg, e->id));
     size_t s = h & mask;
@@ -640,7 +652,10 @@ static void repair(rg_egraph *eg, uint32_t c) {
     bool changed = false;
     for (uint32_t j = 0; j < x->nch && !changed; j++) changed = eg_find(eg, k[j]) != k[j];
     if (changed) {
-      memo_remove(eg, p);
+      /* a node of up to two children leaves its old slot behind (stale:
+       * one probe of the table fewer per node); others are removed */
+      if (x->nch > 2) memo_remove(eg, p);
+      else eg->nmemo--, eg->ntomb++;
       for (uint32_t j = 0; j < x->nch; j++) k[j] = eg_find_compress(eg, k[j]);
       memo_reserve(eg);
       bool found;

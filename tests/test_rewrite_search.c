@@ -17,6 +17,7 @@
 
 #include "relgraph/backend.h"
 #include "relgraph/rewrite.h"
+#include "rewrites/egraph-impl.h"
 
 static rg_ctx *C;
 
@@ -530,6 +531,46 @@ static void test_c_rules(void **st) {
   rg_egraph_free(eg);
 }
 
+/* Rebuilding after merges (egg's rebuild): congruent nodes merge; the
+ * hash-cons slot a repaired node leaves behind never answers a lookup;
+ * the e-node count stays exact; and the table, growing past those slots,
+ * keeps every live node.  x_i are merged one after another, so every
+ * neg(x_i) and every neg(x_i) * x_i become one node each. */
+static void test_rebuild_congruence(void **st) {
+  enum { N = 2000 };
+  rg_variable *xs[N], *outs[2 * N];
+  for (int i = 0; i < N; i++) {
+    xs[i] = rg_input(C, NULL, rg_type_scalar(RG_FLOAT64));
+    outs[i] = rg_neg(xs[i]);
+    outs[N + i] = rg_mul(outs[i], xs[i]);
+  }
+  rg_egraph *eg = rg_egraph_new(rg_fgraph_new(C, N, xs, 2 * N, outs, 0));
+  assert_non_null(eg);
+  assert_int_equal(rg_egraph_nnodes(eg), 3 * N);
+  for (int i = 0; i + 1 < N; i++)
+    assert_true(eg_union(eg, (uint32_t)rg_egraph_class_of(eg, xs[i]), (uint32_t)rg_egraph_class_of(eg, xs[i + 1])));
+  eg_rebuild(eg);
+  assert_int_equal(rg_egraph_nclasses(eg), 3);
+  assert_int_equal(rg_egraph_nnodes(eg), N + 2); /* the leaves, one neg, one mul */
+  int64_t neg = rg_egraph_class_of(eg, outs[0]), mul = rg_egraph_class_of(eg, outs[N]);
+  assert_true(neg >= 0 && mul >= 0 && neg != mul);
+  for (int i = 0; i < N; i += 97) {
+    assert_int_equal(rg_egraph_class_of(eg, outs[i]), neg);
+    assert_int_equal(rg_egraph_class_of(eg, rg_mul(rg_neg(xs[i]), xs[(7 * i) % N])), mul);
+  }
+  rg_variable *seven = NULL;
+  for (int i = 0; i < 4 * N; i++) { /* 4N products and 4N constants: the table grows */
+    rg_variable *k = rg_constant_scalar(C, RG_FLOAT64, i + 2.0);
+    if (i == 5) seven = k;
+    assert_int_not_equal(eg_add_var(eg, rg_mul(outs[0], k)), EG_NONE);
+  }
+  assert_int_equal(rg_egraph_nnodes(eg), N + 2 + 8 * N);
+  assert_int_equal(rg_egraph_class_of(eg, outs[N - 1]), neg);
+  assert_int_equal(rg_egraph_class_of(eg, outs[2 * N - 1]), mul);
+  assert_true(rg_egraph_class_of(eg, rg_mul(outs[3], seven)) >= 0);
+  rg_egraph_free(eg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_matrix_chain_dp, fresh),
@@ -548,6 +589,7 @@ int main(void) {
       cmocka_unit_test_setup(test_driver_search_mode, fresh),
       cmocka_unit_test_setup(test_driver_relation_cost, fresh),
       cmocka_unit_test_setup(test_c_rules, fresh),
+      cmocka_unit_test_setup(test_rebuild_congruence, fresh),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
