@@ -984,20 +984,46 @@ static bool same_type(const rg_variable *z, const blas_form *f, const rg_node *n
   return rg_type_equal(z->type, want) && same_shape(f->node->outputs[0]->type, want);
 }
 
-/* z + form -> the form accumulating into z (b * z gives beta = b). */
+/* A value varying along the last axis only (every other dimension of
+ * static size 1): that axis as a vector, else NULL. */
+static rg_variable *row_of(rg_ctx *C, rg_variable *z) {
+  const rg_type *t = z->type;
+  if (t->ndim == 0) return NULL;
+  for (int d = 0; d + 1 < t->ndim; d++)
+    if (t->shape[d] != 1) return NULL;
+  if (t->ndim == 1) return z;
+  int64_t last = t->ndim - 1;
+  return built(C, rg_dimshuffle(z, 1, &last));
+}
+
+/* z + form -> the form accumulating into z (b * z gives beta = b).  A z
+ * that broadcasts along the form's leading axis (a bias row added to a
+ * product), even through a reshape of the product that keeps its last
+ * axis (the LSTM's x W^T for all steps, as rows of steps), becomes the
+ * accumulator broadcast: one fill the product accumulates into, instead
+ * of a pass adding z to the product afterwards. */
 static int blas_add(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
   rg_ctx *C = run->C;
   blas_form f;
   for (int i = 0; i < node->nin; i++) {
-    if (!free_form(node->inputs[i], &f)) continue;
+    rg_node *reshape = node_of(node->inputs[i], RG_OP_RESHAPE);
+    if (!free_form(reshape && used_once(node->inputs[i]) ? reshape->inputs[0] : node->inputs[i], &f)) continue;
     rg_dtype dt = out_dtype(f.node);
     rg_variable **rest = inputs_copy(node);
     rest[i] = rest[node->nin - 1];
     rg_variable *t = node->nin == 1 ? NULL : rebuild(C, node, node->nin - 1, rest), *z, *beta;
     if (!t) return 0;
     split_scaled(C, dt, t, &z, &beta);
-    if (!same_type(z, &f, node)) return 0;
-    return give(run, node, out, reform(C, &f, z, f.alpha, beta));
+    if (!reshape && same_type(z, &f, node)) return give(run, node, out, reform(C, &f, z, f.alpha, beta));
+    /* z a row broadcast over the product (gemm), its last axis kept */
+    const rg_type *ft = f.node->outputs[0]->type, *nt = node->outputs[0]->type;
+    rg_variable *row = f.node->nin == 5 && ft->ndim == 2 && z->type->dtype == dt ? row_of(C, z) : NULL;
+    int64_t n = ft->shape[1];
+    if (!row || n < 0 || row->type->shape[0] != n || nt->shape[nt->ndim - 1] != n || nt->dtype != dt) return 0;
+    rg_variable *acc = broadcast_like(C, row, f.node);
+    rg_variable *g = acc ? reform(C, &f, acc, f.alpha, beta) : NULL;
+    if (g && reshape) g = built(C, rg_apply(C, reshape->op, reshape->nin, (rg_variable *[]){g, reshape->inputs[1]}));
+    return give(run, node, out, g);
   }
   return 0;
 }
@@ -1116,7 +1142,7 @@ static const c_rule specialize[] = {
     {"dot-to-blas", dot_to_blas, T1(DOT), "dot -> gemm, gemv or ger (beta = 0)",
      "(dot ?A ?B) (dot ?A ?x) (dot ?x ?A)"},
     {"outer-to-ger", outer_to_ger, T1(OUTER), "outer(x, y) -> ger(zeros, 1, x, y)", "(outer ?x ?y)"},
-    {"blas-add", blas_add, T1(ADD), "z + gemm(_, a, x, y, 0) -> gemm(z, a, x, y, 1), b * z -> beta b; gemv, ger alike",
+    {"blas-add", blas_add, T1(ADD), "z + gemm(_, a, x, y, 0) -> gemm(z, a, x, y, 1), b * z -> beta b; gemv, ger alike; a row z broadcast into the accumulator",
      "(add ?z (gemm ?E ?a ?A ?B 0.0)) (add (mul ?b ?z) (gemv ?e ?a ?A ?x 0.0)) "
      "(add ?Z (ger (alloc 0.0 3 2) ?a ?x ?y))"},
     {"blas-sub", blas_sub, T1(SUB), "z - gemm(...) -> alpha negated, gemm(...) - z -> beta = -1",

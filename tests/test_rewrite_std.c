@@ -263,7 +263,13 @@ static const std_case cases[] = {
     {"blas-add", "(add (mul 0.5 N) (gemm ((alloc_empty float64) 3 3) 1.0 M N 0.0))", "gemm(N, 1.0, M, N, 0.5)"},
     {"blas-add", "(add w (gemv ((alloc_empty float64) 3) 1.0 M v 0.0))", "gemv(w, 1.0, M, v, 1.0)"},
     {"blas-add", "(add N (ger (alloc 0.0 3 3) 1.0 v w))", "ger(N, 1.0, v, w)"},
-    {"blas-add", "(add r (gemm ((alloc_empty float64) 3 3) 1.0 M N 0.0))", "="},
+    /* a bias row: broadcast into the accumulator, also through a reshape keeping the last axis */
+    {"blas-add", "(add r (gemm ((alloc_empty float64) 3 3) 1.0 M N 0.0))", "gemm(alloc(dimshuffle{1}(r), 3, 3), 1.0, M, N, 1.0)"},
+    {"blas-add", "(add (mul 0.5 w) (gemm ((alloc_empty float64) 3 3) 2.0 M N 0.0))", "gemm(alloc(w, 3, 3), 2.0, M, N, 0.5)"},
+    {"blas-add", "(add w ((reshape 3) (gemm ((alloc_empty float64) 3 3) 1.0 M N 0.0) (constant int64 (3) (3 1 3))))",
+     "reshape{3}(gemm(alloc(w, 3, 3), 1.0, M, N, 1.0), [3 1 3])"},
+    {"blas-add", "(add c (gemm ((alloc_empty float64) 3 3) 1.0 M N 0.0))", "="}, /* a column: not a row */
+    {"blas-add", "(add s ((reshape 1) (gemm ((alloc_empty float64) 3 3) 1.0 M N 0.0) (constant int64 (1) (9))))", "="},
     {"blas-sub", "(sub N (gemm ((alloc_empty float64) 3 3) 1.0 M N 0.0))", "gemm(N, -1.0, M, N, 1.0)"},
     {"blas-sub", "(sub (gemv ((alloc_empty float64) 3) 1.0 M v 0.0) w)", "gemv(w, 1.0, M, v, -1.0)"},
     {"blas-scale", "(mul 3.0 (gemm ((alloc_empty float64) 3 3) 2.0 M N 0.0))", "gemm(alloc_empty{float64}(3, 3), 6.0, M, N, 0.0)"},
