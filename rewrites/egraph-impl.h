@@ -113,7 +113,9 @@ struct rg_egraph {
   size_t nlive;             /* classes that are roots */
   /* the hash-cons table: canonical node -> node id (open addressing,
    * linear probing, power-of-two capacity, at most half full with
-   * deleted slots counted) */
+   * deleted slots counted; ntomb also counts the stale slots a rebuild
+   * leaves behind, which match no canonical probe and are dropped when
+   * the table grows; nmemo counts live e-nodes exactly) */
   eg_slot *memo;
   size_t capmemo, nmemo, ntomb;
   /* variables already in the e-graph -> class (leaf and rep variables) */
