@@ -30,8 +30,9 @@
  * to stay in the cache; its caller fences before another thread reads
  * them.  Memory bounds such a kernel, and the twin takes 2*x + 1 over 10^7
  * float32 from about 0.9x to 0.5x NumPy's time here.  A kernel with vector
- * functions has none (its caller stages and streams the block: the
- * computation bounds it, and a twin would add a third to a cold compile).
+ * functions has none (the computation bounds it, streaming its staged
+ * blocks measured no faster, and a twin would add a third to a cold
+ * compile).
  *
  * Compiling.  The source is hashed; the shared object lives in the cache
  * directory ($RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else

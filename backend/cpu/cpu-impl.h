@@ -266,8 +266,8 @@ const char *rgbc_helpers_text(rg_dtype dt);
  * the interpreter runs it then. */
 #define RGBC_CODEGEN_BLOCK 1024
 typedef void (*rgbc_kernel_fn)(void *const *out, const void *const *in, int64_t m, const void *vf);
-/* A kernel and its twin writing with streaming stores (NULL: none; the
- * caller stages blocks and streams them with rgbc_stream_store). */
+/* A kernel and its twin writing with streaming stores (NULL: none, for
+ * kernels with vector functions). */
 typedef struct rgbc_kernels { rgbc_kernel_fn plain, stream; } rgbc_kernels;
 rgbc_kernels rgbc_codegen(const struct rgb_program *p, rg_dtype dt);
 /* stream.c: n bytes from a cache-hot block to dst with stores that bypass
