@@ -4,7 +4,8 @@
 # (bench/graphs/lstm_grad.graph), on 1 and 2 threads, interleaved ROUNDS
 # times with the hand-written C + OpenBLAS LSTM (its own program, run
 # unchanged) and torch.nn.LSTM, so that every ratio compares runs made
-# minutes apart on a host whose speed drifts.  Prints each round's medians
+# minutes apart on a host whose speed drifts (the order within a round
+# rotates from round to round).  Prints each round's medians
 # and ratios, then the median of the per-round ratios with their range.
 #   bench/run_lstm.sh BUILD_DIR LSTM_C_BINARY [ROUNDS] [REPEATS]
 # Inputs are .npy files of sensible scale (x uniform in [-1, 1], weights in
@@ -61,11 +62,21 @@ for line in sys.stdin:
 print(" ".join("%.2f" % v.get(k, float("nan")) for k in ((1, "fwd"), (1, "fwd+bwd"), (2, "fwd"), (2, "fwd+bwd"))))'
 }
 ratios=$dir/ratios
+# The jobs of a round start one place later each round: whatever runs
+# first after a round's heavy 2-thread jobs is not always relgraph's.
+job() {
+  case $1 in
+  0) f1=$(rgrun lstm_fwd 1) ;;
+  1) b1=$(rgrun lstm_grad 1) ;;
+  2) f2=$(rgrun lstm_fwd 2) ;;
+  3) b2=$(rgrun lstm_grad 2) ;;
+  4) read -r cf1 cb1 cf2 cb2 <<<"$(c_run)" ;;
+  5) read -r tf1 tb1 <<<"$(torch_run 1)" ;;
+  6) read -r tf2 tb2 <<<"$(torch_run 2)" ;;
+  esac
+}
 for ((k = 1; k <= rounds; k++)); do
-  f1=$(rgrun lstm_fwd 1); b1=$(rgrun lstm_grad 1); f2=$(rgrun lstm_fwd 2); b2=$(rgrun lstm_grad 2)
-  read -r cf1 cb1 cf2 cb2 <<<"$(c_run)"
-  read -r tf1 tb1 <<<"$(torch_run 1)"
-  read -r tf2 tb2 <<<"$(torch_run 2)"
+  for ((j = 0; j < 7; j++)); do job $(((j + k) % 7)); done
   echo "round $k: relgraph fwd $f1 / $f2 ms, fwd+bwd $b1 / $b2 ms (1 / 2 threads); C fwd $cf1 / $cf2, fwd+bwd $cb1 / $cb2; torch fwd $tf1 / $tf2, fwd+bwd $tb1 / $tb2"
   /usr/bin/python3 -c 'import sys; a = [float(v) if v not in ("-", "") else float("nan") for v in sys.argv[1:]]; n = len(a) // 2; print(" ".join("%.4f" % (a[i] / a[n + i]) for i in range(n)))' \
     "$f1" "$b1" "$f2" "$b2" "$f1" "$b1" "$f2" "$b2" \
