@@ -259,7 +259,7 @@ typedef struct cjob {
   size_t ws;          /* exec_block's workspace */
   rgbc_status st;
   const char *why;    /* first error */
-  bool stream;        /* outputs written to a staging block, then streamed (stream.c) */
+  bool stream;        /* outputs streamed past the cache (stream.c): by the twin, else staged */
   rgbc_kernels gen;   /* the generated kernels, or NULLs: the interpreter */
   const void *vf;     /* its vector functions */
 } cjob;
