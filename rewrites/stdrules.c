@@ -1022,7 +1022,11 @@ static int blas_add(rg_rewrite_run *run, rg_node *node, rg_variable **out, void 
     if (!row || n < 0 || row->type->shape[0] != n || nt->shape[nt->ndim - 1] != n || nt->dtype != dt) return 0;
     rg_variable *acc = broadcast_like(C, row, f.node);
     rg_variable *g = acc ? reform(C, &f, acc, f.alpha, beta) : NULL;
-    if (g && reshape) g = built(C, rg_apply(C, reshape->op, reshape->nin, (rg_variable *[]){g, reshape->inputs[1]}));
+    if (g && reshape) {
+      rg_variable **rin = inputs_copy(reshape);
+      rin[0] = g;
+      g = built(C, rg_apply(C, reshape->op, reshape->nin, rin));
+    }
     return give(run, node, out, g);
   }
   return 0;

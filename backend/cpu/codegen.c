@@ -303,13 +303,14 @@ static const char nt_text[] =
     "}\n";
 
 /* rg_kernel_nt: rg_kernel writing its outputs with streaming stores.  The
- * block goes in pieces of `piece` elements (whole 64-byte lines): the
+ * block goes in pieces of one 64-byte line: the
  * inputs are copied into arrays of the piece (the compiler reads them
  * straight from memory into vectors), the body computes into arrays of the
  * piece, and each line is streamed out.  A tail shorter than a piece runs
  * the body in place. */
-static void emit_streaming(gen *g, int piece) {
+static void emit_streaming(gen *g) {
   const rgb_program *p = g->p;
+  const int piece = 64 / (g->f32 ? 4 : 8);
   rg_strbuf_put(&g->src, "void rg_kernel_nt(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) {\n", g->T, g->T);
   rg_strbuf_put(&g->src, "  int64_t b = 0;\n  for (; b + %d <= mm; b += %d) {\n", piece, piece);
   for (int32_t i = 0; i < p->nin; i++)
@@ -321,8 +322,7 @@ static void emit_streaming(gen *g, int piece) {
   for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g->src, "q%d, ", j);
   rg_strbuf_put(&g->src, "0};\n    rg_body(pout, pin, %d, vf);\n", piece);
   for (int32_t j = 0; j < p->nout; j++)
-    rg_strbuf_put(&g->src, "    for (int e = 0; e < %d; e += %d) rg_nt(out[%d] + b + e, q%d + e);\n", piece,
-                  64 / (g->f32 ? 4 : 8), j, j);
+    rg_strbuf_put(&g->src, "    rg_nt(out[%d] + b, q%d);\n", j, j);
   rg_strbuf_put(&g->src, "  }\n  if (b == mm) return;\n  const %s *tin[] = {", g->T);
   for (int32_t i = 0; i < p->nin; i++) rg_strbuf_put(&g->src, "in[%d] + b, ", i);
   rg_strbuf_put(&g->src, "0};\n  %s *tout[] = {", g->T);
@@ -359,7 +359,7 @@ static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   if (!emit_body(&g)) goto fail;
   rg_strbuf_put(&g.src, "  }\n}\n");
   rg_strbuf_put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) { rg_body(out, in, mm, vf); }\n", g.T, g.T);
-  if (!any_vector) emit_streaming(&g, 64 / (g.f32 ? 4 : 8));
+  if (!any_vector) emit_streaming(&g);
   if (g.src.failed) goto fail;
   rg_free(g.cells);
   rg_free(g.loop_of);

@@ -259,7 +259,8 @@ typedef struct cjob {
   size_t ws;          /* exec_block's workspace */
   rgbc_status st;
   const char *why;    /* first error */
-  bool stream;        /* outputs streamed past the cache (stream.c): by the twin, else staged */
+  bool stream;        /* outputs streamed past the cache (stream.c) ... */
+  bool staged;        /* ... through staging blocks (the interpreter), else by the twin */
   rgbc_kernels gen;   /* the generated kernels, or NULLs: the interpreter */
   const void *vf;     /* its vector functions */
 } cjob;
@@ -277,7 +278,7 @@ static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *ar
     for (int64_t e = 0; e < m; e++) memcpy(b + (size_t)e * es, ins[i].p, es);
     in[i] = b;
   }
-  (j->stream && j->gen.stream ? j->gen.stream : j->gen.plain)((void *const *)outs, in, m, j->vf);
+  (j->stream ? j->gen.stream : j->gen.plain)((void *const *)outs, in, m, j->vf);
 }
 
 /* One block [b0, b0 + m) with workspace ws (then the gather areas, then
@@ -304,20 +305,20 @@ static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
   int64_t r = b0 / j->row, at = b0 - r * j->row;
   for (int k = 0; k < j->nout; k++) {
     dst[k] = j->out[k]->data + (r * j->ostride[k] + at) * (int64_t)rgbc_size(j->out_dt[k]);
-    outs[k] = j->stream && !j->gen.stream ? area + (size_t)(j->nin + k) * CB * 8 : dst[k];
+    outs[k] = j->staged ? area + (size_t)(j->nin + k) * CB * 8 : dst[k];
   }
   if (j->gen.plain) run_generated(j, ins, outs, area, m); /* a twin streams itself */
   else {
     const char *why = exec_block(j->p, j->in_dt, ins, outs, j->out_dt, m, ws, &j->st);
     if (why) j->why = why;
   }
-  if (j->stream && !j->gen.stream)
+  if (j->staged)
     for (int k = 0; k < j->nout; k++) rgbc_stream_store(dst[k], outs[k], (size_t)m * rgbc_size(j->out_dt[k]));
 }
 
 static void run_blocks(void *ud, int64_t lo, int64_t hi) {
   cjob *j = ud;
-  size_t bytes = j->ws + (size_t)(j->nin + (j->stream ? j->nout : 0)) * CB * 8;
+  size_t bytes = j->ws + (size_t)(j->nin + (j->staged ? j->nout : 0)) * CB * 8;
   char *ws = rg_aligned_alloc(64, ALIGN64(bytes));
   if (!ws) {
     j->why = "out of memory for the composite's workspace";
@@ -391,6 +392,7 @@ static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
   size_t bytes = 0;
   for (int k = 0; k < j->nout; k++) bytes += (size_t)j->total * rgbc_size(j->out_dt[k]);
   j->stream = bytes >= RGBC_STREAM_BYTES && (!j->gen.plain || j->gen.stream); /* see the top */
+  j->staged = j->stream && !j->gen.plain;
   int64_t nblocks = j->total / j->row * ((j->row + CB - 1) / CB);
   rgb_parallel_for(x, nblocks, 8, run_blocks, j);
   if (j->why) return rgb_error(x, RG_ERR_EVAL, "%s", j->why);
