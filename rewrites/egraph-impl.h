@@ -198,6 +198,9 @@ rg_node *eg_rep_node(rg_egraph *eg, uint32_t id);
 /* A node's op as a printable name ("dot", "(sum 0)", a leaf's name). */
 const char *eg_head_str(const rg_egraph *eg, uint32_t head);
 
+/* egraph-rules.c: frees the rules' match buffers (rg_egraph_free). */
+void eg_rules_free(rg_egraph *eg);
+
 /* egraph-cost.c: per-node costs of a model (INFINITY: cannot cost it). */
 double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm);
 /* The cost of one graph node by its own static types (unknown dimensions

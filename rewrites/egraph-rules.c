@@ -20,7 +20,10 @@
  * rules whose bodies are one call of the same relation with the
  * parameters swapped, like dot-distribute and dot-gather, are one
  * equality, run once.  A term once run on is remembered (by the e-nodes
- * it was built from) and not run again.
+ * it was built from) and not run again.  Answers wait for the apply phase
+ * as words (classes and heads), not as terms: an iteration may hold
+ * hundreds of thousands, and as terms the collector marked them all at
+ * every collection.
  *
  * The loop (after egg): every iteration searches all rules on the e-graph
  * as it is, then applies the matches, then rebuilds.  The backoff
@@ -81,6 +84,14 @@ struct eg_rule {
   eg_ids m;
   rg_term mterms;
   int64_t nmatches;
+  /* relations' answers encoded in plain words (answer_keep), so that the
+   * collector does not mark hundreds of thousands of answer terms: answer
+   * k starts at ans.v[astart.v[k]] with its class and its token count,
+   * then its tokens in preorder (a class c: c << 1; an e-node: head << 1
+   * | 1, then its arity).  A count of 0 stands for the next answer of
+   * mterms, one the encoding cannot express (both are consumed newest
+   * first, so answers apply in the order they always did). */
+  eg_ids ans, astart;
   /* the scheduler */
   uint32_t banned_until, times_banned;
   /* semi-naive matching: the iteration of the last search whose matches
@@ -578,6 +589,62 @@ static bool seen_add(eg_rule *r, uint64_t h) {
   return true;
 }
 
+/* Appends the tokens of answer term t (see eg_rule's ans); false when
+ * they cannot express it: a variable the e-graph lacks, a literal. */
+static bool answer_encode(rg_egraph *eg, eg_ids *a, rg_term t) {
+  rg_variable *v = rg_term_var(t);
+  if (v) {
+    uint32_t c = eg_lookup_var(eg, v);
+    if (c == EG_NONE || c >> 31) return false;
+    eg_ids_push(a, c << 1);
+    return true;
+  }
+  if (rg_is_etuple(t)) t = rg_etuple_list(t);
+  if (!rg_is_pair(t)) return false;
+  rg_term h = rg_car(t);
+  int out = 0;
+  if (rg_kind_of(h) == RG_K_SYMBOL && !strcmp(rg_symbol_name(h), "nth")) {
+    rg_term k = rg_cdr(t);
+    if (!rg_is_pair(k) || rg_kind_of(rg_car(k)) != RG_K_INT || !rg_is_pair(rg_cdr(k))) return false;
+    out = (int)rg_int_value(rg_car(k));
+    t = rg_car(rg_cdr(k));
+    if (rg_is_etuple(t)) t = rg_etuple_list(t);
+    if (!rg_is_pair(t)) return false;
+    h = rg_car(t);
+  }
+  if (has_pvar(h) || rg_is_var(h)) return false;
+  const rg_op *op = rg_op_from_term(eg->C, h);
+  if (!op) {
+    rg_clear_error(eg->C);
+    return false;
+  }
+  uint32_t head = eg_intern_op(eg, op, out);
+  if (head >> 31) return false;
+  eg_ids_push(a, head << 1 | 1);
+  uint32_t at = a->n;
+  eg_ids_push(a, 0);
+  uint32_t n = 0;
+  for (rg_term l = rg_cdr(t); rg_is_pair(l); l = rg_cdr(l), n++)
+    if (!answer_encode(eg, a, rg_car(l))) return false;
+  a->v[at] = n;
+  return true;
+}
+
+/* Keeps answer a of class c until the rule applies: encoded, or as a
+ * term in mterms. */
+static void answer_keep(rg_egraph *eg, eg_rule *r, uint32_t c, rg_term a) {
+  uint32_t start = r->ans.n;
+  eg_ids_push(&r->astart, start);
+  eg_ids_push(&r->ans, c);
+  eg_ids_push(&r->ans, 0);
+  if (answer_encode(eg, &r->ans, a)) {
+    r->ans.v[start + 1] = r->ans.n - start - 2;
+    return;
+  }
+  r->ans.n = start + 2;
+  r->mterms = rg_cons(rg_cons(rg_int(c), a), r->mterms);
+}
+
 static rg_query *rel_query(rg_egraph *eg, eg_rule *r, int dir, rg_term term) {
   if (!r->Q[dir]) {
     rg_term in = rg_var(eg->C), out = rg_var(eg->C);
@@ -603,7 +670,7 @@ static int run_relation(rg_egraph *eg, eg_rule *r, int dir, uint32_t c, rg_term 
                       REL_STEP_LIMIT, rg_to_string(term));
     if (rc < 0 && dir == 0) return rc;
     if (rc != 1) break;
-    r->mterms = rg_cons(rg_cons(rg_int(c), a), r->mterms);
+    answer_keep(eg, r, c, a);
     r->nmatches++;
   }
   if (rg_errcode(eg->C) && dir) rg_clear_error(eg->C);
@@ -842,17 +909,41 @@ static uint32_t term_class(rg_egraph *eg, rg_term t, uint32_t into) {
   return into == EG_NONE ? eg_add(eg, head, n, ch) : eg_add_into(eg, head, n, ch, into);
 }
 
+/* The class of the answer whose tokens start at *p (advanced past what
+ * was read), as term_class makes it. */
+static uint32_t answer_class(rg_egraph *eg, const uint32_t **p, uint32_t into) {
+  uint32_t tok = *(*p)++;
+  if (!(tok & 1)) return eg_find_compress(eg, tok >> 1);
+  uint32_t n = *(*p)++, ch[n ? n : 1];
+  for (uint32_t i = 0; i < n; i++)
+    if ((ch[i] = answer_class(eg, p, EG_NONE)) == EG_NONE) return EG_NONE;
+  return into == EG_NONE ? eg_add(eg, tok >> 1, (int)n, ch) : eg_add_into(eg, tok >> 1, (int)n, ch, into);
+}
+
+/* Adds answer a (tokens from `at`, or the term t) and merges it with
+ * class c. */
+static int apply_answer(rg_egraph *eg, uint32_t c, const uint32_t *at, rg_term t) {
+  uint32_t a = at ? answer_class(eg, &at, c) : term_class(eg, t, c);
+  if (a == EG_NONE && rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;
+  if (a == EG_NONE) rg_clear_error(eg->C);
+  else eg_union(eg, c, a);
+  return RG_OK;
+}
+
 static int apply_relation(rg_egraph *eg, eg_rule *r) {
-  for (rg_term l = r->mterms; rg_is_pair(l); l = rg_cdr(l)) {
-    uint32_t c = (uint32_t)rg_int_value(rg_car(rg_car(l)));
-    uint32_t a = term_class(eg, rg_cdr(rg_car(l)), c);
-    if (a == EG_NONE && rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;
-    if (a == EG_NONE) {
-      rg_clear_error(eg->C);
+  rg_term l = r->mterms;
+  for (uint32_t k = r->astart.n; k-- > 0;) {
+    const uint32_t *rec = r->ans.v + r->astart.v[k];
+    if (rec[1]) {
+      if (apply_answer(eg, rec[0], rec + 2, RG_NIL)) return RG_ERR_NAME;
       continue;
     }
-    eg_union(eg, c, a);
+    if (!rg_is_pair(l)) break;
+    if (apply_answer(eg, (uint32_t)rg_int_value(rg_car(rg_car(l))), NULL, rg_cdr(rg_car(l)))) return RG_ERR_NAME;
+    l = rg_cdr(l);
   }
+  for (; rg_is_pair(l); l = rg_cdr(l)) /* native rules' (class . variable) */
+    if (apply_answer(eg, (uint32_t)rg_int_value(rg_car(rg_car(l))), NULL, rg_cdr(rg_car(l)))) return RG_ERR_NAME;
   return RG_OK;
 }
 
@@ -1108,7 +1199,7 @@ static rg_search_opts defaults(const rg_search_opts *o) {
 }
 
 static void clear_matches(eg_rule *r) {
-  r->m.n = 0;
+  r->m.n = r->ans.n = r->astart.n = 0;
   r->mterms = RG_NIL;
   r->nmatches = 0;
 }
@@ -1258,6 +1349,16 @@ rg_search_stop rg_egraph_run(rg_egraph *eg, const rg_search_opts *opts) {
     if (st.msg) return stop(eg, st.s, st.msg);
     if (eg->nmemo == n0 && eg->nlive == c0 && !lift_bans(eg))
       return stop(eg, RG_SEARCH_SATURATED, rgr_sprintf("saturated after %d iteration%s", it + 1, it ? "s" : ""));
+  }
+}
+
+void eg_rules_free(rg_egraph *eg) {
+  for (int i = 0; i < eg->nrules; i++) {
+    eg_rule *r = eg->rules[i];
+    free(r->m.v);
+    free(r->ans.v);
+    free(r->astart.v);
+    r->m = r->ans = r->astart = (eg_ids){0};
   }
 }
 

@@ -740,6 +740,7 @@ rg_egraph *rg_egraph_new(rg_fgraph *fg) {
 
 void rg_egraph_free(rg_egraph *eg) {
   if (!eg) return;
+  eg_rules_free(eg);
   for (uint32_t c = 0; c < eg->ncls; c++) {
     free(eg->cls[c].nodes.v);
     free(eg->cls[c].parents.v);

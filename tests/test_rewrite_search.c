@@ -437,6 +437,32 @@ static void test_multi_output_pattern(void **st) {
   rg_egraph_free(eg);
 }
 
+/* Relation answers are kept in plain words until they apply; an answer
+ * the words cannot express (a literal, a variable the e-graph lacks) is
+ * kept as a term, and both kinds apply in one iteration. */
+#define LITERAL_ANSWERS                                                               \
+  "(defrel (twiceo in out) (fresh (a) (== in `(add ,a ,a)) (== out `(mul ,a 2.0))))" \
+  "(defrel (commo in out) (fresh (op a b) (== in `(,op ,a ,b)) (== out `(,op ,b ,a))))" \
+  "(defrule twice (in out) (twiceo in out) :tracks (add))"                           \
+  "(defrule comm (in out) (commo in out) :tracks (add mul))"
+
+static void test_relation_answers_kept(void **st) {
+  rg_fgraph *fg = graph("(graph (input x float64 ()) (input y float64 ()) (output (add (add x x) y)))");
+  rg_egraph *eg = rg_egraph_new(fg);
+  assert_int_equal(rg_egraph_add_rules(eg, rules(LITERAL_ANSWERS, NULL)), 2);
+  rg_search_opts o = {.no_backoff = true};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+  rg_fgraph *g[8];
+  double costs[8];
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_flops(), 8, g, costs, NULL), 6);
+  const char *all = "";
+  for (int i = 0; i < 6; i++) all = rg_gc_sprintf("%s%s", all, show(g[i]));
+  const char *want[6] = {"((x + x) + y)\n", "((x * 2.0) + y)\n", "((2.0 * x) + y)\n",
+                         "(y + (x + x))\n", "(y + (x * 2.0))\n", "(y + (2.0 * x))\n"};
+  for (int i = 0; i < 6; i++) assert_non_null(strstr(all, want[i]));
+  rg_egraph_free(eg);
+}
+
 /* ------------------------------------------------------------------ search mode of the rewrite driver */
 
 #define TWO_ANSWERS                                                                   \
@@ -586,6 +612,7 @@ int main(void) {
       cmocka_unit_test_setup(test_json, fresh),
       cmocka_unit_test_setup(test_bad_input, fresh),
       cmocka_unit_test_setup(test_multi_output_pattern, fresh),
+      cmocka_unit_test_setup(test_relation_answers_kept, fresh),
       cmocka_unit_test_setup(test_driver_search_mode, fresh),
       cmocka_unit_test_setup(test_driver_relation_cost, fresh),
       cmocka_unit_test_setup(test_c_rules, fresh),
