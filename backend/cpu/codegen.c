@@ -97,13 +97,17 @@ static const char *float_expr(rg_opcode c, bool f32, int arity) {
 /* ------------------------------------------------------------------ generating a kernel */
 
 /* What generation knows of a cell.  Invariant: an arithmetic value lives
- * in the register r<c> within its loop, and also in the array a<c> when a
- * vector function or a later loop reads it (`array`). */
+ * in the register r<c> within its loop, and also in an array when a
+ * vector function or a later loop reads it (`array`).  That array is the
+ * block of the cell's first output where it is one (o<out>: a value the
+ * kernel returns is written once, where it goes, and read back from
+ * there), else a<c> of the piece. */
 typedef struct cellinfo {
   int input;      /* index of the kernel input, or -1 */
   int producer;   /* thunk, or -1 */
   int loop;       /* the loop computing it (arithmetic), -1 for a vector result */
-  bool array;     /* has a block array a<c> */
+  int out;        /* the first kernel output it is, or -1 */
+  bool array;     /* has a block array (o<out> or a<c>) */
   bool constant;
 } cellinfo;
 
@@ -160,8 +164,9 @@ static bool supported(gen *g) {
  * needs an array when a vector function or another loop reads it. */
 static void plan(gen *g) {
   const rgb_program *p = g->p;
-  for (int32_t c = 0; c < p->ncells; c++) g->cells[c] = (cellinfo){-1, p->producer[c], -1, false, false};
+  for (int32_t c = 0; c < p->ncells; c++) g->cells[c] = (cellinfo){-1, p->producer[c], -1, -1, false, false};
   for (int32_t i = 0; i < p->nin; i++) g->cells[p->in_cells[i]].input = i;
+  for (int32_t j = p->nout; j-- > 0;) g->cells[p->out_cells[j]].out = j;
   for (int32_t k = 0; k < p->nconst; k++) g->cells[p->const_cells[k]].constant = true;
   int loop = 0;
   for (int32_t t = 0; t < p->nthunks; t++) {
@@ -184,20 +189,26 @@ static void plan(gen *g) {
   }
 }
 
+/* The name of cell c's array. */
+static void array_name(gen *g, int32_t c) {
+  if (g->cells[c].out >= 0) rg_strbuf_put(&g->src, "o%d", g->cells[c].out);
+  else rg_strbuf_put(&g->src, "a%d", c);
+}
+
 /* The text reading cell c at element i inside loop `loop`. */
 static void operand(gen *g, int32_t c, int loop) {
   const cellinfo *ci = &g->cells[c];
   if (ci->input >= 0) rg_strbuf_put(&g->src, "i%d[i]", ci->input);
   else if (ci->constant) rg_strbuf_put(&g->src, "((%s)%a)", g->T, rgbc_scalar_f64(g->p->cells[c]));
   else if (ci->loop == loop && ci->loop >= 0) rg_strbuf_put(&g->src, "r%d", c);
-  else rg_strbuf_put(&g->src, "a%d[i]", c);
+  else array_name(g, c), rg_strbuf_put(&g->src, "[i]");
 }
 
 /* The array a vector function reads cell c from. */
 static bool vector_source(gen *g, int32_t c) {
   const cellinfo *ci = &g->cells[c];
   if (ci->input >= 0) rg_strbuf_put(&g->src, "i%d", ci->input);
-  else if (ci->array) rg_strbuf_put(&g->src, "a%d", c);
+  else if (ci->array) array_name(g, c);
   else return false; /* a constant: folded before it gets here */
   return true;
 }
@@ -230,11 +241,29 @@ static void emit_arith(gen *g, const rgb_thunk *th, int loop) {
   rg_strbuf_put(&g->src, " r%d = acc; }\n", c);
 }
 
-/* Stores of cell c at element i: its array, the outputs it is. */
-static void emit_stores(gen *g, int32_t c, const char *value) {
-  if (g->cells[c].array && strcmp(value, "a")) rg_strbuf_put(&g->src, "    a%d[i] = %s%d;\n", c, value, c);
+/* Whether cell c is a kernel output other than the one holding its array. */
+static bool more_outputs(const gen *g, int32_t c) {
   for (int32_t j = 0; j < g->p->nout; j++)
-    if (g->p->out_cells[j] == c) rg_strbuf_put(&g->src, "    o%d[i] = %s%d%s;\n", j, value, c, strcmp(value, "a") ? "" : "[i]");
+    if (g->p->out_cells[j] == c && j != g->cells[c].out) return true;
+  return false;
+}
+
+/* Stores of cell c at element i: its array (its first output, if it is
+ * one), then the other outputs it is, from the register r<c> or, for a
+ * vector result (`from_array`), from its array. */
+static void emit_stores(gen *g, int32_t c, bool from_array) {
+  const cellinfo *ci = &g->cells[c];
+  if (!from_array && (ci->array || ci->out >= 0)) {
+    rg_strbuf_put(&g->src, "    ");
+    array_name(g, c);
+    rg_strbuf_put(&g->src, "[i] = r%d;\n", c);
+  }
+  for (int32_t j = 0; j < g->p->nout; j++) {
+    if (g->p->out_cells[j] != c || j == ci->out) continue;
+    rg_strbuf_put(&g->src, "    o%d[i] = ", j);
+    if (from_array) array_name(g, c), rg_strbuf_put(&g->src, "[i];\n");
+    else rg_strbuf_put(&g->src, "r%d;\n", c);
+  }
 }
 
 static bool emit_body(gen *g) {
@@ -249,20 +278,20 @@ static bool emit_body(gen *g) {
       if (g->inline512) rg_strbuf_put(&g->src, "  %s_%s_avx512(", rg_opcode_name(th->node.code), g->f32 ? "f32" : "f64");
       else rg_strbuf_put(&g->src, "  vf[%d](", vindex(th->node.code));
       if (!vector_source(g, th->in_cells[0])) return false;
-      rg_strbuf_put(&g->src, ", a%d, m);\n", c);
+      rg_strbuf_put(&g->src, ", ");
+      array_name(g, c);
+      rg_strbuf_put(&g->src, ", m);\n");
       g->cells[c].array = true;
-      bool is_out = false;
-      for (int32_t j = 0; j < p->nout; j++) is_out |= p->out_cells[j] == c;
-      if (is_out) {
+      if (more_outputs(g, c)) {
         rg_strbuf_put(&g->src, "  for (int64_t i = 0; i < m; i++) {\n");
-        emit_stores(g, c, "a");
+        emit_stores(g, c, true);
         rg_strbuf_put(&g->src, "  }\n");
       }
       continue;
     }
     if (!open) rg_strbuf_put(&g->src, "  for (int64_t i = 0; i < m; i++) {\n"), open = true;
     emit_arith(g, th, g->loop_of[t]);
-    emit_stores(g, c, "r");
+    emit_stores(g, c, false);
   }
   if (open) rg_strbuf_put(&g->src, "  }\n");
   return true;
@@ -346,18 +375,23 @@ static char *kernel_source(const rgb_program *p, rg_dtype dt) {
   if (g.inline512) rg_strbuf_put(&g.src, "%s\n", avx512_text);
   if (!any_vector) rg_strbuf_put(&g.src, "%s", nt_text);
   rg_strbuf_put(&g.src, "typedef void (*rgv)(const %s *, %s *, int64_t);\n", g.T, g.T);
-  rg_strbuf_put(&g.src, "static inline __attribute__((always_inline)) void rg_body(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) {\n", g.T, g.T);
+  /* one piece of m elements at b through every pass; the block runs its
+   * full pieces with m the constant `sub`, so that the compiler lays out
+   * each pass as straight vector code without a remainder loop, then the
+   * remainder once (the LSTM cell's kernel of seven outputs on 8192
+   * float32, a call through relgraph run: 35 -> 25 us, median) */
+  rg_strbuf_put(&g.src, "static inline __attribute__((always_inline)) void rg_piece(%s *const *out, const %s *const *in, int64_t b, const int64_t m, const rgv *vf) {\n", g.T, g.T);
   rg_strbuf_put(&g.src, "  (void)vf;\n");
   for (int32_t c = 0; c < p->ncells; c++)
-    if (g.cells[c].array || (g.cells[c].producer >= 0 && g.loop_of[g.cells[c].producer] < 0))
+    if (g.cells[c].out < 0 && (g.cells[c].array || (g.cells[c].producer >= 0 && g.loop_of[g.cells[c].producer] < 0)))
       rg_strbuf_put(&g.src, "  %s a%d[%d];\n", g.T, c, sub);
-  /* the block in pieces of `sub` elements, each piece through every pass */
-  rg_strbuf_put(&g.src, "  for (int64_t b = 0; b < mm; b += %d) {\n  const int64_t m = mm - b < %d ? mm - b : %d;\n", sub,
-                sub, sub);
   for (int32_t i = 0; i < p->nin; i++) rg_strbuf_put(&g.src, "  const %s *restrict i%d = in[%d] + b;\n", g.T, i, i);
   for (int32_t j = 0; j < p->nout; j++) rg_strbuf_put(&g.src, "  %s *restrict o%d = out[%d] + b;\n", g.T, j, j);
   if (!emit_body(&g)) goto fail;
-  rg_strbuf_put(&g.src, "  }\n}\n");
+  rg_strbuf_put(&g.src, "}\n");
+  rg_strbuf_put(&g.src, "static inline __attribute__((always_inline)) void rg_body(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) {\n", g.T, g.T);
+  rg_strbuf_put(&g.src, "  int64_t b = 0;\n  for (; b + %d <= mm; b += %d) rg_piece(out, in, b, %d, vf);\n", sub, sub, sub);
+  rg_strbuf_put(&g.src, "  if (b < mm) rg_piece(out, in, b, mm - b, vf);\n}\n");
   rg_strbuf_put(&g.src, "void rg_kernel(%s *const *out, const %s *const *in, int64_t mm, const rgv *vf) { rg_body(out, in, mm, vf); }\n", g.T, g.T);
   if (!any_vector) emit_streaming(&g);
   if (g.src.failed) goto fail;
