@@ -16,7 +16,9 @@
  *                  keeping that axis first, one matrix product over the
  *                  sequence's rows: the LSTM's x_t W_ih^T becomes one
  *                  product for all steps) and enters as a new sequence;
- *   inside         anything reading a state, or any other op.
+ *   inside         anything reading a state, or any other op, and
+ *                  elementwise work of the second kind that fuses with
+ *                  inside work (rgr_keep_fusable_inside).
  *
  * The values of the first two kinds that an inside value or an output of
  * the step uses are the frontier: each becomes a new inner input, the
@@ -184,6 +186,81 @@ static void classify_node(cls *c, rg_node *m) {
   else rg_clear_error(c->C);
 }
 
+/* ------------------------------------------------------------------ work that fuses inside */
+
+/* Elements of one step's slice at least this many: a loop kernel over the
+ * slice runs vectorised, and work kept in it costs no dispatch of its own. */
+#define STAY_ELEMS 256
+
+static bool large_slice(const rg_type *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] < 0) return false;
+    n *= t->shape[d];
+  }
+  return n >= STAY_ELEMS;
+}
+
+static int kind_in(rg_memo *kind, V v) { return (int)(intptr_t)rg_memo_get(kind, v); }
+
+/* The region staying inside is a memo (value -> 1) that only shrinks:
+ * all-steps elementwise values whose readers all fuse with them in the
+ * loop (originally inside elementwise work, or the region), and whose
+ * all-steps operands the loop reads anyway (a sequence slice, something
+ * inside outside the region or a step output reads, or the region), so
+ * that keeping them adds no trace the loop reads: the LSTM's forward
+ * keeps G_t + b_ih out, where the product outside absorbs the bias. */
+static bool readers_fuse(rg_memo *kind, rg_memo *region, V v) {
+  if (!v->nclients) return false;
+  for (uint32_t i = 0; i < v->nclients; i++) {
+    const rg_node *r = v->clients[i].node;
+    if (!r || r->nout != 1) return false;
+    if (rg_memo_get(region, r->outputs[0])) continue;
+    if (rg_opcode_family(r->op->code) != RG_FAM_ELEMWISE || kind_in(kind, r->outputs[0]) != INSIDE) return false;
+  }
+  return true;
+}
+
+static bool read_anyway(rg_memo *kind, rg_memo *region, V x) {
+  if (kind_in(kind, x) != ALL || !x->owner || rg_memo_get(region, x)) return true;
+  for (uint32_t i = 0; i < x->nclients; i++) {
+    const rg_node *r = x->clients[i].node;
+    if (!r || r->nout != 1) return true;
+    if (kind_in(kind, r->outputs[0]) == INSIDE && !rg_memo_get(region, r->outputs[0])) return true;
+  }
+  return false;
+}
+
+static bool stays_inside(rg_memo *kind, rg_memo *region, const rg_node *m) {
+  if (!readers_fuse(kind, region, m->outputs[0])) return false;
+  for (int i = 0; i < m->nin; i++)
+    if (!read_anyway(kind, region, m->inputs[i])) return false;
+  return true;
+}
+
+void rgr_keep_fusable_inside(rg_memo *kind, const rg_fgraph *g) {
+  size_t n = rg_fgraph_nnodes(g), k = 0;
+  rg_node **cand = rg_gc_alloc(sizeof *cand * (n + 1));
+  rg_memo *region = rg_memo_new();
+  for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) {
+    V v = m->nout == 1 ? m->outputs[0] : NULL;
+    if (v && kind_in(kind, v) == ALL && rg_opcode_family(m->op->code) == RG_FAM_ELEMWISE && large_slice(v->type)) {
+      cand[k++] = m;
+      rg_memo_put(region, v, (void *)1);
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = k; i-- > 0;)
+      if (rg_memo_get(region, cand[i]->outputs[0]) && !stays_inside(kind, region, cand[i])) {
+        rg_memo_put(region, cand[i]->outputs[0], NULL);
+        changed = true;
+      }
+  }
+  for (size_t i = 0; i < k; i++)
+    if (rg_memo_get(region, cand[i]->outputs[0])) rg_memo_put(kind, cand[i]->outputs[0], (void *)(intptr_t)INSIDE);
+}
+
 /* ------------------------------------------------------------------ the frontier */
 
 typedef struct front { V *v; int n, cap; } front;
@@ -275,6 +352,7 @@ static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   c.n = node->inputs[0];
   classify_inputs(&c, g);
   for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) classify_node(&c, m);
+  rgr_keep_fusable_inside(c.kind, g);
   front f = frontier(&c, g);
   if (!f.n) return 0;
   rg_node *nn = rebuild(&c, g, &f);
@@ -291,6 +369,7 @@ void rgr_register_scan_pushout(rg_rewrite_db *canon) {
   static const rg_opcode tracks[] = {RG_OP_SCAN};
   rg_rewriter *rw = rg_node_rewriter("scan_push_out", 1, tracks, push_out, NULL);
   rw->describe = "step values from non-sequences only -> computed once before the loop; from sequence slices "
-                 "by elementwise ops, dimshuffles and dot(slice, non-sequence) -> computed for all steps at once";
+                 "by elementwise ops, dimshuffles and dot(slice, non-sequence) -> computed for all steps at once "
+                 "(elementwise work on large slices that fuses with the step stays in it)";
   rg_db_register(canon, "scan_push_out", rw, 0, "fast_run fast_compile canonicalize scan");
 }

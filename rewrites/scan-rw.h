@@ -22,6 +22,17 @@ rg_variable *rgr_copy_const(rg_ctx *C, rg_variable *x);
 /* An all-steps value aligned to rank ndim + 1, the time axis first
  * (missing dimensions broadcast). */
 rg_variable *rgr_with_rank(rg_variable *x, int ndim);
+/* The push-outs' classification of step values (a memo: variable ->
+ * 0 inside, 1 once before the loop, 2 for all steps): elementwise work on
+ * sequence slices whose readers are all elementwise work staying in the
+ * loop, and whose operands the loop reads anyway, stays with that work
+ * (back to 0), where fusion makes it part of the step's kernel; pushed
+ * out, it would cost a pass writing its whole trace and the loop another
+ * stream reading it back (the LSTM's backward step read five derivative
+ * factors so).  Where a step's slice is small or of unknown size the work
+ * goes out as in Aesara: one pass over all steps beats a short vector
+ * loop per step. */
+void rgr_keep_fusable_inside(rg_memo *kind, const rg_fgraph *g);
 /* dot(a_t, W) of matrix slices for all steps: every step's rows stacked,
  * one product, the steps split again (a is (T, B, K), W is (K, M)). */
 rg_variable *rgr_dot_rows(rg_ctx *C, rg_variable *a, rg_variable *w);

@@ -406,6 +406,7 @@ static rg_node *push_out_seq(rg_ctx *C, const rg_node *node) {
     put(&c, rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)), K_ONCE,
         node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)], NULL);
   for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) classify_seq_node(&c, m);
+  rgr_keep_fusable_inside(c.kind, g);
   vlist f = all_frontier(&c, g);
   if (!f.n) return NULL;
   int oin = rg_fgraph_ninputs(g), nsi = seq_inner_inputs(&s), nin = oin + f.n, nouter = node->nin + f.n;

@@ -232,6 +232,32 @@ static void test_push_out_seq_lengths(void **st) {
   assert_int_equal(count_inner(s, RG_OP_EXP), 0);
 }
 
+/* Elementwise work on a sequence slice whose readers are elementwise work
+ * on the state stays in the step when a slice is large (256 elements or
+ * more): fused there, it costs no trace of its own.  The sequence itself
+ * is read in the step anyway.  Small slices, or an operand the step would
+ * not read otherwise (a product computed outside), go out as before. */
+#define DERIV_STEP(N)                                                                        \
+  "(graph (input s float64 (5 " N ")) (input h0 float64 (" N ")) "                           \
+  "(output (scan (lambda (s_t h) (add (mul h (mul s_t (sub 1.0 s_t))) s_t)) (sequences s) (outputs-info h0))))"
+
+static void test_push_out_keeps_fusable(void **st) {
+  rg_scan_info info;
+  rg_node *s = pushed(DERIV_STEP("256"));
+  assert_true(rg_scan_info_of(s->op, &info));
+  assert_int_equal(info.n_seqs, 1); /* s alone: s(1 - s) stays in the step */
+  assert_int_equal(count_inner(s, RG_OP_SUB), 1);
+  s = pushed(DERIV_STEP("4"));
+  assert_true(rg_scan_info_of(s->op, &info));
+  assert_int_equal(info.n_seqs, 2); /* small slices: the factor for all steps at once */
+  assert_int_equal(count_inner(s, RG_OP_SUB), 0);
+  /* the factor's operand is a product the step does not read otherwise */
+  s = pushed("(graph (input x float64 (5 16 16)) (input W float64 (16 16)) (input h0 float64 (16 16)) "
+             "(output (scan (lambda (x_t h W) (add h (exp (dot x_t W)))) (sequences x) (outputs-info h0) (non-sequences W))))");
+  assert_int_equal(count_inner(s, RG_OP_DOT), 0);
+  assert_int_equal(count_inner(s, RG_OP_EXP), 0);
+}
+
 /* A step that only reads its state has nothing to push out. */
 static void test_push_out_nothing(void **st) {
   rg_node *s = pushed("(graph (input h0 float64 (3)) (output (scan (lambda (h) (tanh h)) (outputs-info h0) (n-steps 4))))");
@@ -404,6 +430,7 @@ int main(void) {
       cmocka_unit_test(test_lstm_twin_merged),
       cmocka_unit_test(test_push_out_seq_lengths),
       cmocka_unit_test(test_push_out_nothing),
+      cmocka_unit_test(test_push_out_keeps_fusable),
       cmocka_unit_test(test_remove_inputs),
       cmocka_unit_test(test_push_out_add),
       cmocka_unit_test(test_push_out_sum),

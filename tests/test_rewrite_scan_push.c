@@ -219,6 +219,18 @@ static void test_seq_nothing(void **st) {
   assert_int_equal(rewrite(fg, "push_out_seq"), 0);
 }
 
+/* Elementwise work on a large slice (256 elements and more) whose
+ * readers are elementwise work on the state stays in the step, where it
+ * fuses: the relation has nothing to push (the C rewrite agrees). */
+static void test_seq_keeps_fusable(void **st) {
+  (void)st;
+  const char *scan = "(output (scan (lambda (s_t h) (add (mul h (mul s_t (sub 1.0 s_t))) s_t)) (sequences s) (outputs-info h0)))";
+  rg_fgraph *fg = read_graph_over("(input s float64 (5 256)) (input h0 float64 (256)) ", scan);
+  assert_int_equal(rewrite(fg, "push_out_seq"), 0);
+  fg = read_graph_over("(input s float64 (5 4)) (input h0 float64 (4)) ", scan);
+  assert_int_equal(rewrite(fg, "push_out_seq"), 1);
+}
+
 /* The LSTM example: its input projection x_t W_ih^T (+ b_ih) becomes one
  * product over all steps' rows, a new sequence; the step keeps only the
  * recurrent product.  A Scan of two outputs: both are replaced. */
@@ -329,6 +341,7 @@ int main(void) {
       cmocka_unit_test(test_seq_dot),
       cmocka_unit_test(test_seq_two_sequences),
       cmocka_unit_test(test_seq_nothing),
+      cmocka_unit_test(test_seq_keeps_fusable),
       cmocka_unit_test(test_seq_lstm),
       cmocka_unit_test(test_dot1),
       cmocka_unit_test(test_dot1_nothing),
