@@ -589,6 +589,27 @@ static bool seen_add(eg_rule *r, uint64_t h) {
   return true;
 }
 
+/* Reads answer term t as (op arg ...) or (nth K (op arg ...)): its op,
+ * output K (else 0) and argument list; false for any other term (an
+ * unknown op name leaves its error set). */
+static bool op_term(rg_egraph *eg, rg_term t, const rg_op **op, int *out, rg_term *args) {
+  if (rg_is_etuple(t)) t = rg_etuple_list(t);
+  if (!rg_is_pair(t)) return false;
+  rg_term h = rg_car(t);
+  *out = 0;
+  if (rg_kind_of(h) == RG_K_SYMBOL && !strcmp(rg_symbol_name(h), "nth")) {
+    if (rg_list_length(t) != 3 || rg_kind_of(rg_car(rg_cdr(t))) != RG_K_INT) return false;
+    *out = (int)rg_int_value(rg_car(rg_cdr(t)));
+    t = rg_car(rg_cdr(rg_cdr(t)));
+    if (rg_is_etuple(t)) t = rg_etuple_list(t);
+    if (!rg_is_pair(t)) return false;
+    h = rg_car(t);
+  }
+  if (has_pvar(h) || rg_is_var(h)) return false;
+  *args = rg_cdr(t);
+  return (*op = rg_op_from_term(eg->C, h)) != NULL;
+}
+
 /* Appends the tokens of answer term t (see eg_rule's ans); false when
  * they cannot express it: a variable the e-graph lacks, a literal. */
 static bool answer_encode(rg_egraph *eg, eg_ids *a, rg_term t) {
@@ -599,23 +620,11 @@ static bool answer_encode(rg_egraph *eg, eg_ids *a, rg_term t) {
     eg_ids_push(a, c << 1);
     return true;
   }
-  if (rg_is_etuple(t)) t = rg_etuple_list(t);
-  if (!rg_is_pair(t)) return false;
-  rg_term h = rg_car(t);
-  int out = 0;
-  if (rg_kind_of(h) == RG_K_SYMBOL && !strcmp(rg_symbol_name(h), "nth")) {
-    rg_term k = rg_cdr(t);
-    if (!rg_is_pair(k) || rg_kind_of(rg_car(k)) != RG_K_INT || !rg_is_pair(rg_cdr(k))) return false;
-    out = (int)rg_int_value(rg_car(k));
-    t = rg_car(rg_cdr(k));
-    if (rg_is_etuple(t)) t = rg_etuple_list(t);
-    if (!rg_is_pair(t)) return false;
-    h = rg_car(t);
-  }
-  if (has_pvar(h) || rg_is_var(h)) return false;
-  const rg_op *op = rg_op_from_term(eg->C, h);
-  if (!op) {
-    rg_clear_error(eg->C);
+  const rg_op *op;
+  int out;
+  rg_term args;
+  if (!op_term(eg, t, &op, &out, &args)) {
+    rg_clear_error(eg->C); /* the term's own path reports it */
     return false;
   }
   uint32_t head = eg_intern_op(eg, op, out);
@@ -624,8 +633,8 @@ static bool answer_encode(rg_egraph *eg, eg_ids *a, rg_term t) {
   uint32_t at = a->n;
   eg_ids_push(a, 0);
   uint32_t n = 0;
-  for (rg_term l = rg_cdr(t); rg_is_pair(l); l = rg_cdr(l), n++)
-    if (!answer_encode(eg, a, rg_car(l))) return false;
+  for (; rg_is_pair(args); args = rg_cdr(args), n++)
+    if (!answer_encode(eg, a, rg_car(args))) return false;
   a->v[at] = n;
   return true;
 }
@@ -885,24 +894,13 @@ static uint32_t term_class(rg_egraph *eg, rg_term t, uint32_t into) {
   if (v) return eg_add_var(eg, v);
   rg_kind k = rg_kind_of(t);
   if (k == RG_K_INT || k == RG_K_FLOAT || k == RG_K_BOOL) return eg_add_var(eg, rg_term_to_variable(eg->C, t));
-  if (rg_is_etuple(t)) t = rg_etuple_list(t);
-  if (!rg_is_pair(t) || rg_list_length(t) < 1) return EG_NONE;
-  rg_term h = rg_car(t);
-  int n = (int)rg_list_length(t) - 1, out = 0;
-  if (rg_kind_of(h) == RG_K_SYMBOL && !strcmp(rg_symbol_name(h), "nth")) {
-    if (n != 2 || rg_kind_of(rg_car(rg_cdr(t))) != RG_K_INT) return EG_NONE;
-    out = (int)rg_int_value(rg_car(rg_cdr(t)));
-    t = rg_car(rg_cdr(rg_cdr(t)));
-    if (rg_is_etuple(t)) t = rg_etuple_list(t);
-    if (!rg_is_pair(t)) return EG_NONE;
-    h = rg_car(t);
-    n = (int)rg_list_length(t) - 1;
-  }
-  if (has_pvar(h) || rg_is_var(h)) return EG_NONE;
-  const rg_op *op = rg_op_from_term(eg->C, h);
-  if (!op) return EG_NONE;
+  const rg_op *op;
+  int out;
+  rg_term a;
+  if (!op_term(eg, t, &op, &out, &a)) return EG_NONE;
+  int n = (int)rg_list_length(a);
+  if (n < 0) return EG_NONE;
   uint32_t ch[n > 0 ? n : 1];
-  rg_term a = rg_cdr(t);
   for (int i = 0; i < n; i++, a = rg_cdr(a))
     if ((ch[i] = term_class(eg, rg_car(a), EG_NONE)) == EG_NONE) return EG_NONE;
   uint32_t head = eg_intern_op(eg, op, out);

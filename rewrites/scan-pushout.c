@@ -51,7 +51,8 @@ typedef struct cls {
   V n;  /* steps */
 } cls;
 
-static int kind_of(const cls *c, V v) { return (int)(intptr_t)rg_memo_get(c->kind, v); }
+static int kind_in(rg_memo *kind, V v) { return (int)(intptr_t)rg_memo_get(kind, v); }
+static int kind_of(const cls *c, V v) { return kind_in(c->kind, v); }
 
 static void set(cls *c, V v, int k, V outer) {
   rg_memo_put(c->kind, v, (void *)(intptr_t)k);
@@ -200,8 +201,6 @@ static bool large_slice(const rg_type *t) {
   }
   return n >= STAY_ELEMS;
 }
-
-static int kind_in(rg_memo *kind, V v) { return (int)(intptr_t)rg_memo_get(kind, v); }
 
 /* The region staying inside is a memo (value -> 1) that only shrinks:
  * all-steps elementwise values whose readers all fuse with them in the
