@@ -150,7 +150,7 @@ typedef struct rgb_bound {
 /* The interface every backend implements (ggml-backend's model), listed
  * in backend/registry.c.  Slots marked (optional) may be NULL.  `ctx` is
  * the backend object's own context, made by init. */
-#define RGB_BACKEND_ABI 3
+#define RGB_BACKEND_ABI 4
 typedef struct rgb_backend {
   uint32_t abi;                 /* RGB_BACKEND_ABI */
   const char *name;             /* "cpu", "mirror", "cuda" */
@@ -173,6 +173,9 @@ typedef struct rgb_backend {
    * scheduler leaves it in host memory rather than moving it to the
    * backend's device */
   bool (*host_input)(void *ctx, const rgb_node *n, int i);
+  /* its composite kernels write the parts of a folded join (join_slot,
+   * through rgb_joined_outputs) */
+  bool joins_composites;
 } rgb_backend;
 
 /* Whether input i of Scan node n is n_steps or a nit-sot length (node.c). */
@@ -292,11 +295,18 @@ typedef struct rgb_program {
   int32_t nplanned;
 } rgb_program;
 
-/* Lets each CPU composite whose outputs only a join reads write them into
+/* Lets each composite whose outputs only a join reads write them into
  * the joined value (the parts become views of it), and removes the join
- * (join-into.c).  Runs before the release lists are made; false when
- * memory runs out (the program is then unchanged). */
+ * (join-into.c), where both run on one backend whose composite kernels
+ * can (rgb_backend.joins_composites).  Runs before the release lists are
+ * made; false when memory runs out (the program is then unchanged). */
 bool rgb_join_into(rgb_program *p);
+/* For the kernel of such a composite: makes its last output, the joined
+ * value (the parts, each of shape (nd, shape), side by side along
+ * join_axis), and sets each part's output to a view of it.  *row: the
+ * elements of a part from the axis on (a run the part writes
+ * contiguously); *parts: how many parts.  0, or an error. */
+int rgb_joined_outputs(rgb_exec *x, int nd, const int64_t *shape, int64_t *row, int *parts);
 
 /* Plans the memory of a linked program (plan.c; nothing for a program
  * with ifelse, or when memory runs out); rgb_plan_clear undoes it. */

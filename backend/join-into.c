@@ -5,16 +5,19 @@
  * The LSTM's backward step computes the four gate gradients in one fused
  * kernel and joins them along axis 1 into the matrix its products read
  * (the fast-LSTM article: the join is a view at the group's border, not a
- * copy).  After linking, a join thunk on the CPU backend whose inputs are
- * distinct outputs of one CPU composite thunk, each read by that join
- * alone and none a program output, is folded into the composite:
+ * copy).  After linking, a join thunk whose inputs are distinct outputs
+ * of one composite thunk on the same backend, each read by that join
+ * alone and none a program output, is folded into the composite, where
+ * the backend's composite kernels know how (joins_composites: the CPU's
+ * and CUDA's; on a GPU the fold saves a copy kernel per part):
  *
  *   - the composite's node gets join_slot (per output of its inner graph:
  *     its place among the join's inputs, or -1) and join_axis, and one
  *     output more, the join's cell, which it now produces;
- *   - its kernel (backend/cpu/inner.c) allocates the joined value and hands
- *     each part out as a strided view of it, writing the part's rows where
- *     they belong; the part cells hold those views (nothing reads them);
+ *   - its kernel (backend/cpu/inner.c, backend/cuda/cuda.c) allocates the
+ *     joined value and hands each part out as a strided view of it
+ *     (rgb_joined_outputs, below), writing the part's rows where they
+ *     belong; the part cells hold those views (nothing reads them);
  *   - the join's thunk leaves the schedule.
  *
  * Everything else stays as it was: the memory plan treats the parts as
@@ -39,13 +42,13 @@ static int32_t *reader_counts(const rgb_program *p) {
 /* The composite thunk whose outputs join j reads, or -1 when the join
  * cannot become its views. */
 static int32_t foldable(const rgb_program *p, const rgb_thunk *j, const int32_t *readers) {
-  if (j->kind != RGB_T_KERNEL || j->node.code != RG_OP_JOIN || j->backend != &rgb_cpu || j->node.nin < 2 ||
-      j->node.nints < 1)
+  if (j->kind != RGB_T_KERNEL || j->node.code != RG_OP_JOIN || !j->backend ||
+      !j->backend->iface->joins_composites || j->node.nin < 2 || j->node.nints < 1)
     return -1;
   int32_t k = p->producer[j->in_cells[0]];
   if (k < 0) return -1;
   const rgb_thunk *c = &p->thunks[k];
-  if (c->kind != RGB_T_KERNEL || c->node.code != RG_OP_COMPOSITE || c->backend != &rgb_cpu ||
+  if (c->kind != RGB_T_KERNEL || c->node.code != RG_OP_COMPOSITE || c->backend != j->backend ||
       c->node.join_slot || !c->node.inner || c->node.nout >= 64)
     return -1;
   int64_t axis = j->node.ints[0];
@@ -123,4 +126,28 @@ bool rgb_join_into(rgb_program *p) {
   }
   rg_free(readers);
   return ok;
+}
+
+int rgb_joined_outputs(rgb_exec *x, int nd, const int64_t *shape, int64_t *row, int *parts) {
+  const rgb_node *n = x->node;
+  int axis = n->join_axis, np = 0;
+  for (int k = 0; k < n->nout - 1; k++) np += n->join_slot[k] >= 0;
+  if (axis >= nd) return rgb_error(x, RG_ERR_TYPE, "join axis %d of values with %d dimensions", axis, nd);
+  int64_t jshape[RG_MAX_NDIM];
+  memcpy(jshape, shape, (size_t)nd * sizeof *jshape);
+  jshape[axis] *= np;
+  rg_tensor *all = rgb_output(x, n->nout - 1, n->out[n->nout - 1].dtype, nd, jshape);
+  if (!all) return x->rt->errcode;
+  int64_t r = 1;
+  for (int d = axis; d < nd; d++) r *= shape[d];
+  for (int k = 0; k < n->nout - 1; k++) {
+    if (n->join_slot[k] < 0) continue;
+    int64_t off = n->join_slot[k] * r * (int64_t)rg_dtype_size(all->dtype);
+    rg_tensor *v = rg_tensor_view(all, nd, shape, all->strides, off);
+    if (!v) return rgb_error(x, RG_ERR_NOMEM, "out of memory for a view of the joined output");
+    rgb_set_output(x, k, v);
+  }
+  *row = r;
+  *parts = np;
+  return RG_OK;
 }

@@ -29,4 +29,5 @@ const rgb_backend rgb_cpu_backend = {
     .device = RG_DEVICE_HOST,
     .supports = cpu_supports,
     .bind = cpu_bind,
+    .joins_composites = true,
 };

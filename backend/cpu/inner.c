@@ -347,24 +347,11 @@ static void plan_over(rgbc_plan *pl, const rg_tensor *t, int nd, const int64_t *
 /* The joined output (the node's last) and the parts as views of it; the
  * rows of the walk are the parts' rows. */
 static int joined_outputs(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
-  const rgb_node *n = x->node;
-  int axis = n->join_axis, parts = 0;
-  for (int k = 0; k < j->nout; k++) parts += n->join_slot[k] >= 0;
-  if (axis >= nd) return rgb_error(x, RG_ERR_TYPE, "join axis %d of values with %d dimensions", axis, nd);
-  int64_t jshape[RG_MAX_NDIM];
-  memcpy(jshape, shape, (size_t)nd * sizeof *jshape);
-  jshape[axis] *= parts;
-  rg_tensor *all = rgb_output(x, n->nout - 1, n->out[n->nout - 1].dtype, nd, jshape);
-  if (!all) return x->rt->errcode;
-  j->row = 1;
-  for (int d = axis; d < nd; d++) j->row *= shape[d];
+  int parts;
+  if (rgb_joined_outputs(x, nd, shape, &j->row, &parts)) return x->rt->errcode;
   for (int k = 0; k < j->nout; k++) {
-    if (n->join_slot[k] < 0) continue;
-    int64_t off = n->join_slot[k] * j->row * (int64_t)rgbc_size(all->dtype);
-    rg_tensor *v = rg_tensor_view(all, nd, shape, all->strides, off);
-    if (!v) return rgb_error(x, RG_ERR_NOMEM, "out of memory for a view of the joined output");
-    rgb_set_output(x, k, v);
-    j->out[k] = v;
+    if (x->node->join_slot[k] < 0) continue;
+    j->out[k] = *x->outp[k];
     j->ostride[k] = j->row * parts;
   }
   return RG_OK;

@@ -397,19 +397,27 @@ int rgcu_copy(rgb_exec *x, rgcu_ctx *c, rg_tensor *dst, const rg_tensor *src) {
   return launch(x, c, *fn, &a, a.n, RGCU_UNROLL);
 }
 
+/* Elementwise nodes and composites.  A composite that a join was folded
+ * into (join_slot) writes its parts as strided views of the joined value,
+ * its last output (rgb_joined_outputs): the kernel takes any strides. */
 static int run_ew(rgb_exec *x, cuda_state *s) {
+  const rgb_node *n = x->node;
   int64_t shape[RG_MAX_NDIM];
-  int nd;
+  int nd, nout = n->join_slot ? n->nout - 1 : n->nout;
   rg_tensor *outs[RGCU_MAXOPS], *ins[RGCU_MAXOPS];
-  for (int i = 0; i < x->node->nin; i++) ins[i] = rgb_in(x, i);
+  for (int i = 0; i < n->nin; i++) ins[i] = rgb_in(x, i);
   /* the CPU's rule: a dimension stretches only where its static size is 1 */
-  int rc = rgbc_broadcast_shape(x, x->node->nin, (const rg_tensor *const *)ins, x->node->in, &nd, shape);
+  int rc = rgbc_broadcast_shape(x, n->nin, (const rg_tensor *const *)ins, n->in, &nd, shape);
   if (rc) return rc;
-  for (int j = 0; j < x->node->nout; j++)
-    if (!(outs[j] = rgb_output(x, j, x->node->out[j].dtype, nd, shape))) return x->rt->errcode;
+  int64_t row;
+  int parts;
+  if (n->join_slot && rgb_joined_outputs(x, nd, shape, &row, &parts)) return x->rt->errcode;
+  for (int j = 0; j < nout; j++)
+    if (n->join_slot && n->join_slot[j] >= 0) outs[j] = *x->outp[j];
+    else if (!(outs[j] = rgb_output(x, j, n->out[j].dtype, nd, shape))) return x->rt->errcode;
   rgcu_ew_args a;
-  rgcu_ew_args_of(&a, nd, shape, x->node->nout, outs, x->node->nin, ins);
-  CUfunction fn = ew_function(x, s, &a, x->node->nout + x->node->nin);
+  rgcu_ew_args_of(&a, nd, shape, nout, outs, n->nin, ins);
+  CUfunction fn = ew_function(x, s, &a, nout + n->nin);
   return fn ? launch(x, s->c, fn, &a, a.n, RGCU_UNROLL) : x->rt->errcode;
 }
 
@@ -547,4 +555,5 @@ const rgb_backend rgb_cuda_backend = {
     .synchronize = cuda_synchronize,
     .inner_on_host = true, /* a composite's inner graph only describes its kernel */
     .host_input = cuda_host_input,
+    .joins_composites = true, /* run_ew */
 };
