@@ -12,6 +12,11 @@
  * the pairing itself, which then holds at every step by induction.  The
  * second of each pair's users read the first.
  *
+ * scan_prune_sit_sots: a sit-sot nobody reads outside, whose state the
+ * outputs that stay do not depend on, is no longer carried (what merging
+ * leaves: the LSTM's recording twin kept h and c a second time, a copy
+ * of each per step).
+ *
  * scan_prune_nit_sots: a nit-sot nobody reads is no longer recorded (the
  * step stops computing what only it needed), and two nit-sots whose step
  * values are the same computation are recorded once, both users reading
@@ -24,7 +29,7 @@
  * make these (the backward loop's accumulations pushed out read the
  * forward inputs again), and each cost a copy per step.
  *
- * All three track Scan nodes; they run in the canonicalize equilibrium.
+ * All four track Scan nodes; they run in the canonicalize equilibrium.
  */
 #include "rewrites/scan-rw.h"
 
@@ -137,6 +142,94 @@ static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
     changed = 1;
   }
   return changed;
+}
+
+/* ------------------------------------------------------------------ dropping sit-sots */
+
+/* Whether inner output o is the output of a sit-sot marked in drop. */
+static bool dropped_out(const rg_scan_info *s, const bool *drop, int o) {
+  int k = o - rg_scan_inner_out(s, RG_SCAN_SIT_SOT, 0, 0);
+  return k >= 0 && k < s->n_sit_sot && drop[k];
+}
+
+/* Marks the sit-sots that go: nobody outside reads the trace, and no
+ * output that stays depends on the state (refined until stable, since
+ * keeping one keeps what its step reads).  Returns how many go. */
+static int plan_sit_sots(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, bool *drop) {
+  int n = s->n_sit_sot, ndrop = 0, nout = rg_fgraph_noutputs(g);
+  for (int k = 0; k < n; k++) ndrop += drop[k] = !node->outputs[rg_scan_outer_out(s, RG_SCAN_SIT_SOT, k)]->nclients;
+  V *kept = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1));
+  for (bool changed = ndrop > 0; changed;) {
+    changed = false;
+    int m = 0;
+    for (int o = 0; o < nout; o++)
+      if (!dropped_out(s, drop, o)) kept[m++] = rg_fgraph_output(g, o);
+    size_t na;
+    V *anc = rg_ancestors(m, kept, 0, NULL, &na);
+    for (size_t i = 0; i < na; i++)
+      for (int k = 0; k < n; k++)
+        if (drop[k] && anc[i] == rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0))) {
+          drop[k] = false, ndrop--, changed = true;
+        }
+  }
+  return ndrop;
+}
+
+/* The step without the dropped states' inputs and outputs. */
+static rg_fgraph *step_without(rg_ctx *C, const rg_scan_info *s, const rg_fgraph *g, const bool *drop) {
+  int nin = rg_fgraph_ninputs(g), nout = rg_fgraph_noutputs(g);
+  int first_in = rg_scan_inner_in(s, RG_SCAN_SIT_SOT, 0, 0);
+  V *in = rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), *gout = rg_gc_alloc(sizeof(V) * (size_t)(nout + 1));
+  int ni = 0, no = 0;
+  for (int i = 0; i < nin; i++)
+    if (i < first_in || i >= first_in + s->n_sit_sot || !drop[i - first_in]) in[ni++] = rg_fgraph_input(g, i);
+  for (int o = 0; o < nout; o++)
+    if (!dropped_out(s, drop, o)) gout[no++] = rg_fgraph_output(g, o);
+  return rg_fgraph_new(C, ni, in, no, gout, RG_FG_CLONE);
+}
+
+static int prune_sit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
+  (void)ud;
+  rg_ctx *C = rg_rewrite_ctx(run);
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s) || !s.n_sit_sot) return 0;
+  const rg_fgraph *g = rg_op_inner_graph(node->op);
+  int n = s.n_sit_sot;
+  bool *drop = rg_gc_alloc((size_t)n + 1);
+  int ndrop = plan_sit_sots(node, &s, g, drop);
+  if (!ndrop || rg_scan_n_outer_out(&s) == ndrop) return 0;
+  rg_fgraph *ng = step_without(C, &s, g, drop);
+  /* the layout and outer inputs without them */
+  rg_scan_info t = s;
+  int nstore = s.n_mit_sot + s.n_sit_sot + s.n_nit_sot;
+  int64_t *st = rg_gc_alloc(sizeof(int64_t) * (size_t)(nstore + 1));
+  int *pos = rg_gc_alloc(sizeof(int) * (size_t)(n + 1));
+  for (int i = 0, at = 0; i < nstore; i++) {
+    int k = i - s.n_mit_sot;
+    if (k >= 0 && k < n && drop[k]) continue;
+    if (k >= 0 && k < n) pos[k] = at - s.n_mit_sot;
+    st[at++] = s.store_steps[i];
+  }
+  t.n_sit_sot = n - ndrop, t.store_steps = st;
+  V *outer = rg_gc_alloc(sizeof(V) * (size_t)(node->nin + 1));
+  int m = 0;
+  for (int i = 0; i < node->nin; i++) {
+    int k = i - rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, 0);
+    if (k < 0 || k >= n || !drop[k]) outer[m++] = node->inputs[i];
+  }
+  const rg_op *op = ng ? rg_op_scan(C, &t, ng) : NULL;
+  rg_node *nw = op ? rg_make_node(C, op, m, outer) : NULL;
+  if (!nw) {
+    rg_clear_error(C);
+    return 0;
+  }
+  for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(&s, kind); k++) {
+      int o = rg_scan_outer_out(&s, kind, k);
+      if (node->outputs[o]->nclients)
+        out[o] = nw->outputs[rg_scan_outer_out(&t, kind, kind == RG_SCAN_SIT_SOT ? pos[k] : k)];
+    }
+  return 1;
 }
 
 /* ------------------------------------------------------------------ dropping nit-sots */
@@ -264,6 +357,9 @@ void rgr_register_scan_outputs(rg_rewrite_db *canon) {
   rg_rewriter *rw = rg_node_rewriter("scan_merge_inouts", 1, tracks, merge_outputs, NULL);
   rw->describe = "two sit-sots from equal initial values computing the same -> one";
   rg_db_register(canon, "scan_merge_inouts", rw, 0, "fast_run fast_compile canonicalize scan");
+  rw = rg_node_rewriter("scan_prune_sit_sots", 1, tracks, prune_sit_sots, NULL);
+  rw->describe = "a sit-sot nobody reads, whose state no other output needs, -> no longer carried";
+  rg_db_register(canon, "scan_prune_sit_sots", rw, 0, "fast_run fast_compile canonicalize scan");
   rw = rg_node_rewriter("scan_prune_nit_sots", 1, tracks, prune_nit_sots, NULL);
   rw->describe = "a nit-sot nobody reads, or computing what another does, -> no longer recorded";
   rg_db_register(canon, "scan_prune_nit_sots", rw, 0, "fast_run fast_compile canonicalize scan");

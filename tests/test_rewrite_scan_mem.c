@@ -9,8 +9,9 @@
  * the cases where the whole trace must stay (a graph output, a sum over
  * it, a positive index).
  *
- * scan_merge_inouts and scan_prune_nit_sots (rewrites/scan-outputs.c):
- * outputs computing the same are one, unread nit-sots are not recorded.
+ * scan_merge_inouts, scan_prune_sit_sots and scan_prune_nit_sots
+ * (rewrites/scan-outputs.c): outputs computing the same are one, unread
+ * states are not carried, unread nit-sots are not recorded.
  *
  * scan_merge (rewrites/scan-merge.c): loops of the same length, neither
  * reading the other, become one.
@@ -216,6 +217,7 @@ static void test_lstm_twin_merged(void **st) {
     assert_int_equal(count_inner(n, RG_OP_DOT) + count_inner(n, RG_OP_GEMM) + count_inner(n, RG_OP_GEMV), 1);
     assert_int_equal(count_inner(n, RG_OP_SIGMOID), 3);
     assert_int_equal(count_inner(n, RG_OP_TANH), 2);
+    assert_int_equal(info.n_sit_sot, 2); /* h and c once: the twin's copies are not carried */
   }
   assert_int_equal(forward, 1);
 }

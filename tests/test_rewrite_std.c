@@ -224,6 +224,10 @@ static const std_case cases[] = {
     /* scan_inplace: needs a mit-mot (see test_backend_scan); no sit-sot is touched */
     {"scan_inplace", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     {"scan_prune_nit_sots", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    /* scan_prune_sit_sots: a state nobody reads goes; one whose state the kept output reads stays */
+    {"scan_prune_sit_sots", "(nth 0 (scan (lambda (h g) (values (tanh h) (exp g))) (outputs-info v v) (n-steps 3)))",
+     "scan{lambda h: tanh(h)}(3, v)"},
+    {"scan_prune_sit_sots", "(nth 0 (scan (lambda (h g) (values (add h g) (exp g))) (outputs-info v v) (n-steps 3)))", "="},
     /* scan_nit_sot_of_seq: a recorded slice is the sequence's rows (reversed going backwards) */
     {"scan_nit_sot_of_seq", "(scan (lambda (x_t) x_t) (sequences m) (outputs-info none))", "reshape{2}(m[0:2], [2 3])"},
     {"scan_nit_sot_of_seq", "(scan (lambda (x_t) x_t) (sequences m) (outputs-info none) (go-backwards #t))",
