@@ -9,7 +9,8 @@
  * order.  Every kernel of the cases below (every elementwise op on every
  * dtype it accepts, with a broadcast input and a reversed view; the
  * reductions on every dtype over one axis and over all; softmax and
- * log_softmax; fused groups; the copy kernel between every pair of dtypes,
+ * log_softmax; fused groups, those of several outputs also writing them
+ * as strided parts of one joined value; the copy kernel between every pair of dtypes,
  * against a cast, half of them in their 64-bit index form) goes into one
  * C++ file (a namespace per
  * kernel), compiled once with the system's C++ compiler and loaded; each
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/cpu/cpu-impl.h"
 #include "backend/cuda/cuda-impl.h"
 #include "base/base.h"
 #include "relgraph/backend.h"
@@ -150,9 +152,17 @@ static void reduction_cases(void) {
   }
 }
 
+/* Sibling products of one value (the LSTM's gate gradients): one fused
+ * group of three outputs, which a join would read. */
+static const char siblings_graph[] =
+    "(graph (input g float32 (64 256)) (input a float32 (64 256)) (input b float32 (64 256))"
+    " (define t (mul g (sub 1.0 (sqr (tanh a)))))"
+    " (output (mul t (sigmoid b))) (output (mul t (tanh b))) (output (mul t a)))";
+
 static void fused_cases(void) {
-  for (size_t g = 0; g < TU_NFUSED; g++) {
-    rg_fgraph *fg = rg_graph_read(C, "<fused>", tu_fused_graphs[g], strlen(tu_fused_graphs[g]));
+  for (size_t g = 0; g <= TU_NFUSED; g++) {
+    const char *text = g < TU_NFUSED ? tu_fused_graphs[g] : siblings_graph;
+    rg_fgraph *fg = rg_graph_read(C, "<fused>", text, strlen(text));
     assert_non_null(fg);
     int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
     rg_variable *in[8], *out[8];
@@ -239,11 +249,24 @@ static bool close_enough(const rg_tensor *a, const rg_tensor *b) {
   return true;
 }
 
-/* The CPU's result for a case (fused: its inner program). */
+/* The CPU's result for a case (fused: the CPU's composite kernel on the
+ * same node, whose inner program is scalar). */
 static int reference(kcase *k, rg_tensor **in, rg_tensor **out, char *err, size_t len) {
   if (k->kind != K_FUSED) return rgb_eval_node(k->node, in, out, err, len);
-  int rc = rgb_program_run(k->bn.inner, in, k->bn.nout, NULL, out);
-  if (rc) snprintf(err, len, "%s", k->bn.inner->rt->err);
+  int nin = k->bn.nin, nout = k->bn.nout;
+  rg_tensor *cells[2 * RGCU_MAXOPS] = {0}, **ptrs[2 * RGCU_MAXOPS];
+  for (int i = 0; i < nin + nout; i++) ptrs[i] = &cells[i];
+  for (int i = 0; i < nin; i++) cells[i] = in[i];
+  rgb_runtime *rt = rgb_runtime_new(1, false);
+  assert_non_null(rt);
+  rgb_exec x = {.node = &k->bn, .inp = ptrs, .outp = ptrs + nin, .rt = rt};
+  int rc = rgb_cpu_composite(&x);
+  for (int j = 0; j < nout; j++) {
+    out[j] = rc ? NULL : cells[nin + j];
+    if (rc) rg_tensor_free(cells[nin + j]);
+  }
+  if (rc) snprintf(err, len, "%s", rt->err);
+  rgb_runtime_free(rt);
   return rc;
 }
 
@@ -283,7 +306,39 @@ static void run_red(kcase *k, void *fn, rg_tensor *in, rg_tensor *got) {
   nsplit++;
 }
 
-static void check_case(kcase *k, void *h, int idx) {
+/* A fused kernel writing its outputs as parts of one value joined along
+ * the last axis: strided views, laid out as a composite that a join was
+ * folded into hands them to its kernel on the device
+ * (rgb_joined_outputs).  Returns how many parts differ from the CPU's
+ * outputs; -1 when the outputs cannot be joined (dtypes differ, 0-d). */
+static int joined_mismatches(kcase *k, void *fn, rg_tensor **in, rg_tensor **want) {
+  const rg_tensor *like = want[0];
+  int nd = like->ndim, n = k->bn.nout, bad = 0;
+  for (int j = 1; j < n; j++)
+    if (want[j]->dtype != like->dtype) return -1;
+  if (nd == 0 || n > RGCU_MAXOPS) return -1;
+  int64_t jshape[RG_MAX_NDIM];
+  memcpy(jshape, like->shape, (size_t)nd * sizeof *jshape);
+  jshape[nd - 1] *= n;
+  rg_tensor *all = rg_tensor_new(like->dtype, nd, jshape), *part[RGCU_MAXOPS];
+  int64_t row = like->shape[nd - 1] * (int64_t)rg_dtype_size(like->dtype);
+  for (int j = 0; j < n; j++) part[j] = rg_tensor_view(all, nd, like->shape, all->strides, j * row);
+  rgcu_ew_args a;
+  rgcu_ew_args_of(&a, nd, like->shape, n, part, k->bn.nin, in);
+  ((ew_kernel)fn)(a);
+  for (int j = 0; j < n; j++) {
+    bad += !close_enough(want[j], part[j]);
+    rg_tensor_free(part[j]);
+  }
+  rg_tensor_free(all);
+  return bad;
+}
+
+static int njoined;
+
+/* Compares case k's kernel with the CPU; false when the CPU reports an
+ * error for these inputs (nothing to compare). */
+static bool check_case(kcase *k, void *h, int idx) {
   char name[32], err[1024];
   snprintf(name, sizeof name, "rg_kernel_%d", idx);
   void *fn = dlsym(h, name);
@@ -297,7 +352,12 @@ static void check_case(kcase *k, void *h, int idx) {
   if (reference(k, in, want, err, sizeof err)) {
     /* an error on the CPU (a negative integer power): nothing to compare */
     for (int i = 0; i < k->bn.nin; i++) rg_tensor_free(in[i]);
-    return;
+    return false;
+  }
+  if (k->kind == K_FUSED && k->bn.nout > 1) {
+    int bad = joined_mismatches(k, fn, in, want);
+    if (bad > 0) fail_msg("%s (kernel %d): %d outputs written as parts of a joined value differ", k->label, idx, bad);
+    njoined += bad == 0;
   }
   if (k->kind == K_EW || k->kind == K_FUSED || k->kind == K_COPY) {
     run_ew(k, fn, in, got, want[0]);
@@ -316,6 +376,7 @@ static void check_case(kcase *k, void *h, int idx) {
     rg_tensor_free(got[j]);
   }
   for (int i = 0; i < k->bn.nin; i++) rg_tensor_free(in[i]);
+  return true;
 }
 
 static void test_generated_kernels_on_the_host(void **st) {
@@ -330,13 +391,13 @@ static void test_generated_kernels_on_the_host(void **st) {
   void *h = compile_all(dir ? dir : ".");
   int kinds[5] = {0};
   for (int i = 0; i < S.n; i++) {
-    check_case(&S.c[i], h, i);
-    kinds[S.c[i].kind]++;
+    if (check_case(&S.c[i], h, i)) kinds[S.c[i].kind]++;
   }
   printf("%d elementwise, %d reduction (%d in two passes), %d softmax, %d fused and %d copy kernels agree "
          "with the CPU\n", kinds[K_EW], kinds[K_RED], nsplit, kinds[K_SOFTMAX], kinds[K_FUSED], kinds[K_COPY]);
   assert_true(nsplit >= 10);
-  assert_true(kinds[K_EW] > 250 && kinds[K_RED] > 100 && kinds[K_FUSED] >= 3 &&
+  assert_true(njoined >= 1);
+  assert_true(kinds[K_EW] > 250 && kinds[K_RED] > 100 && kinds[K_FUSED] >= 4 &&
               kinds[K_COPY] == RG_NDTYPES * RG_NDTYPES);
   for (int i = 0; i < S.n; i++) {
     rg_free(S.c[i].src);
