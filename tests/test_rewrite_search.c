@@ -344,7 +344,9 @@ static double measure(const rg_node *node, void *ud) {
   return out ? time_graph(nvar, vars, 1, &out) : -1;
 }
 
-static void test_measured_time(void **st) {
+/* One search and top-2 extraction by measured time; whether the real
+ * timings of the two graphs come in the same order. */
+static bool ranked_as_timed(void) {
   rg_fgraph *fg = graph("(graph (input A float64 (300 300)) (input x float64 (300 300))"
                         " (input y float64 (300 300)) (output (dot A (add x y))))");
   rg_egraph *eg = rg_egraph_new(fg);
@@ -361,8 +363,18 @@ static void test_measured_time(void **st) {
     real[i] = time_graph(3, ins, 1, &out);
   }
   assert_true(costs[0] <= costs[1]);
-  assert_true(real[0] <= real[1]);
   rg_egraph_free(eg);
+  return real[0] <= real[1];
+}
+
+/* The measured-time model ranks A (x + y) and A x + A y as their real
+ * timings do (one product against two).  Timings on a shared machine can
+ * swap two candidates now and then, so the check gets three tries; a
+ * model that ranks them the wrong way fails all three. */
+static void test_measured_time(void **st) {
+  bool agree = false;
+  for (int attempt = 0; attempt < 3 && !agree; attempt++) agree = ranked_as_timed();
+  assert_true(agree);
 }
 
 /* ------------------------------------------------------------------ relational costs, JSON, errors */
