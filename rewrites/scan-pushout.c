@@ -207,8 +207,7 @@ static bool large_slice(const rg_type *t) {
  * loop (originally inside elementwise work, or the region), and whose
  * all-steps operands the loop reads anyway (a sequence slice, something
  * inside outside the region or a step output reads, or the region), so
- * that keeping them adds no trace the loop reads: the LSTM's forward
- * keeps G_t + b_ih out, where the product outside absorbs the bias. */
+ * that keeping them adds no trace the loop reads (stays_inside). */
 static bool readers_fuse(rg_memo *kind, rg_memo *region, V v) {
   if (!v->nclients) return false;
   for (uint32_t i = 0; i < v->nclients; i++) {
@@ -230,11 +229,29 @@ static bool read_anyway(rg_memo *kind, rg_memo *region, V x) {
   return false;
 }
 
+/* Whether inside work outside the region reads v (so that v, moved out,
+ * would be a trace of its own). */
+static bool read_inside(rg_memo *kind, rg_memo *region, V v) {
+  for (uint32_t i = 0; i < v->nclients; i++) {
+    const rg_node *r = v->clients[i].node;
+    if (r && r->nout == 1 && !rg_memo_get(region, r->outputs[0]) && kind_in(kind, r->outputs[0]) == INSIDE)
+      return true;
+  }
+  return false;
+}
+
+/* A node stays when its readers fuse with it and its operands add no
+ * trace: all are read anyway, or one is not but the node's own value,
+ * read by inside work, would have been a trace instead (G_t + b_ih, read
+ * by the step's gate sum: the loop reads the product G_t rather than the
+ * sum, and the bias is added in the step's kernel, not broadcast into the
+ * product's output outside). */
 static bool stays_inside(rg_memo *kind, rg_memo *region, const rg_node *m) {
   if (!readers_fuse(kind, region, m->outputs[0])) return false;
+  int extra = 0;
   for (int i = 0; i < m->nin; i++)
-    if (!read_anyway(kind, region, m->inputs[i])) return false;
-  return true;
+    if (!read_anyway(kind, region, m->inputs[i])) extra++;
+  return extra == 0 || (extra == 1 && read_inside(kind, region, m->outputs[0]));
 }
 
 void rgr_keep_fusable_inside(rg_memo *kind, const rg_fgraph *g) {

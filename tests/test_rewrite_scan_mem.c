@@ -237,8 +237,11 @@ static void test_push_out_seq_lengths(void **st) {
 /* Elementwise work on a sequence slice whose readers are elementwise work
  * on the state stays in the step when a slice is large (256 elements or
  * more): fused there, it costs no trace of its own.  The sequence itself
- * is read in the step anyway.  Small slices, or an operand the step would
- * not read otherwise (a product computed outside), go out as before. */
+ * is read in the step anyway.  Small slices go out as before.  A value
+ * over a product computed outside stays when the step reads the value
+ * itself (the loop reads the product's trace instead of the value's, as
+ * the LSTM's gate sum reads G_t and adds b_ih in the step); two such
+ * products summed go out (keeping the sum would make two traces of one). */
 #define DERIV_STEP(N)                                                                        \
   "(graph (input s float64 (5 " N ")) (input h0 float64 (" N ")) "                           \
   "(output (scan (lambda (s_t h) (add (mul h (mul s_t (sub 1.0 s_t))) s_t)) (sequences s) (outputs-info h0))))"
@@ -253,11 +256,17 @@ static void test_push_out_keeps_fusable(void **st) {
   assert_true(rg_scan_info_of(s->op, &info));
   assert_int_equal(info.n_seqs, 2); /* small slices: the factor for all steps at once */
   assert_int_equal(count_inner(s, RG_OP_SUB), 0);
-  /* the factor's operand is a product the step does not read otherwise */
+  /* over a product computed outside: the product is the trace, exp stays */
   s = pushed("(graph (input x float64 (5 16 16)) (input W float64 (16 16)) (input h0 float64 (16 16)) "
              "(output (scan (lambda (x_t h W) (add h (exp (dot x_t W)))) (sequences x) (outputs-info h0) (non-sequences W))))");
   assert_int_equal(count_inner(s, RG_OP_DOT), 0);
-  assert_int_equal(count_inner(s, RG_OP_EXP), 0);
+  assert_int_equal(count_inner(s, RG_OP_EXP), 1);
+  /* two products summed: one trace of the sum, not two of the products */
+  s = pushed("(graph (input x float64 (5 16 16)) (input W float64 (16 16)) (input V float64 (16 16)) "
+             "(input h0 float64 (16 16)) (output (scan (lambda (x_t h W V) (add h (add (dot x_t W) (dot x_t V)))) "
+             "(sequences x) (outputs-info h0) (non-sequences W V))))");
+  assert_int_equal(count_inner(s, RG_OP_DOT), 0);
+  assert_int_equal(count_inner(s, RG_OP_ADD), 1); /* h + the sum's slice */
 }
 
 /* A step that only reads its state has nothing to push out. */
