@@ -144,6 +144,17 @@ static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   return changed;
 }
 
+/* ------------------------------------------------------------------ users of a rebuilt Scan */
+
+void rgr_outputs_moved(const rg_node *node, const rg_scan_info *s, const rg_node *nw, const rg_scan_info *t,
+                       rg_scan_kind kind, const int *pos, V *out) {
+  for (rg_scan_kind k = RG_SCAN_MIT_MOT; k <= RG_SCAN_NIT_SOT; k++)
+    for (int j = 0; j < rg_scan_count(s, k); j++) {
+      int o = rg_scan_outer_out(s, k, j), to = k == kind ? pos[j] : j;
+      if (node->outputs[o]->nclients && to >= 0) out[o] = nw->outputs[rg_scan_outer_out(t, k, to)];
+    }
+}
+
 /* ------------------------------------------------------------------ dropping sit-sots */
 
 /* Whether inner output o is the output of a sit-sot marked in drop. */
@@ -223,12 +234,9 @@ static int prune_sit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
     rg_clear_error(C);
     return 0;
   }
-  for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
-    for (int k = 0; k < rg_scan_count(&s, kind); k++) {
-      int o = rg_scan_outer_out(&s, kind, k);
-      if (node->outputs[o]->nclients)
-        out[o] = nw->outputs[rg_scan_outer_out(&t, kind, kind == RG_SCAN_SIT_SOT ? pos[k] : k)];
-    }
+  for (int k = 0; k < n; k++)
+    if (drop[k]) pos[k] = -1;
+  rgr_outputs_moved(node, &s, nw, &t, RG_SCAN_SIT_SOT, pos, out);
   return 1;
 }
 
@@ -291,14 +299,10 @@ static int prune_nit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
     rg_clear_error(C);
     return 0;
   }
-  int *pos = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1));
+  int *pos = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1)), *moved = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1));
   for (int k = 0, kk = 0; k < s.n_nit_sot; k++) pos[k] = keep[k] ? kk++ : -1;
-  for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
-    for (int k = 0; k < rg_scan_count(&s, kind); k++) {
-      int o = rg_scan_outer_out(&s, kind, k);
-      if (!node->outputs[o]->nclients) continue;
-      out[o] = nw->outputs[rg_scan_outer_out(&t, kind, kind == RG_SCAN_NIT_SOT ? pos[alias[k]] : k)];
-    }
+  for (int k = 0; k < s.n_nit_sot; k++) moved[k] = pos[alias[k]];
+  rgr_outputs_moved(node, &s, nw, &t, RG_SCAN_NIT_SOT, moved, out);
   return 1;
 }
 

@@ -172,19 +172,16 @@ static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   V *outer = op ? new_outer(node, &s, k, acc.nrec, &nouter) : NULL;
   rg_node *nw = outer ? rg_make_node(C, op, nouter, outer) : NULL;
   if (!nw) {
-      rg_clear_error(C);
+    rg_clear_error(C);
     return 0;
   }
-  for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
-    for (int j = 0; j < rg_scan_count(&s, kind); j++) {
-      int o = rg_scan_outer_out(&s, kind, j);
-      if (!node->outputs[o]->nclients || (kind == RG_SCAN_SIT_SOT && j == k)) continue;
-      out[o] = nw->outputs[rg_scan_outer_out(&t, kind, kind == RG_SCAN_SIT_SOT && j > k ? j - 1 : j)];
-    }
+  int *pos = rg_gc_alloc(sizeof(int) * (size_t)(s.n_sit_sot + 1));
+  for (int j = 0; j < s.n_sit_sot; j++) pos[j] = j == k ? -1 : j > k ? j - 1 : j; /* k: rewired below */
+  rgr_outputs_moved(node, &s, nw, &t, RG_SCAN_SIT_SOT, pos, out);
   V total = acc.sum ? sum_of_trace(nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 1)], acc.sum)
                     : product_of_traces(C, nw, &t, acc.transposed);
   if (!total) {
-      rg_clear_error(C);
+    rg_clear_error(C);
     return 0;
   }
   V init = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)];

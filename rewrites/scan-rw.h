@@ -1,6 +1,7 @@
 /*
- * scan-rw.h — builders the Scan rewrites share (defined in
- * scan-pushout.c): values "for all steps" carry a leading time axis.
+ * scan-rw.h — builders the Scan rewrites share (each defined where the
+ * comment says, else in scan-pushout.c): values "for all steps" carry a
+ * leading time axis.
  */
 #ifndef RELGRAPH_SCAN_RW_H
 #define RELGRAPH_SCAN_RW_H
@@ -40,5 +41,12 @@ rg_variable *rgr_dot_rows(rg_ctx *C, rg_variable *a, rg_variable *w);
  * (m, n*k), B (n, k, p) as (n*k, p); sum_t A_t B_t = dot(laid A, laid B). */
 rg_variable *rgr_laid_a(rg_ctx *C, rg_variable *A);
 rg_variable *rgr_laid_b(rg_ctx *C, rg_variable *B);
+/* The users of a rebuilt Scan (scan-outputs.c): nw (layout t) has node's
+ * traces (layout s) but for those of one kind, where trace k of that kind
+ * is nw's trace pos[k] (-1: gone; nobody reads it, or the caller
+ * rewires its users).  Sets out[o] to nw's output for each output o of
+ * node that has users. */
+void rgr_outputs_moved(const rg_node *node, const rg_scan_info *s, const rg_node *nw, const rg_scan_info *t,
+                       rg_scan_kind kind, const int *pos, rg_variable **out);
 
 #endif
