@@ -299,7 +299,8 @@ static int prune_nit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
     rg_clear_error(C);
     return 0;
   }
-  int *pos = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1)), *moved = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1));
+  int *pos = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1));
+  int *moved = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1));
   for (int k = 0, kk = 0; k < s.n_nit_sot; k++) pos[k] = keep[k] ? kk++ : -1;
   for (int k = 0; k < s.n_nit_sot; k++) moved[k] = pos[alias[k]];
   rgr_outputs_moved(node, &s, nw, &t, RG_SCAN_NIT_SOT, moved, out);
