@@ -53,11 +53,13 @@ void eg_ids_push(eg_ids *a, uint32_t x);
  * merged it (semi-naive matching: a match touching no class or node
  * newer than a rule's last search was found by that search).  `plain`:
  * its representative variable is not a constant (built or still to be
- * built), so its type alone decides the types of nodes using it. */
+ * built), so its type alone decides the types of nodes using it.
+ * `konst`: its representative is a constant (kept here because a merge
+ * asks, and reading the variable costs a cache miss per merge). */
 typedef struct eg_class {
   eg_ids nodes, parents;
   uint32_t minnode, mod;
-  bool plain;
+  bool plain, konst;
 } eg_class;
 
 /* The type cache: the type of head(children) from the children's types,

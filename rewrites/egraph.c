@@ -260,6 +260,7 @@ static uint32_t new_class(rg_egraph *eg, const rg_type *t, rg_variable *rep) {
   eg->cls[c].minnode = EG_NONE;
   eg->cls[c].mod = eg->iter;
   eg->cls[c].plain = !rep || plain_var(rep);
+  eg->cls[c].konst = rep && rg_is_constant(rep);
   eg->types[c] = t;
   eg->reps[c] = rep;
   eg->nlive++;
@@ -419,6 +420,7 @@ static void build_rep(rg_egraph *eg, uint32_t c) {
     rg_variable *v = h->leaf ? h->leaf : node ? node->outputs[h->out] : rg_input(eg->C, NULL, eg->types[x]);
     eg->reps[x] = v;
     eg->cls[x].plain = plain_var(v);
+    eg->cls[x].konst = rg_is_constant(v);
     note_var(eg, v, x);
     st.n--;
   }
@@ -460,6 +462,7 @@ static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_
     if (known && !eg->reps[c]) {
       eg->reps[c] = known;
       eg->cls[c].plain = plain_var(known);
+      eg->cls[c].konst = rg_is_constant(known);
     }
   } else if (t && into != EG_NONE && (into = eg_find_compress(eg, into), eg->types[into] == t ||
                                                                           rg_type_equal(eg->types[into], t))) {
@@ -611,14 +614,14 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   /* the representative comes from the side with the more precise type;
    * with equal types, a constant (what rules written in C look for), else
    * the side that has one built */
-  bool ca = eg->reps[a] && rg_is_constant(eg->reps[a]), cb = eg->reps[b] && rg_is_constant(eg->reps[b]);
+  bool ca = eg->cls[a].konst, cb = eg->cls[b].konst;
   uint32_t from = !eq                            ? (rg_type_is_subtype(ta, tb) ? a : b)
                   : ca != cb                     ? (ca ? a : b)
                   : eg->reps[a] || !eg->reps[b] ? a
                                                  : b;
   const rg_type *t = eg->types[from];
   rg_variable *rep = eg->reps[from];
-  bool plain = eg->cls[from].plain;
+  bool plain = eg->cls[from].plain, konst = eg->cls[from].konst;
   eg_class *A = &eg->cls[a], *B = &eg->cls[b];
   if (A->nodes.n + A->parents.n < B->nodes.n + B->parents.n) {
     uint32_t x = a; a = b; b = x;
@@ -630,6 +633,7 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   if (B->minnode < A->minnode) A->minnode = B->minnode;
   A->mod = eg->iter;
   A->plain = plain;
+  A->konst = konst;
   eg->types[a] = t;
   eg->reps[a] = rep;
   eg->nlive--;
