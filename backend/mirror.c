@@ -15,7 +15,7 @@
  * runs the CPU kernel of the op, and uploads the outputs into mirror
  * buffers.  It runs a subset of the ops (elementwise, composite, the BLAS
  * ops, dimshuffle, reshape, flatten, subtensor, sum, softmax,
- * log_softmax, alloc, alloc_empty, inc_subtensor, set_subtensor and
+ * log_softmax, alloc, alloc_empty, inc_subtensor, set_subtensor, join and
  * Scan), so programs on it mix
  * devices; everything else runs on the CPU.  Inner graphs of its
  * composites run on the host, and the shape arguments of alloc are read
@@ -81,7 +81,7 @@ static bool mirror_supports(void *ctx, const rgb_node *n) {
     case RG_OP_DIMSHUFFLE: case RG_OP_RESHAPE: case RG_OP_FLATTEN:
     case RG_OP_SUBTENSOR: case RG_OP_SUM: case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX:
     case RG_OP_ALLOC: case RG_OP_ALLOC_EMPTY: case RG_OP_SCAN:
-    case RG_OP_INC_SUBTENSOR: case RG_OP_SET_SUBTENSOR: return true;
+    case RG_OP_INC_SUBTENSOR: case RG_OP_SET_SUBTENSOR: case RG_OP_JOIN: return true;
     default: return false;
   }
 }
@@ -187,4 +187,8 @@ const rgb_backend rgb_mirror_backend = {
     .bind = mirror_bind,
     .inner_on_host = true,
     .host_input = mirror_host_input,
+    /* the CPU's composite kernel makes the joined value and its parts on
+     * the host; each output is uploaded (the parts, which nobody reads,
+     * as copies), so the fold is tested on a device here too */
+    .joins_composites = true,
 };

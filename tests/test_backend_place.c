@@ -137,16 +137,16 @@ static void test_placement_and_transfers(void **st) {
   rg_variable *y = rg_input(C, "y", vec(RG_FLOAT64, 3));
   rg_variable *s = rg_add(rg_mul(x, y), rg_constant_scalar(C, RG_FLOAT64, 1.5));
   rg_variable *t = rg_sum(s, -1, NULL);
-  rg_variable *j = rg_apply(C, rg_op_join(0), 2, (rg_variable *[]){s, x});
-  rg_variable *k = rg_apply(C, rg_op_join(0), 2, (rg_variable *[]){x, s});
+  rg_variable *j = rg_max(s, -1, NULL);
+  rg_variable *k = rg_prod(s, -1, NULL);
   rg_variable *outs[4] = {rg_exp(s), t, j, k};
   rg_function *f = compile(2, (rg_variable *[]){x, y}, 4, outs, "mirror", "none", false);
   const char *d = tu_function_dump(f);
-  /* mul, add, exp and sum on the mirror; the joins on the CPU */
+  /* mul, add, exp and sum on the mirror; max and prod on the CPU */
   assert_non_null(strstr(d, "backends: mirror cpu;"));
   assert_int_equal(count(d, " mirror   ("), 4 + 2);  /* four nodes, two input uploads */
-  assert_int_equal(count(d, "join           cpu"), 2);
-  /* x and y go up once each, s comes down once for both joins, exp and
+  assert_int_equal(count(d, "max            cpu") + count(d, "prod           cpu"), 2);
+  /* x and y go up once each, s comes down once for both reductions, exp and
    * sum come down as outputs: 5 transfers */
   assert_non_null(strstr(d, "; 5 transfers"));
   assert_int_equal(count(d, " transfer "), 5);
@@ -155,8 +155,8 @@ static void test_placement_and_transfers(void **st) {
   for (int rep = 0; rep < 3; rep++) {
     assert_int_equal(rg_function_call(f, vals, res), RG_OK);
     assert_true(rg_tensor_get_f64(res[1], 0) == 5.5 + 11.5 + 19.5);
-    assert_true(rg_tensor_get_f64(res[2], 3) == 1 && rg_tensor_get_f64(res[2], 0) == 5.5);
-    assert_true(rg_tensor_get_f64(res[3], 5) == 19.5);
+    assert_true(rg_tensor_get_f64(res[2], 0) == 19.5);
+    assert_true(rg_tensor_get_f64(res[3], 0) == 5.5 * 11.5 * 19.5);
     for (int i = 0; i < 4; i++) rg_tensor_free(res[i]);
   }
   rg_function_free(f);
@@ -223,7 +223,7 @@ static void test_inputs_and_outputs_on_devices(void **st) {
   (void)st;
   rg_backend *m = rg_backend_new("mirror", NULL, 0);
   rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
-  rg_variable *out[2] = {rg_sqr(x), rg_apply(C, rg_op_join(0), 2, (rg_variable *[]){x, x})};
+  rg_variable *out[2] = {rg_sqr(x), rg_prod(x, -1, NULL)};
   rg_compile_opts o = {.backend = m, .device_outputs = true, .mode = {.query = "none"}};
   rg_function *f = rg_compile(C, 1, &x, 2, out, &o);
   assert_non_null(f);
@@ -234,10 +234,10 @@ static void test_inputs_and_outputs_on_devices(void **st) {
     rg_tensor *in = side ? dv : h;
     assert_int_equal(rg_function_call(f, &in, res), RG_OK);
     assert_int_equal(rg_tensor_device(res[0]), RG_DEVICE_MIRROR); /* sqr ran on the mirror */
-    assert_int_equal(rg_tensor_device(res[1]), RG_DEVICE_HOST);   /* join on the CPU */
+    assert_int_equal(rg_tensor_device(res[1]), RG_DEVICE_HOST);   /* prod on the CPU */
     rg_tensor *sq = rg_tensor_to_host(res[0]);
     assert_true(rg_tensor_get_f64(sq, 2) == 9);
-    assert_true(rg_tensor_get_f64(res[1], 4) == 2);
+    assert_true(rg_tensor_get_f64(res[1], 0) == 6);
     rg_tensor_free(sq);
     rg_tensor_free(res[0]);
     rg_tensor_free(res[1]);
@@ -298,8 +298,9 @@ static void test_lazy_across_devices(void **st) {
   rg_function_free(f);
 }
 
-/* Fused composites run on the mirror (their inner graphs on the host); a
- * Scan runs there too, its step's nodes on the mirror. */
+/* Fused composites run on the mirror (their inner graphs on the host),
+ * with a join of their outputs folded in as on the CPU; a Scan runs there
+ * too, its step's nodes on the mirror. */
 static void test_inner_graphs_and_scan(void **st) {
   (void)st;
   /* large enough to fuse */
@@ -311,6 +312,14 @@ static void test_inner_graphs_and_scan(void **st) {
   assert_non_null(strstr(tu_function_dump(f), "composite      mirror"));
   rg_function_free(f);
   same_results(2, (rg_variable *[]){x, y}, 1, &e, vals, "fast_run");
+  /* a join of one composite's outputs folds into it on a device too */
+  rg_variable *j = rg_join(0, 2, (rg_variable *[]){rg_mul(rg_exp(x), y), rg_tanh(rg_sub(x, y))});
+  f = compile(2, (rg_variable *[]){x, y}, 1, &j, "mirror", "fast_run", false);
+  const char *dj = tu_function_dump(f);
+  assert_non_null(strstr(dj, "composite      mirror"));
+  assert_null(strstr(dj, "join"));
+  rg_function_free(f);
+  same_results(2, (rg_variable *[]){x, y}, 1, &j, vals, "fast_run");
   rg_tensor_free(vals[0]);
   rg_tensor_free(vals[1]);
 
