@@ -473,6 +473,46 @@ static void test_second_fill_and_nary(void **st) {
   free_all(10, all);
 }
 
+/* The pairwise fold (x op y) op z, as two nodes run one after the other. */
+static rg_tensor *folded(bool mul, rg_tensor *x, rg_tensor *y, rg_tensor *z) {
+  rg_variable *vx = var(x->dtype, x->ndim, x->shape), *vy = var(y->dtype, y->ndim, y->shape);
+  rg_tensor *xy = eval(mul ? rg_mul(vx, vy) : rg_add(vx, vy), 2, (rg_tensor *[]){x, y});
+  rg_variable *vxy = var(xy->dtype, xy->ndim, xy->shape), *vz = var(z->dtype, z->ndim, z->shape);
+  rg_tensor *r = eval(mul ? rg_mul(vxy, vz) : rg_add(vxy, vz), 2, (rg_tensor *[]){xy, z});
+  rg_tensor_free(xy);
+  return r;
+}
+
+/* Three float operands of add and mul run in one pass with the bits of
+ * the pairwise fold ((x op y) op z): values where the order shows
+ * (1e8 + 1 - 1e8 in float32 is 0, 1e8 + (1 - 1e8) is 1), a broadcast row,
+ * and the node working in place on its last input, which folds first. */
+static void test_nary_float_one_pass(void **st) {
+  for (int dt = 0; dt < 2; dt++) {
+    rg_dtype t = dt ? RG_FLOAT64 : RG_FLOAT32;
+    double big = dt ? 1e17 : 1e8;
+    rg_tensor *a = tens(t, 2, SHAPE(2, 3), VALS(big, 1, -2.5, 3, big, 0.1));
+    rg_tensor *b = tens(t, 1, SHAPE(3), VALS(1, -big, 7));
+    rg_tensor *c = tens(t, 2, SHAPE(2, 3), VALS(-big, big, 1.5, -3, 2, 0.3));
+    rg_variable *vs[3] = {var(t, 2, SHAPE(2, 3)), var(t, 1, SHAPE(3)), var(t, 2, SHAPE(2, 3))};
+    rg_tensor *in[3] = {a, b, c};
+    for (int mul = 0; mul < 2; mul++) {
+      rg_tensor *got = eval(mul ? rg_mul_n(3, vs) : rg_add_n(3, vs), 3, in), *want = folded(mul, a, b, c);
+      for (int64_t i = 0; i < 6; i++) assert_true(rg_tensor_get_f64(got, i) == rg_tensor_get_f64(want, i));
+      rg_tensor_free(got), rg_tensor_free(want);
+    }
+    /* in place on c: (c + a) + b */
+    rg_tensor *c2 = rg_tensor_copy(c), *in2[3] = {a, b, c2};
+    rg_node *n = rg_make_node(C, rg_op_inplace(rg_op_get(RG_OP_ADD), 2), 3, vs);
+    rg_tensor *want = folded(false, c, a, b), *got = eval(n->outputs[0], 3, in2);
+    assert_ptr_equal(got->data, c2->data);
+    for (int64_t i = 0; i < 6; i++) assert_true(rg_tensor_get_f64(got, i) == rg_tensor_get_f64(want, i));
+    assert_true(dt || rg_tensor_get_f64(want, 0) == 1); /* -1e8 + 1e8 + 1: the order shows */
+    rg_tensor *all[] = {a, b, c, c2, got, want};
+    free_all(6, all);
+  }
+}
+
 /* ------------------------------------------------------------------ layouts */
 
 static void test_broadcasting_and_strides(void **st) {
@@ -678,6 +718,7 @@ int main(void) {
       cmocka_unit_test(test_casts_numpy_x86),
       cmocka_unit_test(test_weak_literals),
       cmocka_unit_test(test_second_fill_and_nary),
+      cmocka_unit_test(test_nary_float_one_pass),
       cmocka_unit_test(test_broadcasting_and_strides),
       cmocka_unit_test(test_high_rank_layouts),
       cmocka_unit_test(test_broadcast_errors),

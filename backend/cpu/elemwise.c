@@ -218,6 +218,14 @@ RGBC_UNSIGNED_UNARY(DEF_IUN, u8, uint8_t, uint32_t)
   VUN_LOOP(erf_##S, T, rgbc_verf_##S)
 RGBC_FLOATS(FLOAT_LOOPS)
 
+/* Three float operands of add and mul in one pass: the pairwise fold of
+ * scalar-float.h's x + y and x * y, in the same order ((x op y) op z), so
+ * the bits are those of two passes. */
+#define FOLD3_LOOPS(S, T, D, UT)                                                         \
+  TER_LOOP(add3_##S, T, T, T, (x + y) + z)                                               \
+  TER_LOOP(mul3_##S, T, T, T, (x * y) * z)
+RGBC_FLOATS(FOLD3_LOOPS)
+
 /* Bool (0 or 1 in a byte). */
 RGBC_BOOL_BINARY(DEF_IBIN, b, uint8_t)
 RGBC_BOOL_UNARY(DEF_IUN, b, uint8_t)
@@ -415,12 +423,26 @@ static void run_pass(rgb_exec *x, rg_tensor *out, rgbc_loop loop, void *aux, int
     rgbc_plan_run_parallel(x, &pl, loop, aux, grain);
 }
 
+/* The one-pass loop of three float operands of add or mul, or NULL. */
+static rgbc_loop fold3_loop(rg_opcode op, rg_dtype dt) {
+  if (dt == RG_FLOAT32) return op == RG_OP_ADD ? add3_f32 : op == RG_OP_MUL ? mul3_f32 : NULL;
+  if (dt == RG_FLOAT64) return op == RG_OP_ADD ? add3_f64 : op == RG_OP_MUL ? mul3_f64 : NULL;
+  return NULL;
+}
+
 /* add and mul of three or more inputs: out = in[a] op in[b], then
- * out = out op in[k] for the others (in[a] first when out is in[a]). */
+ * out = out op in[k] for the others (in[a] first when out is in[a]);
+ * three float operands in one pass, in that order. */
 static void run_nary(rgb_exec *x, rg_tensor *out, rgbc_loop loop, int nin,
                      const rg_tensor *const *in, rg_dtype dt, int first, int64_t grain) {
-  rg_dtype cdt[2] = {dt, dt};
+  rg_dtype cdt[3] = {dt, dt, dt};
   int second = first == 0 ? 1 : 0;
+  rgbc_loop three = nin == 3 ? fold3_loop(x->node->code, dt) : NULL;
+  if (three) {
+    const rg_tensor *trio[3] = {in[first], in[second], in[3 - first - second]};
+    run_pass(x, out, three, NULL, 3, trio, cdt, grain);
+    return;
+  }
   const rg_tensor *pair[2] = {in[first], in[second]};
   run_pass(x, out, loop, NULL, 2, pair, cdt, grain);
   for (int k = 0; k < nin; k++) {
