@@ -26,8 +26,10 @@ rg_variable *rgr_with_rank(rg_variable *x, int ndim);
 /* The push-outs' classification of step values (a memo: variable ->
  * 0 inside, 1 once before the loop, 2 for all steps): elementwise work on
  * sequence slices whose readers are all elementwise work staying in the
- * loop, and whose operands the loop reads anyway, stays with that work
- * (back to 0), where fusion makes it part of the step's kernel; pushed
+ * loop, and whose operands the loop reads anyway (or all but one, when
+ * inside work reads the value itself: the loop then reads that operand's
+ * trace instead), stays with that work (back to 0), where fusion makes it
+ * part of the step's kernel; pushed
  * out, it would cost a pass writing its whole trace and the loop another
  * stream reading it back (the LSTM's backward step read five derivative
  * factors so).  Where a step's slice is small or of unknown size the work
