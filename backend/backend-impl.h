@@ -303,9 +303,10 @@ typedef struct rgb_program {
 bool rgb_join_into(rgb_program *p);
 /* For the kernel of such a composite: makes its last output, the joined
  * value (the parts, each of shape (nd, shape), side by side along
- * join_axis), and sets each part's output to a view of it.  *row: the
- * elements of a part from the axis on (a run the part writes
- * contiguously); *parts: how many parts.  0, or an error. */
+ * join_axis), and sets each part's output to a view of it.  *row (when
+ * not NULL): the elements of a part from the axis on (a run the part
+ * writes contiguously); *parts (when not NULL): how many parts.  0, or an
+ * error. */
 int rgb_joined_outputs(rgb_exec *x, int nd, const int64_t *shape, int64_t *row, int *parts);
 
 /* Plans the memory of a linked program (plan.c; nothing for a program

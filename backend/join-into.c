@@ -147,7 +147,7 @@ int rgb_joined_outputs(rgb_exec *x, int nd, const int64_t *shape, int64_t *row, 
     if (!v) return rgb_error(x, RG_ERR_NOMEM, "out of memory for a view of the joined output");
     rgb_set_output(x, k, v);
   }
-  *row = r;
-  *parts = np;
+  if (row) *row = r;
+  if (parts) *parts = np;
   return RG_OK;
 }

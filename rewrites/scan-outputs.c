@@ -217,9 +217,8 @@ static int prune_sit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
   int *pos = rg_gc_alloc(sizeof(int) * (size_t)(n + 1));
   for (int i = 0, at = 0; i < nstore; i++) {
     int k = i - s.n_mit_sot;
-    if (k >= 0 && k < n && drop[k]) continue;
-    if (k >= 0 && k < n) pos[k] = at - s.n_mit_sot;
-    st[at++] = s.store_steps[i];
+    if (k >= 0 && k < n) pos[k] = drop[k] ? -1 : at - s.n_mit_sot;
+    if (k < 0 || k >= n || !drop[k]) st[at++] = s.store_steps[i];
   }
   t.n_sit_sot = n - ndrop, t.store_steps = st;
   V *outer = rg_gc_alloc(sizeof(V) * (size_t)(node->nin + 1));
@@ -234,8 +233,6 @@ static int prune_sit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
     rg_clear_error(C);
     return 0;
   }
-  for (int k = 0; k < n; k++)
-    if (drop[k]) pos[k] = -1;
   rgr_outputs_moved(node, &s, nw, &t, RG_SCAN_SIT_SOT, pos, out);
   return 1;
 }

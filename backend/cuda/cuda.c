@@ -409,9 +409,7 @@ static int run_ew(rgb_exec *x, cuda_state *s) {
   /* the CPU's rule: a dimension stretches only where its static size is 1 */
   int rc = rgbc_broadcast_shape(x, n->nin, (const rg_tensor *const *)ins, n->in, &nd, shape);
   if (rc) return rc;
-  int64_t row;
-  int parts;
-  if (n->join_slot && rgb_joined_outputs(x, nd, shape, &row, &parts)) return x->rt->errcode;
+  if (n->join_slot && rgb_joined_outputs(x, nd, shape, NULL, NULL)) return x->rt->errcode;
   for (int j = 0; j < nout; j++)
     if (n->join_slot && n->join_slot[j] >= 0) outs[j] = *x->outp[j];
     else if (!(outs[j] = rgb_output(x, j, n->out[j].dtype, nd, shape))) return x->rt->errcode;
