@@ -4,9 +4,14 @@
  * combination of dot, float and integer / bool / mixed dtypes, operands
  * that are transposed, strided, reversed or broadcast (zero strides),
  * empty inner dimensions, BLAS's beta = 0 (z not read), in-place
- * execution, two threads, and shape errors.
+ * execution, two threads, and shape errors; which OpenBLAS kernels run
+ * and which the library would choose instead.
  */
 #include "tests/test_backend_cpu.h"
+
+#include <strings.h>
+
+#include "relgraph/backend.h"
 
 /* ------------------------------------------------------------------ reference */
 
@@ -283,6 +288,22 @@ static void test_threads(void **st) {
   free_all(2, all);
 }
 
+/* OpenBLAS names its kernels; a better choice is offered only over the
+ * generic ones, and never over a choice made in OPENBLAS_CORETYPE that
+ * OpenBLAS took. */
+static void test_blas_kernels(void **st) {
+  (void)st;
+  const char *core = rg_blas_core(), *better = rg_blas_better_core();
+  assert_non_null(core);
+  assert_true(strlen(core) > 0);
+  if (better) {
+    assert_string_equal(core, "Prescott");
+    assert_true(!strcmp(better, "SkylakeX") || !strcmp(better, "Haswell"));
+  }
+  const char *set = getenv("OPENBLAS_CORETYPE");
+  if (set && !strcasecmp(set, core) && strcasecmp(set, "Prescott")) assert_null(better);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dot_float_layouts),
@@ -292,6 +313,7 @@ int main(void) {
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemv_ger),
       cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_blas_kernels),
   };
   return cmocka_run_group_tests(tests, cpu_setup, NULL);
 }

@@ -28,14 +28,37 @@
  *
  * OpenBLAS threads are process-wide: the kernels set them to the running
  * function's thread count when it differs from the last count set.
+ *
+ * OpenBLAS's kernels are chosen when it loads; rg_blas_better_core() says
+ * when its own choice is the generic fallback on a processor with wider
+ * vector units (relgraph/backend.h).
  */
 #include "backend/cpu/cpu-impl.h"
 #include "base/base.h"
 
 #include <stdlib.h>
+#include <strings.h>
 
 #include <cblas.h> /* after relgraph's headers: it defines I (complex.h) */
 #undef I
+
+/* ------------------------------------------------------------- OpenBLAS's kernels */
+
+const char *rg_blas_core(void) { return openblas_get_corename(); }
+
+const char *rg_blas_better_core(void) {
+  const char *now = openblas_get_corename();
+  if (!now || strcasecmp(now, "Prescott")) return NULL; /* OpenBLAS knew the processor */
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init(); /* the checks below include the operating system's support */
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512cd"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return NULL;
+}
 
 /* ------------------------------------------------------------------ operands */
 

@@ -192,6 +192,24 @@ const rg_buffer_type *rg_backend_buffer_type(const rg_backend *b);
  * outputs on the device by a call followed by this.  0 or an error. */
 int rg_backend_synchronize(rg_backend *b);
 
+/* ------------------------------------------------------------------ BLAS kernels */
+
+/* The CPU backend's products go to OpenBLAS, whose dynamic builds pick
+ * their kernels for the processor when the library loads (before any of
+ * relgraph's code runs), from the environment variable OPENBLAS_CORETYPE
+ * when it is set, else from their own detection.  rg_blas_core() names
+ * the kernels in use ("SkylakeX", "Haswell", "Prescott" for the generic
+ * x86-64 ones).  rg_blas_better_core() is the name to put in
+ * OPENBLAS_CORETYPE when OpenBLAS fell back to its generic kernels on a
+ * processor it did not recognise although the processor (and the
+ * operating system) support AVX-512 ("SkylakeX") or AVX2 and FMA
+ * ("Haswell"); NULL otherwise.  The relgraph command sets the variable
+ * and starts itself again in that case (unless OPENBLAS_CORETYPE is
+ * already set); a program using the library does the same, or sets the
+ * variable before it starts. */
+const char *rg_blas_core(void);
+const char *rg_blas_better_core(void);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus
