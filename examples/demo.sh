@@ -33,6 +33,7 @@ echo
 show rewrite examples/graphs/dot_sum.graph --rules examples/rules/distribute-flat.kn --query distribute-flat
 
 echo "== 3. standard rewrites, compile and run"
+show --version   # the OpenBLAS kernels the products run on
 show rewrite examples/graphs/mlp.graph --profile
 show run examples/graphs/mlp.graph --random 1 --repeat 1000 --profile
 
