@@ -302,6 +302,18 @@ static void test_blas_kernels(void **st) {
   }
   const char *set = getenv("OPENBLAS_CORETYPE");
   if (set && !strcasecmp(set, core) && strcasecmp(set, "Prescott")) assert_null(better);
+  /* nothing to start again with: no arguments, or a choice already made */
+  rg_blas_choose_kernels(NULL);
+  char *args[] = {NULL};
+  rg_blas_choose_kernels(args);
+  char *prev = set ? strdup(set) : NULL;
+  setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+  char *self[] = {"test_backend_cpu_blas", NULL};
+  rg_blas_choose_kernels(self); /* returns: the variable is set */
+  assert_string_equal(getenv("OPENBLAS_CORETYPE"), "Prescott");
+  if (prev) setenv("OPENBLAS_CORETYPE", prev, 1);
+  else unsetenv("OPENBLAS_CORETYPE");
+  free(prev);
 }
 
 int main(void) {

@@ -15,13 +15,12 @@
  * Before anything else, the command makes sure OpenBLAS runs kernels for
  * this processor: OpenBLAS picks them when it loads, and on processors it
  * does not recognise it falls back to generic ones several times slower
- * (rg_blas_better_core).  Then the command sets OPENBLAS_CORETYPE and
- * starts itself again, once; a variable the user set is left alone.
+ * (rg_blas_choose_kernels: the command then sets OPENBLAS_CORETYPE and
+ * starts itself again, once; a variable the user set is left alone).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "relgraph/backend.h"
 #include "relgraph/kanren.h"
@@ -49,18 +48,6 @@ static void usage(FILE *f) {
   for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 }
 
-/* Starts the command again with OPENBLAS_CORETYPE set where OpenBLAS's
- * own choice is its generic kernels and the processor has better; returns
- * (doing nothing) otherwise, or when the new start fails. */
-static void choose_blas_kernels(char **argv) {
-  if (getenv("OPENBLAS_CORETYPE")) return;
-  const char *core = rg_blas_better_core();
-  if (!core || setenv("OPENBLAS_CORETYPE", core, 1)) return;
-  fflush(NULL);
-  execv("/proc/self/exe", argv);
-  unsetenv("OPENBLAS_CORETYPE"); /* not started again: go on as we are */
-}
-
 static void print_version(void) {
   const char *set = getenv("OPENBLAS_CORETYPE");
   printf("relgraph %s\nOpenBLAS kernels: %s", rg_version(), rg_blas_core());
@@ -69,7 +56,7 @@ static void print_version(void) {
 }
 
 int main(int argc, char **argv) {
-  choose_blas_kernels(argv);
+  rg_blas_choose_kernels(argv);
   rg_init();
   if (argc < 2) {
     usage(stderr);

@@ -36,8 +36,10 @@
 #include "backend/cpu/cpu-impl.h"
 #include "base/base.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <cblas.h> /* after relgraph's headers: it defines I (complex.h) */
 #undef I
@@ -58,6 +60,15 @@ const char *rg_blas_better_core(void) {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
 #endif
   return NULL;
+}
+
+void rg_blas_choose_kernels(char **argv) {
+  if (!argv || !argv[0] || getenv("OPENBLAS_CORETYPE")) return;
+  const char *core = rg_blas_better_core();
+  if (!core || setenv("OPENBLAS_CORETYPE", core, 1)) return;
+  fflush(NULL);
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_CORETYPE"); /* not started again: go on as we are */
 }
 
 /* ------------------------------------------------------------------ operands */

@@ -203,12 +203,17 @@ int rg_backend_synchronize(rg_backend *b);
  * OPENBLAS_CORETYPE when OpenBLAS fell back to its generic kernels on a
  * processor it did not recognise although the processor (and the
  * operating system) support AVX-512 ("SkylakeX") or AVX2 and FMA
- * ("Haswell"); NULL otherwise.  The relgraph command sets the variable
- * and starts itself again in that case (unless OPENBLAS_CORETYPE is
- * already set); a program using the library does the same, or sets the
- * variable before it starts. */
+ * ("Haswell"); NULL otherwise.
+ *
+ * rg_blas_choose_kernels(argv) acts on it: when OPENBLAS_CORETYPE is unset
+ * and rg_blas_better_core() names kernels, it sets the variable and starts
+ * the program again (execv of /proc/self/exe with argv, the same process
+ * and open files); otherwise, or when that start fails, it returns having
+ * changed nothing.  Call it first in main, before any thread or state
+ * worth keeping exists (the relgraph command does). */
 const char *rg_blas_core(void);
 const char *rg_blas_better_core(void);
+void rg_blas_choose_kernels(char **argv);
 
 #pragma GCC visibility pop
 
