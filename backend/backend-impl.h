@@ -41,6 +41,15 @@ struct rgb_program;
 /* A node as the backend sees it: the op's parameters and the static types
  * of the node's inputs and outputs, in plain memory owned by the program.
  * Fields mirror rg_op (see graph.h for which op uses which parameter). */
+/* Where generated kernels come from (rg_compile_opts): the cache
+ * directory (NULL: rg_cache_dir's default) and whether the CPU generates
+ * C for fused groups at all (off: the composite interpreter runs them).
+ * Owned by the function; its programs and nodes point at it. */
+typedef struct rgb_codegen {
+  const char *cache_dir;
+  bool off;
+} rgb_codegen;
+
 typedef struct rgb_node {
   rg_opcode code;
   rg_dtype dtype;          /* RG_NDTYPES when unused */
@@ -60,6 +69,7 @@ typedef struct rgb_node {
   int32_t *join_slot;
   int32_t join_axis;
   const char *label;       /* "add", or an opaque op's name (for messages) */
+  const rgb_codegen *codegen; /* the function's; NULL: the defaults */
   /* Kernel memo: zeroed by rgb_node_init; the node's kernel may store here
    * what it derives from the node alone (its typed loop, ...) on its first
    * run, read and written with memcpy.  A thunk's kernel runs one call at a
@@ -335,6 +345,7 @@ typedef struct rgb_link_opts {
   bool plan;               /* plan the memory of intermediates (plan.c) */
   bool profile;
   int nthreads;
+  const rgb_codegen *codegen; /* NULL: the defaults */
 } rgb_link_opts;
 
 /* Links nodes (in topological order) into a program reading `inputs` and
@@ -394,8 +405,8 @@ int rgb_node_init(rgb_node *bn, const rg_node *n);
 void rgb_node_clear(rgb_node *bn);
 /* For an op with an inner graph (composite, op_from_graph, Scan), links
  * that graph for `backend` into bn->inner (nested inner graphs in turn),
- * its kernels running on `nthreads` threads like the function's; does
- * nothing for other ops.  Returns 0, or an error with a message in err. */
+ * its kernels running on `nthreads` threads like the function's and
+ * generated with bn->codegen; does nothing for other ops.  Returns 0, or an error with a message in err. */
 int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backend, int nthreads, char *err,
                         size_t errlen);
 /* Runs one graph node on the CPU outside any function (used by tests and

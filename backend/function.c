@@ -19,6 +19,7 @@
 #include "relgraph/backend.h"
 #include "relgraph/rewrite.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,7 @@ struct rg_function {
   int *update_shared;       /* index into shared[] of each update */
   rgb_vtype *in_types;      /* nin + nshared */
   char **in_names;          /* for messages ("" when unnamed) */
+  rgb_codegen codegen;      /* its cache_dir is owned here; the program points at it */
   char err[1024];
 };
 
@@ -256,8 +258,24 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
   rg_node *const *order = rg_fgraph_toposort(fg, &nnodes);
   rg_function *f = rg_calloc(1, sizeof *f);
   if (!f) return rg_error(C, RG_ERR_NOMEM, "out of memory"), NULL;
+  f->codegen.off = o && o->no_codegen;
+  if (o && o->cache_dir && !(f->codegen.cache_dir = rg_strdup(o->cache_dir))) {
+    rg_free(f);
+    return rg_error(C, RG_ERR_NOMEM, "out of memory"), NULL;
+  }
+  char dir[4096];
+  if (f->codegen.cache_dir && !f->codegen.off && !rg_cache_dir(f->codegen.cache_dir, dir, sizeof dir)) {
+    /* a directory asked for by name that cannot be used is a mistake to
+     * report, not a reason to go without the cache silently */
+    rg_error(C, RG_ERR, "the cache directory '%s' cannot be made or used: %s", f->codegen.cache_dir,
+             strerror(errno));
+    rg_free((char *)f->codegen.cache_dir);
+    rg_free(f);
+    return NULL;
+  }
   char err[1024] = "";
-  rgb_link_opts lo = {.backend = o ? o->backend : NULL,
+  rgb_link_opts lo = {.codegen = &f->codegen,
+                      .backend = o ? o->backend : NULL,
                       .backend_name = o ? o->mode.backend : NULL,
                       .device_outputs = o && o->device_outputs,
                       .release = !(o && o->keep_intermediates),
@@ -266,6 +284,7 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
                       .nthreads = o ? o->nthreads : 1};
   f->p = rgb_link((int)nnodes, order, nallin, ins, nallout, outs, &lo, err, sizeof err);
   if (!f->p) {
+    rg_free((char *)f->codegen.cache_dir);
     rg_free(f);
     rg_error(C, RG_ERR_TYPE, "%s", err);
     return NULL;
@@ -324,6 +343,7 @@ void rg_function_free(rg_function *f) {
   rg_free(f->in_types);
   for (int i = 0; f->in_names && i < f->nin + f->nshared; i++) rg_free(f->in_names[i]);
   rg_free(f->in_names);
+  rg_free((char *)f->codegen.cache_dir);
   rg_free(f);
 }
 

@@ -319,6 +319,7 @@ static bool link_thunk(linker *L, const rg_node *n) {
   rgb_program *p = L->p;
   rgb_node bn;
   if (rgb_node_init(&bn, n)) return lerr(L, "out of memory");
+  bn.codegen = L->o->codegen;
   if (n->op->code == RG_OP_OPAQUE) {
     lerr(L, "%s is an opaque op: it has no kernel and cannot be executed", bn.label);
     return rgb_node_clear(&bn), false;

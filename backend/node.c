@@ -76,7 +76,8 @@ int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backen
   for (int j = 0; j < nout; j++) io[nin + j] = rg_fgraph_output(g, j);
   rgb_link_opts o = {.backend = backend, .inner = true, .device_outputs = true,
                       /* a composite's graph is read by its kernel, never run by a VM */
-                      .plan = n->op->code != RG_OP_COMPOSITE, .nthreads = nthreads};
+                      .plan = n->op->code != RG_OP_COMPOSITE, .nthreads = nthreads,
+                      .codegen = bn->codegen};
   bn->inner = rgb_link((int)nn, nodes, nin, io, nout, io + nin, &o, err, errlen);
   rg_free(io);
   return bn->inner ? 0 : RG_ERR_TYPE;

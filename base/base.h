@@ -156,9 +156,10 @@ void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) __attribute__((format(pri
 /* FNV-1a of a string, continuing from h (start with RG_FNV_SEED). */
 #define RG_FNV_SEED 0xcbf29ce484222325ull
 uint64_t rg_fnv1a(const char *s, uint64_t h);
-/* The cache directory (created): $RELGRAPH_CACHE_DIR, else
- * $XDG_CACHE_HOME/relgraph, else $HOME/.cache/relgraph; false if none. */
-bool rg_cache_dir(char *dir, size_t len);
+/* The cache directory (created): `chosen` when given (a function's
+ * option), else $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
+ * $HOME/.cache/relgraph; false if none can be made. */
+bool rg_cache_dir(const char *chosen, char *dir, size_t len);
 /* A cache entry's bytes (rg_free), or NULL when absent. */
 void *rg_cache_read(const char *path, size_t *size);
 /* Writes an entry atomically (a file of this process renamed into place). */

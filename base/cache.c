@@ -2,9 +2,10 @@
  * cache.c — the on-disk cache of generated code (C kernels compiled by the
  * system compiler, CUDA kernels compiled by NVRTC).
  *
- * One directory holds every entry: $RELGRAPH_CACHE_DIR, else
- * $XDG_CACHE_HOME/relgraph, else $HOME/.cache/relgraph, created on first
- * use.  Entries are named by a hash of everything that determines their
+ * One directory holds every entry: the one a function was compiled with
+ * (rg_compile_opts.cache_dir, `relgraph run --cache-dir`), else
+ * $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
+ * $HOME/.cache/relgraph, created on first use.  Entries are named by a hash of everything that determines their
  * content (the source, the compiler's flags or version, the target), so
  * an entry is never stale; writers write a file of their own and rename
  * it into place, so concurrent processes never see half an entry.
@@ -22,8 +23,9 @@ uint64_t rg_fnv1a(const char *s, uint64_t h) {
   return h;
 }
 
-bool rg_cache_dir(char *dir, size_t len) {
+bool rg_cache_dir(const char *chosen, char *dir, size_t len) {
   const char *env = getenv("RELGRAPH_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (chosen && *chosen) env = chosen;
   int k = env && *env   ? snprintf(dir, len, "%s", env)
           : xdg && *xdg ? snprintf(dir, len, "%s/relgraph", xdg)
           : home && *home ? snprintf(dir, len, "%s/.cache/relgraph", home)

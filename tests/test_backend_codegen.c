@@ -4,8 +4,10 @@
  * unfused graph: the same bits for every float op the generator knows, in
  * float32 and float64, with broadcast, transposed and scalar inputs,
  * constants of another dtype, n-ary sums, NaN; the kernel lands in the
- * cache directory; without a working compiler, or for a group it does not
- * generate (integers, comparisons), the interpreter gives the same values.
+ * cache directory (the environment's, or the one a function is compiled
+ * with); without a working compiler, with generation turned off, or for a
+ * group it does not generate (integers, comparisons), the interpreter
+ * gives the same values.
  *
  * Each case compiles one graph three ways: fast_run with generation on
  * (its own cache directory), fast_run with RELGRAPH_CODEGEN=0, and with
@@ -36,15 +38,16 @@ static int teardown(void **st) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
-/* Generated kernels in the cache directory. */
-static int kernels_cached(void) {
-  DIR *d = opendir(cache);
+/* Generated kernels in a directory. */
+static int kernels_in(const char *dir) {
+  DIR *d = opendir(dir);
   if (!d) return 0;
   int n = 0;
   for (struct dirent *e; (e = readdir(d));) n += !strncmp(e->d_name, "rgk-", 4) && strstr(e->d_name, ".so");
   closedir(d);
   return n;
 }
+static int kernels_cached(void) { return kernels_in(cache); }
 
 static rg_tensor *run_with(const char *query, const char *codegen, int nin, rg_variable **ins, rg_variable *out,
                            rg_tensor **vals) {
@@ -207,6 +210,47 @@ static void check_join(int axis, int nd, const int64_t *shape, bool shared) {
   rg_tensor_free(vals[0]), rg_tensor_free(vals[1]);
 }
 
+/* rg_compile_opts: a function's own cache directory (made when missing)
+ * takes the kernel instead of the environment's; no_codegen generates
+ * nothing and gives the same bits. */
+static void test_compile_options(void **st) {
+  rg_variable *x = var(RG_FLOAT32, 2, SHAPE(R, K));
+  rg_tensor *xv = tens_rand(RG_FLOAT32, 2, SHAPE(R, K), -1, 1);
+  rg_variable *f = rg_add(rg_mul(rg_tanh(x), rg_exp(x)), rg_constant_scalar(C, RG_FLOAT32, 0.75));
+  char own[300];
+  snprintf(own, sizeof own, "%s/own/dir", cache);
+  rg_tensor *out[2];
+  for (int k = 0; k < 2; k++) {
+    int before = kernels_cached();
+    rg_compile_opts o = {.cache_dir = own, .no_codegen = k == 1};
+    rg_function *fn = rg_compile(C, 1, &x, 1, &f, &o);
+    assert_non_null(fn);
+    assert_int_equal(kernels_cached(), before);
+    assert_int_equal(kernels_in(own), 1); /* made by the first compile; the second adds none */
+    assert_int_equal(rg_function_call(fn, &xv, &out[k]), 0);
+    rg_function_free(fn);
+  }
+  same_bits(out[0], out[1]);
+  rg_variable *g = rg_sub(rg_sigmoid(x), rg_mul(x, x)); /* a new group, generation off */
+  rg_compile_opts off = {.cache_dir = own, .no_codegen = true};
+  rg_function *fn = rg_compile(C, 1, &x, 1, &g, &off);
+  assert_non_null(fn);
+  assert_int_equal(kernels_in(own), 1);
+  rg_function_free(fn);
+  /* a directory that cannot be made (under a file): an error naming it */
+  char file[320], bad[330];
+  snprintf(file, sizeof file, "%s/not-a-dir", own);
+  snprintf(bad, sizeof bad, "%s/sub", file);
+  FILE *fp = fopen(file, "w");
+  assert_non_null(fp);
+  fclose(fp);
+  rg_compile_opts nodir = {.cache_dir = bad};
+  assert_null(rg_compile(C, 1, &x, 1, &f, &nodir));
+  assert_non_null(strstr(rg_errmsg(C), "not-a-dir/sub"));
+  assert_non_null(strstr(rg_errmsg(C), "cannot be made"));
+  rg_tensor_free(out[0]), rg_tensor_free(out[1]), rg_tensor_free(xv);
+}
+
 static void test_join_into(void **st) {
   check_join(1, 2, SHAPE(64, 256), false);  /* the LSTM's gate gradients: rows of parts */
   check_join(0, 2, SHAPE(64, 256), false);  /* parts one after another */
@@ -241,6 +285,7 @@ int main(void) {
       cmocka_unit_test(test_fallbacks),
       cmocka_unit_test(test_cache_reused),
       cmocka_unit_test(test_generated_at_compile),
+      cmocka_unit_test(test_compile_options),
       cmocka_unit_test(test_join_into),
       cmocka_unit_test(test_streaming),
   };

@@ -239,14 +239,14 @@ static void test_disk_cache(void **st) {
   void *a, *b;
   size_t na, nb;
   bool hit;
-  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", &a, &na, &hit, log, sizeof log), RG_OK);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, &a, &na, &hit, log, sizeof log), RG_OK);
   assert_false(hit);
-  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, &b, &nb, &hit, log, sizeof log), RG_OK);
   assert_true(hit);
   assert_true(na == nb && memcmp(a, b, na) == 0);
   rg_free(b);
   /* another architecture is another entry */
-  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_80", &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_80", NULL, &b, &nb, &hit, log, sizeof log), RG_OK);
   assert_false(hit);
   rg_free(a);
   rg_free(b);

@@ -4,6 +4,7 @@
  *   relgraph run GRAPH [--input NAME=FILE.npy]... [--random SEED] [--size N]
  *                [--output-dir DIR] [--repeat N] [--profile] [--query Q]
  *                [--threads N] [--backend NAME] [--placement]
+ *                [--cache-dir DIR] [--no-codegen]
  *
  * Inputs come from .npy files; with --random, inputs not given get random
  * values (dimensions of unknown size get --size, default 16).  Outputs are
@@ -16,6 +17,8 @@
  * values there once, before the calls, and outputs then stay on the
  * device until the calls are done: each call is timed to the end of its
  * work on the device, with no transfer of data the program keeps there.
+ * --cache-dir keeps generated kernels in DIR (else the default cache
+ * directory); --no-codegen runs fused groups by the interpreter.
  *
  * Exit status: 0, 2 bad usage, 3 bad input (graph, .npy file, an input
  * missing or of the wrong type, an unwritable directory, a run-time error).
@@ -42,14 +45,17 @@ void usage_run(void) {
          "  --query Q            the rewrite query (default fast_run; none disables rewriting)\n"
          "  --threads N          kernel threads (default 1)\n"
          "  --backend NAME       run on this backend where it can (cpu, mirror, cuda[:N])\n"
-         "  --placement          print where each node runs and the transfers\n");
+         "  --placement          print where each node runs and the transfers\n"
+         "  --cache-dir DIR      keep generated kernels in DIR (default: $RELGRAPH_CACHE_DIR,\n"
+         "                       else $XDG_CACHE_HOME/relgraph, else ~/.cache/relgraph)\n"
+         "  --no-codegen         run fused groups by the interpreter, generating no kernels\n");
 }
 
 typedef struct run_args {
-  const char *graph, *outdir, *query, *backend;
+  const char *graph, *outdir, *query, *backend, *cache_dir;
   const char *in_names[256], *in_files[256];
   int nin;
-  bool random, profile, placement;
+  bool random, profile, placement, no_codegen;
   int64_t seed, size, repeat, threads;
 } run_args;
 
@@ -65,6 +71,8 @@ static int parse(int argc, char **argv, run_args *a) {
       a->profile = true;
     } else if (!strcmp(argv[i], "--placement")) {
       a->placement = true;
+    } else if (!strcmp(argv[i], "--no-codegen")) {
+      a->no_codegen = true;
     } else if ((v = cli_option(argc, argv, &i, "--input", &missing))) {
       const char *eq = strchr(v, '=');
       if (!eq || eq == v || !eq[1]) return cli_error("run", "--input needs NAME=FILE.npy, got '%s'", v), EXIT_USAGE;
@@ -89,6 +97,9 @@ static int parse(int argc, char **argv, run_args *a) {
       a->query = v;
     } else if ((v = cli_option(argc, argv, &i, "--backend", &missing))) {
       a->backend = v;
+    } else if ((v = cli_option(argc, argv, &i, "--cache-dir", &missing))) {
+      if (!*v) return cli_error("run", "--cache-dir needs a directory"), EXIT_USAGE;
+      a->cache_dir = v;
     } else if (missing) {
       return EXIT_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -282,7 +293,8 @@ int cmd_run(int argc, char **argv) {
   if (!rc) rc = make_backend(&a, &b);
   bool on_device = !rc && inputs_to_device(b, fg, ins);
   rg_compile_opts o = {.mode = {.query = a.query, .backend = a.backend}, .backend = b,
-                       .device_outputs = on_device, .profile = a.profile, .nthreads = (int)a.threads};
+                       .device_outputs = on_device, .profile = a.profile, .nthreads = (int)a.threads,
+                       .cache_dir = a.cache_dir, .no_codegen = a.no_codegen};
   double t0 = now_s();
   rg_function *f = rc ? NULL : rg_compile(C, nin, vin, nout, vout, &o);
   if (!rc && !f) rc = (cli_error("run", "%s", rg_errmsg(C)), EXIT_INPUT);

@@ -35,11 +35,13 @@
  * compile).
  *
  * Compiling.  The source is hashed; the shared object lives in the cache
- * directory ($RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
+ * directory (the function's rg_compile_opts.cache_dir, else
+ * $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
  * $HOME/.cache/relgraph) under the hash, so a kernel is compiled once per
  * machine (about 0.1 s with cc) and later loaded with dlopen, which also
  * shares one loaded copy within a process.  The compiler is $RELGRAPH_CC
- * or cc; RELGRAPH_CODEGEN=0 turns generation off.  A compiler that is
+ * or cc; rg_compile_opts.no_codegen or RELGRAPH_CODEGEN=0 turns generation
+ * off.  A compiler that is
  * missing or fails leaves the interpreter in charge: generation is an
  * optimisation, never a requirement.  Two processes compiling one kernel
  * write their own temporary files and rename the result into place.
@@ -428,14 +430,14 @@ static bool compile(const char *src, const char *path) {
   return ok;
 }
 
-rgbc_kernels rgbc_codegen(const rgb_program *p, rg_dtype dt) {
+rgbc_kernels rgbc_codegen(const rgb_program *p, rg_dtype dt, const rgb_codegen *cg) {
   const char *on = getenv("RELGRAPH_CODEGEN");
   rgbc_kernels fn = {NULL, NULL};
-  if ((on && !strcmp(on, "0")) || (dt != RG_FLOAT32 && dt != RG_FLOAT64)) return fn;
+  if ((cg && cg->off) || (on && !strcmp(on, "0")) || (dt != RG_FLOAT32 && dt != RG_FLOAT64)) return fn;
   char *src = kernel_source(p, dt);
   if (!src) return fn;
   char dir[4096], path[4200];
-  if (rg_cache_dir(dir, sizeof dir)) {
+  if (rg_cache_dir(cg ? cg->cache_dir : NULL, dir, sizeof dir)) {
     snprintf(path, sizeof path, "%s/rgk-%016llx.so", dir,
              (unsigned long long)rg_fnv1a(CFLAGS, rg_fnv1a(src, RG_FNV_SEED)));
     if (access(path, R_OK) == 0 || compile(src, path)) {

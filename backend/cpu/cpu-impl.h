@@ -269,7 +269,7 @@ typedef void (*rgbc_kernel_fn)(void *const *out, const void *const *in, int64_t 
 /* A kernel and its twin writing with streaming stores (NULL: none, for
  * kernels with vector functions). */
 typedef struct rgbc_kernels { rgbc_kernel_fn plain, stream; } rgbc_kernels;
-rgbc_kernels rgbc_codegen(const struct rgb_program *p, rg_dtype dt);
+rgbc_kernels rgbc_codegen(const struct rgb_program *p, rg_dtype dt, const rgb_codegen *cg);
 /* stream.c: n bytes from a cache-hot block to dst with stores that bypass
  * the cache; rgbc_stream_fence before another thread reads them.  Worth it
  * for outputs of RGBC_STREAM_BYTES and more (measured, stream.c). */

@@ -400,7 +400,7 @@ static rgbc_kernels generated(const rgb_node *n, rg_dtype *dt) {
   memcpy(&m, n->memo, sizeof m);
   if (!m.tried) {
     m = (gen_memo){.tried = true, .dt = n->nout ? n->out[0].dtype : RG_NDTYPES};
-    m.fn = n->nout ? rgbc_codegen(n->inner, m.dt) : (rgbc_kernels){NULL, NULL};
+    m.fn = n->nout ? rgbc_codegen(n->inner, m.dt, n->codegen) : (rgbc_kernels){NULL, NULL};
     memcpy((void *)(uintptr_t)n->memo, &m, sizeof m);
   }
   *dt = m.dt;

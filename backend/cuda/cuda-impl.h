@@ -122,10 +122,11 @@ int rgcu_nvrtc_version(const rgcu_nvrtc *lib);
  * Returns 0, or an error with NVRTC's log (its first part) in log. */
 int rgcu_nvrtc_compile(rgcu_nvrtc *lib, const char *src, const char *arch, void **image,
                        size_t *size, char *log, size_t loglen);
-/* The same through the on-disk cache of device code (the cache directory
- * of base/cache.c): *hit says whether the image came from the cache. */
-int rgcu_nvrtc_compile_cached(rgcu_nvrtc *lib, const char *src, const char *arch, void **image,
-                              size_t *size, bool *hit, char *log, size_t loglen);
+/* The same through the on-disk cache of device code (cache_dir, or
+ * base/cache.c's default when NULL): *hit says whether the image came
+ * from the cache. */
+int rgcu_nvrtc_compile_cached(rgcu_nvrtc *lib, const char *src, const char *arch, const char *cache_dir,
+                              void **image, size_t *size, bool *hit, char *log, size_t loglen);
 
 /* ------------------------------------------------------------------ the backend's context (cuda.c) */
 

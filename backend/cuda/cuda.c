@@ -302,7 +302,7 @@ static bool cuda_supports(void *ctx, const rgb_node *n) {
 }
 
 /* The compiled kernel of a source (compiled on first use). */
-static CUfunction kernel_for(rgcu_ctx *c, char *src, char *why, size_t len) {
+static CUfunction kernel_for(rgcu_ctx *c, char *src, const char *cache_dir, char *why, size_t len) {
   uint64_t h = rg_fnv1a(src, RG_FNV_SEED);
   for (int i = 0; i < c->nkernels; i++)
     if (c->kernels[i].hash == h && !strcmp(c->kernels[i].src, src)) {
@@ -314,7 +314,7 @@ static CUfunction kernel_for(rgcu_ctx *c, char *src, char *why, size_t len) {
   size_t size;
   char log[2048];
   bool hit;
-  if (rgcu_nvrtc_compile_cached(c->nvrtc, src, c->arch, &image, &size, &hit, log, sizeof log)) {
+  if (rgcu_nvrtc_compile_cached(c->nvrtc, src, c->arch, cache_dir, &image, &size, &hit, log, sizeof log)) {
     rg_say(why, len, "NVRTC: %s", log);
     rg_free(src);
     return NULL;
@@ -344,6 +344,7 @@ typedef struct cuda_state {
   int kind;
   char *wide_src;
   CUfunction wide;
+  const char *cache_dir; /* the function's (rgb_codegen), or NULL */
 } cuda_state;
 
 static void free_state(void *p) {
@@ -360,7 +361,7 @@ static CUfunction ew_function(rgb_exec *x, cuda_state *s, const rgcu_ew_args *a,
   char why[512];
   char *src = s->wide_src;
   s->wide_src = NULL; /* kernel_for takes it */
-  if (!src || !(s->wide = kernel_for(s->c, src, why, sizeof why))) {
+  if (!src || !(s->wide = kernel_for(s->c, src, s->cache_dir, why, sizeof why))) {
     rgb_error(x, RG_ERR, "a kernel with 64-bit indices on %s: %s", s->c->name, src ? why : "lost");
     return NULL;
   }
@@ -391,7 +392,7 @@ int rgcu_copy(rgb_exec *x, rgcu_ctx *c, rg_tensor *dst, const rg_tensor *src) {
       rg_free(code);
       if (!(code = w)) snprintf(why, sizeof why, "out of memory");
     }
-    if (!code || !(*fn = kernel_for(c, code, why, sizeof why)))
+    if (!code || !(*fn = kernel_for(c, code, NULL, why, sizeof why)))
       return rgb_error(x, RG_ERR, "a copy on %s: %s", c->name, why);
   }
   return launch(x, c, *fn, &a, a.n, RGCU_UNROLL);
@@ -524,13 +525,14 @@ static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
   /* elementwise kernels keep their 64-bit form for launches too large for 32-bit indices */
   bool ew = kind == K_EW || kind == K_FUSED || kind == K_UPDATE;
   char *wide = s && ew ? rgcu_widen(src) : NULL;
-  CUfunction fn = s ? kernel_for(c, src, why, sizeof why) : (rg_free(src), NULL);
+  const char *cache_dir = n->codegen ? n->codegen->cache_dir : NULL;
+  CUfunction fn = s ? kernel_for(c, src, cache_dir, why, sizeof why) : (rg_free(src), NULL);
   if (!fn || (ew && !wide)) {
     rg_free(wide);
     rg_free(s);
     return RG_ERR;
   }
-  *s = (cuda_state){.c = c, .fn = fn, .kind = kind, .wide_src = wide};
+  *s = (cuda_state){.c = c, .fn = fn, .kind = kind, .wide_src = wide, .cache_dir = cache_dir};
   *out = (rgb_bound){.fn = cuda_run, .state = s, .free_state = free_state};
   return 0;
 }

@@ -130,18 +130,19 @@ int rgcu_nvrtc_compile(rgcu_nvrtc *l, const char *src, const char *arch, void **
 
 /* The cache entry of a kernel: its source, the architecture, NVRTC's
  * version and the options determine the device code. */
-static bool entry_path(const rgcu_nvrtc *l, const char *src, const char *arch, char *path, size_t len) {
+static bool entry_path(const rgcu_nvrtc *l, const char *src, const char *arch, const char *cache_dir,
+                       char *path, size_t len) {
   char dir[4096], key[96];
-  if (!rg_cache_dir(dir, sizeof dir)) return false;
+  if (!rg_cache_dir(cache_dir, dir, sizeof dir)) return false;
   snprintf(key, sizeof key, "%s %d.%d %s", arch, l->major, l->minor, OPTIONS_KEY);
   uint64_t h = rg_fnv1a(key, rg_fnv1a(src, RG_FNV_SEED));
   return snprintf(path, len, "%s/rgcu-%016llx-%s.cubin", dir, (unsigned long long)h, arch) < (int)len;
 }
 
-int rgcu_nvrtc_compile_cached(rgcu_nvrtc *l, const char *src, const char *arch, void **image,
-                              size_t *size, bool *hit, char *log, size_t loglen) {
+int rgcu_nvrtc_compile_cached(rgcu_nvrtc *l, const char *src, const char *arch, const char *cache_dir,
+                              void **image, size_t *size, bool *hit, char *log, size_t loglen) {
   char path[4200];
-  bool cacheable = entry_path(l, src, arch, path, sizeof path);
+  bool cacheable = entry_path(l, src, arch, cache_dir, path, sizeof path);
   *hit = cacheable && (*image = rg_cache_read(path, size)) != NULL;
   if (*hit) return RG_OK;
   int rc = rgcu_nvrtc_compile(l, src, arch, image, size, log, loglen);

@@ -95,6 +95,14 @@ typedef struct rg_compile_opts {
   const rg_update *updates;
   bool profile;            /* time every node (see rg_function_profile) */
   int nthreads;            /* kernel threads; 0 means 1 */
+  /* Generated kernels (C for fused groups on the CPU, NVRTC's on CUDA)
+   * are cached on disk in cache_dir (NULL: $RELGRAPH_CACHE_DIR, else
+   * $XDG_CACHE_HOME/relgraph, else $HOME/.cache/relgraph); no_codegen runs
+   * every fused group on the CPU by the composite interpreter instead (the
+   * same values; also RELGRAPH_CODEGEN=0).  A cache_dir that cannot be
+   * made is an error of rg_compile. */
+  const char *cache_dir;
+  bool no_codegen;
 } rg_compile_opts;
 
 typedef struct rg_function rg_function;
