@@ -191,10 +191,13 @@ void rgb_set_output(rgb_exec *x, int j, rg_tensor *t) {
 
 /* ------------------------------------------------------------------ threads */
 
-/* Invariants: gen and busy are changed under m, and read without it only
- * by atomic loads (gen is published with release order after the loop's
- * fields, so a worker that sees a new gen sees its fn, ud, total, chunk
- * and next); busy counts the workers still in the current loop. */
+/* Invariants: gen, quit and the loop's fields (fn, ud, total, chunk,
+ * next) are written under m, and a worker reads the fields only after
+ * taking m and seeing a new gen; polling reads gen and quit by atomic
+ * loads.  busy counts the workers still in the current loop: set under m
+ * before gen moves, decremented atomically by each worker, and the one
+ * that makes it 0 signals `done` under m, where the caller checks it
+ * before it sleeps (so the signal is never lost). */
 typedef struct rgb_tpool {
   int n;                 /* worker threads (the caller is one more) */
   pthread_t *th;
