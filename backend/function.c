@@ -239,6 +239,20 @@ static bool describe(rg_function *f, int nallin, rg_variable *const *ins, const 
   return true;
 }
 
+/* The function's generated-kernel options (a copy of the cache directory's
+ * name).  A directory asked for by name that cannot be used is a mistake
+ * to report, not a reason to go without the cache silently. */
+static bool set_codegen(rg_ctx *C, rg_function *f, const rg_compile_opts *o) {
+  f->codegen.off = o && o->no_codegen;
+  if (!o || !o->cache_dir) return true;
+  if (!(f->codegen.cache_dir = rg_strdup(o->cache_dir))) return rg_error(C, RG_ERR_NOMEM, "out of memory"), false;
+  char dir[4096];
+  if (f->codegen.off || rg_cache_dir(o->cache_dir, dir, sizeof dir)) return true;
+  rg_error(C, RG_ERR, "the cache directory '%s' cannot be made or used: %s", o->cache_dir, strerror(errno));
+  rg_free((char *)f->codegen.cache_dir);
+  return false;
+}
+
 static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int nout,
                           rg_variable *const *outputs, const rg_compile_opts *o,
                           ptrvec *shared_vars) {
@@ -258,18 +272,7 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
   rg_node *const *order = rg_fgraph_toposort(fg, &nnodes);
   rg_function *f = rg_calloc(1, sizeof *f);
   if (!f) return rg_error(C, RG_ERR_NOMEM, "out of memory"), NULL;
-  f->codegen.off = o && o->no_codegen;
-  if (o && o->cache_dir && !(f->codegen.cache_dir = rg_strdup(o->cache_dir))) {
-    rg_free(f);
-    return rg_error(C, RG_ERR_NOMEM, "out of memory"), NULL;
-  }
-  char dir[4096];
-  if (f->codegen.cache_dir && !f->codegen.off && !rg_cache_dir(f->codegen.cache_dir, dir, sizeof dir)) {
-    /* a directory asked for by name that cannot be used is a mistake to
-     * report, not a reason to go without the cache silently */
-    rg_error(C, RG_ERR, "the cache directory '%s' cannot be made or used: %s", f->codegen.cache_dir,
-             strerror(errno));
-    rg_free((char *)f->codegen.cache_dir);
+  if (!set_codegen(C, f, o)) {
     rg_free(f);
     return NULL;
   }

@@ -5,10 +5,11 @@
  * One directory holds every entry: the one a function was compiled with
  * (rg_compile_opts.cache_dir, `relgraph run --cache-dir`), else
  * $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
- * $HOME/.cache/relgraph, created on first use.  Entries are named by a hash of everything that determines their
- * content (the source, the compiler's flags or version, the target), so
- * an entry is never stale; writers write a file of their own and rename
- * it into place, so concurrent processes never see half an entry.
+ * $HOME/.cache/relgraph, created on first use.  Entries are named by a
+ * hash of everything that determines their content (the source, the
+ * compiler's flags or version, the target), so an entry is never stale;
+ * writers write a file of their own and rename it into place, so
+ * concurrent processes never see half an entry.
  */
 #include "base/base.h"
 

@@ -41,8 +41,8 @@
  * machine (about 0.1 s with cc) and later loaded with dlopen, which also
  * shares one loaded copy within a process.  The compiler is $RELGRAPH_CC
  * or cc; rg_compile_opts.no_codegen or RELGRAPH_CODEGEN=0 turns generation
- * off.  A compiler that is
- * missing or fails leaves the interpreter in charge: generation is an
+ * off.  A compiler that is missing or fails leaves the interpreter in
+ * charge: generation is an
  * optimisation, never a requirement.  Two processes compiling one kernel
  * write their own temporary files and rename the result into place.
  * Loaded objects stay loaded for the life of the process.
