@@ -79,9 +79,10 @@ typedef struct rgb_node {
 
 /* The running state a function's kernels share: the error of the current
  * call, the pool of released buffers, the worker threads. */
+#define RGB_POOL_MAX 64 /* tensors a pool keeps; the oldest goes first */
 typedef struct rgb_pool {
-  rg_tensor **v; /* released tensors (storage count 1), any shape */
-  int n, cap;
+  rg_tensor **v; /* released tensors (storage count 1), any shape, oldest first */
+  int n, cap;    /* n <= RGB_POOL_MAX */
 } rgb_pool;
 struct rgb_tpool;
 typedef struct rgb_runtime {

@@ -533,6 +533,7 @@ static void dump_thunk(const rgb_program *p, int32_t k, FILE *out) {
   fprintf(out, ") -> (");
   for (int j = 0; j < t->node.nout; j++) dump_cell(p, t->out_cells[j], j == 0, out);
   fprintf(out, ")");
+  if (t->node.inplace >= 0) fprintf(out, " destroys c%d", t->in_cells[t->node.inplace]);
   if (t->nrelease) {
     fprintf(out, " release");
     for (int i = 0; i < t->nrelease; i++) fprintf(out, " c%d", t->release[i]);

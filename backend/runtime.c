@@ -6,7 +6,8 @@
  * when its storage is unshared (count 1) and large enough, rewriting the
  * header in place; otherwise it takes a released tensor from the pool or
  * allocates.  Released intermediates (rgb_release) keep their storage in
- * the pool for the next rgb_output of any shape that fits.
+ * the pool for the next rgb_output of any shape that fits (the best fit;
+ * the pool keeps at most RGB_POOL_MAX tensors, dropping the oldest).
  *
  * Threads.  A parallel loop hands out chunks of the range through an
  * atomic counter, the calling thread working too, and returns when every
@@ -71,20 +72,34 @@ static bool fits(const rg_tensor *t, size_t nbytes) {
   return rg_storage_refcount(t) == 1 && rg_storage_nbytes(t) >= nbytes;
 }
 
-/* A pooled tensor with room for nbytes and not much more (first fit). */
+/* The pooled tensor with the least room for nbytes, and not much more
+ * (best fit: a first fit hands a larger buffer to a smaller request, and
+ * the larger request after it then allocates, so the pool grows every
+ * call of a program whose sizes differ by a little, e.g. the Scan traces
+ * of T and T + 1 rows). */
 static rg_tensor *pool_take(rgb_pool *p, size_t nbytes) {
-  for (int i = p->n - 1; i >= 0; i--) {
+  int best = -1;
+  size_t best_cap = 0;
+  for (int i = 0; i < p->n; i++) {
     size_t cap = rg_storage_nbytes(p->v[i]);
-    if (cap >= nbytes && cap <= 2 * nbytes + 4096) {
-      rg_tensor *t = p->v[i];
-      p->v[i] = p->v[--p->n];
-      return t;
-    }
+    if (cap >= nbytes && cap <= 2 * nbytes + 4096 && (best < 0 || cap < best_cap)) best = i, best_cap = cap;
   }
-  return NULL;
+  if (best < 0) return NULL;
+  rg_tensor *t = p->v[best];
+  memmove(p->v + best, p->v + best + 1, (size_t)(p->n - best - 1) * sizeof *p->v);
+  p->n--;
+  return t;
 }
 
+/* Keeps t; a full pool first frees its oldest tensor, so buffers that
+ * kernels allocate outside rgb_output and release every call (a copy made
+ * for a product, say) cannot make the pool grow without end. */
 static void pool_put(rgb_pool *p, rg_tensor *t) {
+  if (p->n == RGB_POOL_MAX) {
+    rg_tensor_free(p->v[0]);
+    memmove(p->v, p->v + 1, (size_t)(p->n - 1) * sizeof *p->v);
+    p->n--;
+  }
   if (p->n == p->cap) {
     int cap = p->cap ? 2 * p->cap : 16;
     rg_tensor **v = rg_realloc(p->v, (size_t)cap * sizeof *v);

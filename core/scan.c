@@ -368,9 +368,13 @@ int rgc_scan_destroys(const rg_op *op, int output) {
   return -1;
 }
 
+/* The same layout over another inner graph, in place where op was (the
+ * inner graph is rewritten at compile time after scan_inplace ran on the
+ * outer one: dropping the mark would copy every mit-mot buffer per call). */
 const rg_op *rg_op_scan_with_inner(rg_ctx *C, const rg_op *op, rg_fgraph *inner) {
   if (!op || op->code != RG_OP_SCAN || !inner) return NULL;
-  return rgc_scan_op_make(C, inner, op->nints, op->ints);
+  const rg_op *nw = rgc_scan_op_make(C, inner, op->nints, op->ints);
+  return nw && op->inplace >= 0 ? rg_op_inplace(nw, op->inplace) : nw;
 }
 
 /* ------------------------------------------------------------------ make_node */

@@ -479,6 +479,22 @@ static void test_mit_mot_in_place(void **st) {
     for (int i = 0; i < 5; i++) assert_true(rg_tensor_get_f64(r, i) == w[i] + (pass ? i + 1.0 : 0));
     rg_tensor_free(r);
   }
+  /* compiled: the mark survives the rewriting of the inner graph (the
+   * linked Scan destroys its buffer's cell instead of copying it) */
+  rg_function *f = rg_compile(C, 1, &x, 1, &y, NULL);
+  assert_non_null(f);
+  const char *dump = tu_function_dump(f);
+  const char *line = strstr(dump, " scan ");
+  assert_non_null(line);
+  const char *eol = strchr(line, '\n'), *mark = strstr(line, " destroys c");
+  assert_true(mark && mark < eol);
+  rg_tensor *r = NULL;
+  for (int call = 0; call < 3; call++) {
+    assert_int_equal(rg_function_call(f, &xv, &r), RG_OK);
+    for (int i = 0; i < 5; i++) assert_true(rg_tensor_get_f64(r, i) == w[i]);
+    rg_tensor_free(r);
+  }
+  rg_function_free(f);
   /* a graph input as the buffer: never marked */
   rg_variable *in = var(RG_FLOAT64, 1, SHAPE(5));
   rg_variable *yi = rg_apply(C, op, 2, (rg_variable *[]){rg_scalar_int(C, 4), in});

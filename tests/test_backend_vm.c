@@ -229,6 +229,53 @@ static void test_buffer_reuse(void **st) {
   }
 }
 
+/* The pool of released buffers: a request takes the buffer that fits
+ * best (a slightly larger one stays for the request it suits: with the
+ * first fit, a program whose buffers differ by a row allocated one more
+ * every call), and a pool fed buffers from elsewhere keeps at most
+ * RGB_POOL_MAX of them. */
+static void test_pool_best_fit_bounded(void **st) {
+  rgb_runtime *rt = rgb_runtime_new(1, true);
+  rg_tensor *cell = NULL;
+  rg_tensor **cells[1] = {&cell};
+  rgb_node node = {.label = "test"};
+  rgb_exec x = {.node = &node, .outp = cells, .rt = rt};
+  int64_t big = 101, small = 100;
+  void *data_big, *data_small;
+  cell = rg_tensor_empty(RG_FLOAT32, 1, &small), data_small = cell->data;
+  rgb_release(rt, &cell);
+  cell = rg_tensor_empty(RG_FLOAT32, 1, &big), data_big = cell->data;
+  rgb_release(rt, &cell);
+  assert_int_equal(rt->pool.n, 2);
+  /* the small request gets the small buffer, whatever the order */
+  for (int order = 0; order < 2; order++) {
+    int64_t first = order ? big : small, second = order ? small : big;
+    rg_tensor *a = rgb_output(&x, 0, RG_FLOAT32, 1, &first);
+    assert_ptr_equal(a->data, first == big ? data_big : data_small);
+    cell = NULL;
+    rg_tensor *b = rgb_output(&x, 0, RG_FLOAT32, 1, &second);
+    assert_ptr_equal(b->data, second == big ? data_big : data_small);
+    assert_int_equal(rt->pool.n, 0);
+    rgb_release(rt, &cell);
+    cell = a;
+    rgb_release(rt, &cell);
+  }
+  /* buffers released without being asked for: the pool stays bounded */
+  for (int i = 0; i < 3 * RGB_POOL_MAX; i++) {
+    int64_t n = 8 + i;
+    cell = rg_tensor_empty(RG_FLOAT64, 1, &n);
+    rgb_release(rt, &cell);
+    assert_true(rt->pool.n <= RGB_POOL_MAX);
+  }
+  assert_int_equal(rt->pool.n, RGB_POOL_MAX);
+  /* the oldest went first: the newest sizes are still there */
+  int64_t want = 8 + 3 * RGB_POOL_MAX - 1;
+  rg_tensor *t = rgb_output(&x, 0, RG_FLOAT64, 1, &want);
+  assert_int_equal(rg_storage_nbytes(t), (size_t)want * 8);
+  rgb_runtime_free(rt);
+  rg_tensor_free(cell);
+}
+
 /* The standard rewrites run by default and keep the results. */
 static void test_fast_run_default(void **st) {
   rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
@@ -532,6 +579,7 @@ int main(void) {
       cmocka_unit_test(test_call_type_errors),       cmocka_unit_test(test_ifelse_selects),
       cmocka_unit_test(test_shared_identity_update), cmocka_unit_test(test_function_outlives_graph),
       cmocka_unit_test(test_ifelse_lazy),            cmocka_unit_test(test_buffer_reuse),
+      cmocka_unit_test(test_pool_best_fit_bounded),
       cmocka_unit_test(test_fast_run_default),       cmocka_unit_test(test_subset),
       cmocka_unit_test(test_many_functions),         cmocka_unit_test(test_inner_graphs),
       cmocka_unit_test(test_plan_chain),             cmocka_unit_test(test_plan_views),

@@ -87,7 +87,8 @@ bool rg_scan_info_of(const rg_op *op, rg_scan_info *out);
  * not allocate collected memory (kernels). */
 #define RG_SCAN_SCRATCH(nints) ((size_t)(nints) * 32 + 64)
 bool rg_scan_info_decode(int nints, const int64_t *ints, rg_scan_info *out, void *scratch);
-/* The same scan with another inner graph of the same interface. */
+/* The same scan (layout, in-place mark) with another inner graph of the
+ * same interface. */
 const rg_op *rg_op_scan_with_inner(rg_ctx *C, const rg_op *op, rg_fgraph *inner);
 
 /* Aesara's ScanArgs: positions in the flat lists, so that no code indexes
