@@ -68,6 +68,12 @@ typedef struct rgb_node {
    * value; the parts are views of it.  NULL: an ordinary node. */
   int32_t *join_slot;
   int32_t join_axis;
+  /* A Scan whose whole state traces are read with their initial values
+   * (join-into.c): its last nfull outputs are such joins, output
+   * nout - nfull + i the trace of outer output full_of[i], initial row
+   * first, as a view of the buffer the state lives in.  NULL: none. */
+  int32_t *full_of;
+  int32_t nfull;
   const char *label;       /* "add", or an opaque op's name (for messages) */
   const rgb_codegen *codegen; /* the function's; NULL: the defaults */
   /* Kernel memo: zeroed by rgb_node_init; the node's kernel may store here

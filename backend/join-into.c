@@ -20,12 +20,24 @@
  *     belong; the part cells hold those views (nothing reads them);
  *   - the join's thunk leaves the schedule.
  *
+ * The same pass folds a second kind of join: a state's whole trace with
+ * its initial value in front, join{0}(dimshuffle{x,0,..}(h0), hs) for a
+ * Scan's sit-sot output hs with initial value h0 (what the gradient of a
+ * Scan reads: every state before each step).  The Scan keeps that state
+ * in one buffer of steps + 1 rows, h0 first (backend/cpu/scan.c), so the
+ * join is a view of it: the Scan's node gets full_of and one output more
+ * per such join, and the join leaves the schedule.  The join's value
+ * then shares storage with hs, so the fold requires that nothing
+ * destroys either (or a view of either) and that no program output is the
+ * join's value or a view of it.
+ *
  * Everything else stays as it was: the memory plan treats the parts as
  * views of the joined value (plan.c), the release lists are made after
  * this pass, and programs run by demand (with ifelse) are left alone.
  */
 #include "backend/backend-impl.h"
 #include "base/base.h"
+#include "relgraph/scan.h"
 
 #include <string.h>
 
@@ -99,6 +111,100 @@ static bool fold(rgb_program *p, int32_t k, const rgb_thunk *j) {
   return true;
 }
 
+/* ------------------------------------------------------------------ a state's trace */
+
+/* Whether cell c is cell root or a view of it (through the producers'
+ * view inputs). */
+static bool views_cell(const rgb_program *p, int32_t c, int32_t root) {
+  for (int hops = 0; hops <= p->nthunks; hops++) {
+    if (c == root) return true;
+    int32_t k = p->producer[c];
+    if (k < 0 || p->thunks[k].node.view_of < 0) return false;
+    c = p->thunks[k].in_cells[p->thunks[k].node.view_of];
+  }
+  return false;
+}
+
+/* Whether some thunk overwrites cell a, cell b or a view of either. */
+static bool destroyed(const rgb_program *p, int32_t a, int32_t b) {
+  for (int32_t k = 0; k < p->nthunks; k++) {
+    const rgb_thunk *t = &p->thunks[k];
+    if (t->node.inplace < 0) continue;
+    int32_t c = t->in_cells[t->node.inplace];
+    if (views_cell(p, c, a) || views_cell(p, c, b)) return true;
+  }
+  return false;
+}
+
+/* Whether thunk d adds one leading broadcastable dimension to its input,
+ * keeping the others in order (dimshuffle{x,0,1,..}). */
+static bool adds_leading_dim(const rgb_thunk *d) {
+  if (d->kind != RGB_T_KERNEL || d->node.code != RG_OP_DIMSHUFFLE || d->node.nints < 1 || d->node.ints[0] != -1)
+    return false;
+  for (int i = 1; i < d->node.nints; i++)
+    if (d->node.ints[i] != i - 1) return false;
+  return true;
+}
+
+/* The Scan thunk whose whole sit-sot trace join j reads with its initial
+ * value in front (*o: that outer output), or -1. */
+static int32_t trace_foldable(const rgb_program *p, const rgb_thunk *j, int *o) {
+  if (j->kind != RGB_T_KERNEL || j->node.code != RG_OP_JOIN || j->node.nin != 2 || j->node.nints < 1 ||
+      j->node.ints[0] != 0)
+    return -1;
+  int32_t d = p->producer[j->in_cells[0]], k = p->producer[j->in_cells[1]];
+  if (d < 0 || k < 0 || !adds_leading_dim(&p->thunks[d])) return -1;
+  const rgb_thunk *s = &p->thunks[k];
+  if (s->kind != RGB_T_KERNEL || s->node.code != RG_OP_SCAN || s->backend != j->backend) return -1;
+  char scratch[RG_SCAN_SCRATCH(s->node.nints)];
+  rg_scan_info si;
+  if (!rg_scan_info_decode(s->node.nints, s->node.ints, &si, scratch)) return -1;
+  for (int q = 0; q < si.n_sit_sot; q++) {
+    int out = rg_scan_outer_out(&si, RG_SCAN_SIT_SOT, q);
+    if (s->out_cells[out] != j->in_cells[1]) continue;
+    if (si.store_steps && si.store_steps[si.n_mit_sot + q] != 0) return -1; /* not the whole trace */
+    if (p->thunks[d].in_cells[0] != s->in_cells[rg_scan_outer_in(&si, RG_SCAN_SIT_SOT, q)]) return -1;
+    for (int32_t i = 0; i < p->nout; i++) /* no output shares the Scan's buffer through it */
+      if (views_cell(p, p->out_cells[i], j->out_cells[0])) return -1;
+    if (destroyed(p, j->out_cells[0], j->in_cells[1])) return -1;
+    *o = out;
+    return k;
+  }
+  return -1;
+}
+
+/* Scan thunk k produces join j's value as one output more, the trace of
+ * its outer output o. */
+static bool fold_trace(rgb_program *p, int32_t k, const rgb_thunk *j, int o) {
+  rgb_thunk *s = &p->thunks[k];
+  int nout = s->node.nout, nfull = s->node.nfull;
+  int32_t *full = rg_malloc((size_t)(nfull + 1) * sizeof *full);
+  int32_t *cells = rg_malloc((size_t)(nout + 1) * sizeof *cells);
+  rg_tensor ***outp = rg_malloc((size_t)(nout + 1) * sizeof *outp);
+  rgb_vtype *types = rg_malloc((size_t)(nout + 1) * sizeof *types);
+  if (!full || !cells || !outp || !types) {
+    rg_free(full), rg_free(cells), rg_free(outp), rg_free(types);
+    return false;
+  }
+  if (nfull) memcpy(full, s->node.full_of, (size_t)nfull * sizeof *full);
+  full[nfull] = o;
+  memcpy(cells, s->out_cells, (size_t)nout * sizeof *cells);
+  memcpy(outp, s->x.outp, (size_t)nout * sizeof *outp);
+  memcpy(types, s->node.out, (size_t)nout * sizeof *types);
+  cells[nout] = j->out_cells[0];
+  outp[nout] = &p->cells[j->out_cells[0]];
+  types[nout] = j->node.out[0];
+  rg_free(s->node.full_of), rg_free(s->out_cells), rg_free((void *)s->x.outp), rg_free((void *)s->node.out);
+  s->node.full_of = full;
+  s->node.nfull = nfull + 1;
+  s->out_cells = cells;
+  s->x.outp = outp;
+  s->node.out = types;
+  s->node.nout = nout + 1;
+  p->producer[j->out_cells[0]] = k;
+  return true;
+}
+
 /* Removes thunk j from the schedule; later thunks move down one place. */
 static void drop_thunk(rgb_program *p, int32_t j) {
   rgb_thunk *t = &p->thunks[j];
@@ -119,9 +225,11 @@ bool rgb_join_into(rgb_program *p) {
   if (!readers) return false;
   bool ok = true;
   for (int32_t j = 0; j < p->nthunks && ok; j++) {
+    int o = -1;
     int32_t k = foldable(p, &p->thunks[j], readers);
-    if (k < 0) continue;
-    ok = fold(p, k, &p->thunks[j]);
+    if (k >= 0) ok = fold(p, k, &p->thunks[j]);
+    else if ((k = trace_foldable(p, &p->thunks[j], &o)) >= 0) ok = fold_trace(p, k, &p->thunks[j], o);
+    else continue;
     if (ok) drop_thunk(p, j--);
   }
   rg_free(readers);

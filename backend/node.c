@@ -86,6 +86,7 @@ int rgb_node_link_inner(rgb_node *bn, const rg_node *n, const rg_backend *backen
 void rgb_node_clear(rgb_node *bn) {
   rgb_program_free(bn->inner);
   rg_free(bn->join_slot);
+  rg_free(bn->full_of);
   rg_free((void *)bn->in);
   rg_free((void *)bn->out);
   rg_free((void *)bn->ints);

@@ -542,6 +542,65 @@ static void test_small_vectors(void **st) {
   rg_tensor_free(big);
 }
 
+/* join{0}(x0[None], y) for a state y with initial value x0 (what the
+ * gradient of a Scan reads) becomes a view of the buffer the Scan keeps
+ * the state in: no join runs.  Not when something overwrites the joined
+ * value, when it is returned (or a view of it), or when the row in front
+ * is not the initial value. */
+static void test_trace_with_initial_row(void **st) {
+  rg_variable *s = var(RG_FLOAT64, 2, SHAPE(U, 3)), *x0 = var(RG_FLOAT64, 1, SHAPE(3));
+  rg_variable *z = var(RG_FLOAT64, 1, SHAPE(3));
+  rg_scan_seq seq = {.x = s};
+  rg_scan_output o = {.init = x0};
+  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_affine,
+                     .truncate_gradient = -1};
+  rg_variable *y;
+  scan_or_fail(&sp, &y);
+  rg_variable *full = rg_join(0, 2, (rg_variable *[]){rg_dimshuffle(x0, 2, (int64_t[]){-1, 0}), y});
+  rg_variable *other = rg_join(0, 2, (rg_variable *[]){rg_dimshuffle(z, 2, (int64_t[]){-1, 0}), y});
+  rg_variable *cases[4][2] = {
+      {rg_sum(full, 1, (int64_t[]){0}), y},                            /* folded */
+      {rg_add(full, rg_scalar_float(C, 1.0)), y},            /* overwritten in place */
+      {rg_dimshuffle(full, 2, (int64_t[]){1, 0}), y},        /* returned as a view */
+      {rg_sum(other, 1, (int64_t[]){0}), y},                           /* another row in front */
+  };
+  rg_tensor *sv = tens_rand(RG_FLOAT64, 2, SHAPE(5, 3), -1, 1);
+  rg_tensor *xv = tens(RG_FLOAT64, 1, SHAPE(3), VALS(1, -2, 3));
+  rg_tensor *zv = tens(RG_FLOAT64, 1, SHAPE(3), VALS(7, 8, 9));
+  double h[6][3] = {{1, -2, 3}};
+  for (int t = 0; t < 5; t++)
+    for (int j = 0; j < 3; j++) h[t + 1][j] = 0.5 * h[t][j] + rg_tensor_get_f64(sv, t * 3 + j);
+  for (int c = 0; c < 4; c++) {
+    rg_function *f = rg_compile(C, 3, (rg_variable *[]){s, x0, z}, 2, cases[c], NULL);
+    assert_non_null(f);
+    assert_int_equal(strstr(tu_function_dump(f), " join ") == NULL, c == 0);
+    for (int call = 0; call < 2; call++) {
+      rg_tensor *r[2];
+      assert_int_equal(rg_function_call(f, (rg_tensor *[]){sv, xv, zv}, r), RG_OK);
+      for (int t = 0; t < 5; t++)
+        for (int j = 0; j < 3; j++) assert_true(fabs(rg_tensor_get_f64(r[1], t * 3 + j) - h[t + 1][j]) < 1e-12);
+      for (int t = 0; t < 6; t++)
+        for (int j = 0; j < 3; j++) {
+          double want = t == 0 && c == 3 ? rg_tensor_get_f64(zv, j) : h[t][j];
+          if (c == 1) assert_true(fabs(rg_tensor_get_f64(r[0], t * 3 + j) - (want + 1)) < 1e-12);
+          if (c == 2) assert_true(fabs(rg_tensor_get_f64(r[0], j * 6 + t) - want) < 1e-12);
+        }
+      if (c == 0 || c == 3) {
+        double sum[3] = {0, 0, 0};
+        for (int t = 0; t < 6; t++)
+          for (int j = 0; j < 3; j++) sum[j] += t == 0 && c == 3 ? rg_tensor_get_f64(zv, j) : h[t][j];
+        for (int j = 0; j < 3; j++) assert_true(fabs(rg_tensor_get_f64(r[0], j) - sum[j]) < 1e-12);
+      }
+      rg_tensor_free(r[0]);
+      rg_tensor_free(r[1]);
+    }
+    rg_function_free(f);
+  }
+  rg_tensor_free(sv);
+  rg_tensor_free(xv);
+  rg_tensor_free(zv);
+}
+
 /* A state whose shape changes at run time is an error, not a crash. */
 static int step_grow(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
   outs[0] = rg_add(in[0], in[1]); /* (?) + (?) broadcasts a size-1 state against v */
@@ -577,6 +636,7 @@ int main(void) {
       cmocka_unit_test(test_preallocated_rows),
       cmocka_unit_test(test_mit_mot),
       cmocka_unit_test(test_mit_mot_in_place),
+      cmocka_unit_test(test_trace_with_initial_row),
       cmocka_unit_test(test_small_vectors),
       cmocka_unit_test(test_runtime_errors),
   };

@@ -37,6 +37,10 @@
  * arguments).  The scalar path is the host's only; preallocation wraps
  * device rows of any size (a copy there is a kernel launch).
  *
+ * Whole traces.  A Scan node may have outputs beyond its layout's
+ * (rgb_node.full_of, made at link time by join-into.c): a sit-sot's
+ * buffer from its initial row on, a view like the state's own output.
+ *
  * Preallocation (Aesara's).  Before a step, the cell of an inner output
  * computed by an inner node holds a tensor wrapping the row of the trace
  * the step writes, so the node's kernel, which reuses the buffer in its
@@ -498,6 +502,16 @@ static int set_outputs(run *r) {
     }
     if (!v) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory for output %d", o);
     rgb_set_output(r->x, o, v);
+  }
+  /* whole traces with their initial rows (join-into.c: only of sit-sots
+   * that keep every step, so nothing wrapped) */
+  const rgb_node *n = r->x->node;
+  for (int i = 0; i < n->nfull; i++) {
+    trace *tr = &r->tr[n->full_of[i]];
+    if (tr->wrap) return rgb_error(r->x, RG_ERR_TYPE, "output %d: the trace of a state that keeps only its last steps", n->nout - n->nfull + i);
+    rg_tensor *v = trace_out(r, tr, tr->ninit + r->steps, tr->ninit + r->steps);
+    if (!v) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory for output %d", n->nout - n->nfull + i);
+    rgb_set_output(r->x, n->nout - n->nfull + i, v);
   }
   return RG_OK;
 }
