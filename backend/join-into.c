@@ -77,38 +77,65 @@ static int32_t foldable(const rgb_program *p, const rgb_thunk *j, const int32_t 
   return k;
 }
 
+/* Gives thunk t one output more, join j's value (t now computes j's
+ * cell); false, t unchanged, when memory runs out. */
+static bool take_join_output(rgb_program *p, rgb_thunk *t, const rgb_thunk *j) {
+  int nout = t->node.nout;
+  int32_t *cells = rg_malloc((size_t)(nout + 1) * sizeof *cells);
+  rg_tensor ***outp = rg_malloc((size_t)(nout + 1) * sizeof *outp);
+  rgb_vtype *types = rg_malloc((size_t)(nout + 1) * sizeof *types);
+  if (!cells || !outp || !types) {
+    rg_free(cells), rg_free(outp), rg_free(types);
+    return false;
+  }
+  memcpy(cells, t->out_cells, (size_t)nout * sizeof *cells);
+  memcpy(outp, t->x.outp, (size_t)nout * sizeof *outp);
+  memcpy(types, t->node.out, (size_t)nout * sizeof *types);
+  cells[nout] = j->out_cells[0];
+  outp[nout] = &p->cells[j->out_cells[0]];
+  types[nout] = j->node.out[0];
+  rg_free(t->out_cells), rg_free((void *)t->x.outp), rg_free((void *)t->node.out);
+  t->out_cells = cells;
+  t->x.outp = outp;
+  t->node.out = types;
+  t->node.nout = nout + 1;
+  p->producer[j->out_cells[0]] = (int32_t)(t - p->thunks);
+  return true;
+}
+
 /* Folds join thunk j into composite thunk k: k writes j's cell. */
 static bool fold(rgb_program *p, int32_t k, const rgb_thunk *j) {
   rgb_thunk *c = &p->thunks[k];
   int nout = c->node.nout;
   int32_t *slot = rg_malloc((size_t)nout * sizeof *slot);
-  int32_t *cells = rg_malloc((size_t)(nout + 2) * sizeof *cells);
-  rg_tensor ***outp = rg_malloc((size_t)(nout + 2) * sizeof *outp);
-  rgb_vtype *types = rg_malloc((size_t)(nout + 1) * sizeof *types);
-  if (!slot || !cells || !outp || !types) {
-    rg_free(slot), rg_free(cells), rg_free(outp), rg_free(types);
-    return false;
-  }
+  if (!slot) return false;
   for (int o = 0; o < nout; o++) {
     slot[o] = -1;
     for (int i = 0; i < j->node.nin; i++)
       if (j->in_cells[i] == c->out_cells[o]) slot[o] = i;
   }
-  memcpy(cells, c->out_cells, (size_t)nout * sizeof *cells);
-  memcpy(outp, c->x.outp, (size_t)nout * sizeof *outp);
-  memcpy(types, c->node.out, (size_t)nout * sizeof *types);
-  cells[nout] = j->out_cells[0];
-  outp[nout] = &p->cells[j->out_cells[0]];
-  types[nout] = j->node.out[0];
-  rg_free(c->out_cells), rg_free((void *)c->x.outp), rg_free((void *)c->node.out);
-  c->out_cells = cells;
-  c->x.outp = outp;
-  c->node.out = types;
+  if (!take_join_output(p, c, j)) {
+    rg_free(slot);
+    return false;
+  }
   c->node.join_slot = slot;
   c->node.join_axis = (int32_t)j->node.ints[0];
-  c->node.nout = nout + 1;
-  p->producer[j->out_cells[0]] = k;
   return true;
+}
+
+/* Removes thunk j from the schedule; later thunks move down one place. */
+static void drop_thunk(rgb_program *p, int32_t j) {
+  rgb_thunk *t = &p->thunks[j];
+  if (t->free_state) t->free_state(t->x.state);
+  rgb_node_clear(&t->node);
+  rg_free(t->in_cells), rg_free(t->out_cells), rg_free((void *)t->x.inp), rg_free((void *)t->x.outp);
+  rg_free(t->release);
+  memmove(t, t + 1, (size_t)(p->nthunks - j - 1) * sizeof *t);
+  p->nthunks--;
+  memset(&p->thunks[p->nthunks], 0, sizeof *p->thunks);
+  for (int32_t k = j; k < p->nthunks; k++) p->thunks[k].x.node = &p->thunks[k].node;
+  for (int32_t c = 0; c < p->ncells; c++)
+    if (p->producer[c] > j) p->producer[c]--;
 }
 
 /* ------------------------------------------------------------------ a state's trace */
@@ -177,47 +204,18 @@ static int32_t trace_foldable(const rgb_program *p, const rgb_thunk *j, int *o) 
  * its outer output o. */
 static bool fold_trace(rgb_program *p, int32_t k, const rgb_thunk *j, int o) {
   rgb_thunk *s = &p->thunks[k];
-  int nout = s->node.nout, nfull = s->node.nfull;
+  int nfull = s->node.nfull;
   int32_t *full = rg_malloc((size_t)(nfull + 1) * sizeof *full);
-  int32_t *cells = rg_malloc((size_t)(nout + 1) * sizeof *cells);
-  rg_tensor ***outp = rg_malloc((size_t)(nout + 1) * sizeof *outp);
-  rgb_vtype *types = rg_malloc((size_t)(nout + 1) * sizeof *types);
-  if (!full || !cells || !outp || !types) {
-    rg_free(full), rg_free(cells), rg_free(outp), rg_free(types);
+  if (!full || !take_join_output(p, s, j)) {
+    rg_free(full);
     return false;
   }
   if (nfull) memcpy(full, s->node.full_of, (size_t)nfull * sizeof *full);
   full[nfull] = o;
-  memcpy(cells, s->out_cells, (size_t)nout * sizeof *cells);
-  memcpy(outp, s->x.outp, (size_t)nout * sizeof *outp);
-  memcpy(types, s->node.out, (size_t)nout * sizeof *types);
-  cells[nout] = j->out_cells[0];
-  outp[nout] = &p->cells[j->out_cells[0]];
-  types[nout] = j->node.out[0];
-  rg_free(s->node.full_of), rg_free(s->out_cells), rg_free((void *)s->x.outp), rg_free((void *)s->node.out);
+  rg_free(s->node.full_of);
   s->node.full_of = full;
   s->node.nfull = nfull + 1;
-  s->out_cells = cells;
-  s->x.outp = outp;
-  s->node.out = types;
-  s->node.nout = nout + 1;
-  p->producer[j->out_cells[0]] = k;
   return true;
-}
-
-/* Removes thunk j from the schedule; later thunks move down one place. */
-static void drop_thunk(rgb_program *p, int32_t j) {
-  rgb_thunk *t = &p->thunks[j];
-  if (t->free_state) t->free_state(t->x.state);
-  rgb_node_clear(&t->node);
-  rg_free(t->in_cells), rg_free(t->out_cells), rg_free((void *)t->x.inp), rg_free((void *)t->x.outp);
-  rg_free(t->release);
-  memmove(t, t + 1, (size_t)(p->nthunks - j - 1) * sizeof *t);
-  p->nthunks--;
-  memset(&p->thunks[p->nthunks], 0, sizeof *p->thunks);
-  for (int32_t k = j; k < p->nthunks; k++) p->thunks[k].x.node = &p->thunks[k].node;
-  for (int32_t c = 0; c < p->ncells; c++)
-    if (p->producer[c] > j) p->producer[c]--;
 }
 
 bool rgb_join_into(rgb_program *p) {

@@ -512,14 +512,20 @@ static int step_affine(rg_ctx *c, int nin, rg_variable *const *in, rg_variable *
   return RG_OK;
 }
 
-static void test_small_vectors(void **st) {
-  rg_variable *s = var(RG_FLOAT64, 2, SHAPE(U, 3)), *x0 = var(RG_FLOAT64, 1, SHAPE(3));
+/* The trace of step_affine over sequence s from x0. */
+static rg_variable *affine_scan(rg_variable *s, rg_variable *x0) {
   rg_scan_seq seq = {.x = s};
   rg_scan_output o = {.init = x0};
   rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_affine,
                      .truncate_gradient = -1};
   rg_variable *y;
   scan_or_fail(&sp, &y);
+  return y;
+}
+
+static void test_small_vectors(void **st) {
+  rg_variable *s = var(RG_FLOAT64, 2, SHAPE(U, 3)), *x0 = var(RG_FLOAT64, 1, SHAPE(3));
+  rg_variable *y = affine_scan(s, x0);
   rg_tensor *big = tens_rand(RG_FLOAT64, 2, SHAPE(3, 12), -1, 1);
   rg_tensor *strided = rg_tensor_view(big, 2, SHAPE(6, 3), SHAPE(16, 96), 0); /* big[:, 0:12:2].T */
   rg_tensor *cont = rg_tensor_copy(strided);
@@ -550,12 +556,7 @@ static void test_small_vectors(void **st) {
 static void test_trace_with_initial_row(void **st) {
   rg_variable *s = var(RG_FLOAT64, 2, SHAPE(U, 3)), *x0 = var(RG_FLOAT64, 1, SHAPE(3));
   rg_variable *z = var(RG_FLOAT64, 1, SHAPE(3));
-  rg_scan_seq seq = {.x = s};
-  rg_scan_output o = {.init = x0};
-  rg_scan_spec sp = {.nseqs = 1, .seqs = &seq, .noutputs = 1, .outputs = &o, .fn = step_affine,
-                     .truncate_gradient = -1};
-  rg_variable *y;
-  scan_or_fail(&sp, &y);
+  rg_variable *y = affine_scan(s, x0);
   rg_variable *full = rg_join(0, 2, (rg_variable *[]){rg_dimshuffle(x0, 2, (int64_t[]){-1, 0}), y});
   rg_variable *other = rg_join(0, 2, (rg_variable *[]){rg_dimshuffle(z, 2, (int64_t[]){-1, 0}), y});
   rg_variable *cases[4][2] = {
