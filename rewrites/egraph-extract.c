@@ -40,6 +40,8 @@ typedef struct extractor {
   double *best;        /* greedy tree cost per class */
   uint32_t *size;      /* tree size of that, for ties */
   double *minc;        /* cheapest node per class */
+  struct cand **cands; /* per class: its nodes by tree cost, made on first use */
+  uint32_t *ncands;
   uint32_t *choice;    /* B&B: node per class or EG_NONE */
   uint8_t *pending;
   eg_ids stack;        /* classes to decide */
@@ -137,6 +139,7 @@ static bool acyclic(extractor *x) {
 static double kth(const extractor *x) { return x->nans < x->k ? INFINITY : x->ans[x->nans - 1].cost; }
 
 static void record(extractor *x, double cost) {
+  if (x->nans == x->k && cost >= kth(x)) return; /* ties keep the answer found first */
   if (!acyclic(x)) return;
   void *copy = malloc((x->eg->ncls ? x->eg->ncls : 1) * sizeof *x->choice);
   if (!copy) return; /* out of memory: this answer is not kept */
@@ -159,7 +162,7 @@ static int cmp_cand(const void *a, const void *b) {
   return p->t < q->t ? -1 : p->t > q->t ? 1 : (p->id > q->id) - (p->id < q->id);
 }
 
-static cand *candidates(extractor *x, uint32_t c, uint32_t *n) {
+static cand *sorted_nodes(extractor *x, uint32_t c, uint32_t *n) {
   const eg_ids *ns = &x->eg->cls[c].nodes;
   cand *v = malloc((ns->n + 1) * sizeof *v);
   uint32_t m = 0, s;
@@ -172,6 +175,14 @@ static cand *candidates(extractor *x, uint32_t c, uint32_t *n) {
   qsort(v, m, sizeof *v, cmp_cand);
   *n = m;
   return v;
+}
+
+/* The same, computed once per class (tree costs are fixed after greedy);
+ * the branch and bound visits a class many times. */
+static const cand *candidates(extractor *x, uint32_t c, uint32_t *n) {
+  if (!x->cands[c]) x->cands[c] = sorted_nodes(x, c, &x->ncands[c]);
+  *n = x->ncands[c];
+  return x->cands[c];
 }
 
 static void push_class(extractor *x, uint32_t c) {
@@ -203,7 +214,7 @@ static void try_node(extractor *x, uint32_t c, uint32_t id, double partial) {
 }
 
 static void bb(extractor *x, double partial) {
-  if (partial + x->lb >= kth(x) * (1 + 1e-12) && x->nans == x->k) return;
+  if (x->nans == x->k && partial + x->lb >= kth(x)) return;
   if (--x->budget < 0) {
     x->cut = true;
     return;
@@ -216,9 +227,8 @@ static void bb(extractor *x, double partial) {
   x->pending[c] = 0;
   x->lb -= x->minc[c];
   uint32_t n;
-  cand *v = candidates(x, c, &n);
+  const cand *v = candidates(x, c, &n);
   for (uint32_t i = 0; i < n && !(x->cut && x->nans); i++) try_node(x, c, v[i].id, partial);
-  free(v);
   push_class(x, c);
 }
 
@@ -273,6 +283,9 @@ static void extractor_free(extractor *x) {
   free(x->best);
   free(x->size);
   free(x->minc);
+  for (uint32_t c = 0; x->cands && c <= x->eg->ncls; c++) free(x->cands[c]);
+  free(x->cands);
+  free(x->ncands);
   free(x->choice);
   free(x->pending);
   free(x->stack.v);
@@ -288,9 +301,8 @@ static void greedy_answer(extractor *x) {
     x->choice[c] = EG_NONE;
     if (eg->uf[c] != c) continue;
     uint32_t n;
-    cand *v = candidates(x, c, &n);
+    const cand *v = candidates(x, c, &n);
     if (n) x->choice[c] = v[0].id;
-    free(v);
   }
   double total = 0;
   uint8_t *seen = calloc(eg->ncls, 1);
@@ -341,10 +353,14 @@ int rg_egraph_extract(rg_egraph *eg, const rg_cost_model *cm, int k, rg_fgraph *
   x.best = malloc(n * sizeof *x.best);
   x.size = malloc(n * sizeof *x.size);
   x.minc = malloc(n * sizeof *x.minc);
+  x.cands = calloc(n, sizeof *x.cands);
+  x.ncands = calloc(n, sizeof *x.ncands);
   x.choice = malloc(n * sizeof *x.choice);
   x.pending = calloc(n, 1);
   x.ans = calloc((size_t)k, sizeof *x.ans);
-  int rc = run_extraction(&x);
+  int rc = x.best && x.size && x.minc && x.cands && x.ncands && x.choice && x.pending && x.ans
+               ? run_extraction(&x)
+               : rg_error(eg->C, RG_ERR_NOMEM, "extract: out of memory for %u e-classes", eg->ncls);
   int got = 0;
   for (int i = 0; !rc && i < x.nans; i++) {
     if (!(graphs[got] = graph_of(eg, x.ans[i].choice))) {

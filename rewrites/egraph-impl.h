@@ -84,12 +84,14 @@ typedef struct eg_iter {
   const char *banned;     /* rules banned in it, or NULL */
 } eg_iter;
 
-/* One hash-cons slot: a node's id, its head and arity (head << 2 | the
- * arity, 3 for three or more) and its first two children, so that a
- * probe compares nodes of up to two children without reading them (one
- * cache line per probe).  id EG_NONE: empty; EG_TOMB: deleted. */
+/* One hash-cons slot: a node's class (find(cls) is its class now), its
+ * head and arity (head << 2 | the arity, 3 for three or more) and its two
+ * children, so that a probe finds a node of up to two children and its
+ * class without reading the node (one cache line per probe); for three or
+ * more children k0 is the node's id (the children are read from it).
+ * cls EG_NONE: empty; EG_TOMB: deleted. */
 #define EG_TOMB (EG_NONE - 1)
-typedef struct eg_slot { uint32_t id, headn, k0, k1; } eg_slot;
+typedef struct eg_slot { uint32_t cls, headn, k0, k1; } eg_slot;
 
 struct rg_egraph {
   rg_ctx *C;
@@ -173,6 +175,12 @@ uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch);
 /* Adds head(children) and merges it with class `into` (a new e-node of
  * into's type goes straight into it, with no class of its own); its class
  * or EG_NONE (ill-typed, or a merge refused). */
+/* The class of the node head(ch) (children not necessarily canonical) if
+ * the e-graph has it, else EG_NONE; adds nothing. */
+uint32_t eg_lookup(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch);
+/* Brings the hash-cons slot of head(ch) (at most two children, not
+ * necessarily canonical) towards the cache: a probe soon will read it. */
+void eg_prefetch(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch);
 uint32_t eg_add_into(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch, uint32_t into);
 /* Adds everything variable v computes; its class or EG_NONE. */
 uint32_t eg_add_var(rg_egraph *eg, rg_variable *v);

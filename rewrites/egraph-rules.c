@@ -216,6 +216,7 @@ typedef struct matcher {
   int64_t count, limit;
   uint32_t since;               /* nodes and classes stamped >= since are new */
   int fresh;                    /* new nodes and classes on the current path */
+  bool by_node;                 /* only nodes count (see search_pattern) */
 } matcher;
 
 static void on_match(matcher *m);
@@ -296,7 +297,7 @@ static void ematch(matcher *m, const goal *t) {
   rg_egraph *eg = m->eg;
   uint32_t c = eg_find(eg, t->c);
   const pat *p = t->p;
-  int fresh = eg->cls[c].mod >= m->since;
+  int fresh = (!m->by_node || p->kind == P_LIT) && eg->cls[c].mod >= m->since;
   m->fresh += fresh;
   if (p->kind == P_VAR) {
     uint32_t b = m->binds[p->var];
@@ -363,10 +364,17 @@ static bool out_of_time(rg_egraph *eg, eg_rule *r, size_t i) {
   return true;
 }
 
+static bool has_lit(const pat *p) {
+  if (p->kind == P_LIT) return true;
+  for (int i = 0; p->kind == P_OP && i < p->nch; i++)
+    if (has_lit(p->ch[i])) return true;
+  return false;
+}
+
 static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
   uint32_t binds[r->nvars ? r->nvars : 1];
   rg_term *tb = has_params(r->lhs) ? rg_gc_alloc((size_t)(r->nvars + 1) * sizeof *tb) : NULL;
-  matcher m = {eg, r, 0, binds, tb, 0, limit, r->since, 0};
+  matcher m = {eg, r, 0, binds, tb, 0, limit, r->since, 0, !r->guard && !has_lit(r->lhs)};
   for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
   const eg_ids *ns = &eg->byop[r->lhs->code];
   goal root = {r->lhs, 0, NULL};
@@ -420,6 +428,48 @@ static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint3
   return instantiate_op(eg, r, p, binds, tb, into);
 }
 
+/* Prefetching for the apply loop, in two stages ahead of the match being
+ * applied: first the slots of the result's innermost ops (those over
+ * variables only), then, once those are in the cache, the slot of the
+ * result's root, its children looked up without adding anything.  Ops with
+ * parameters or more than two children are not prefetched. */
+static bool prefetchable(const pat *p) { return p->kind == P_OP && !p->hpat && p->nch <= 2; }
+
+static void prefetch_inner(rg_egraph *eg, const pat *p, const uint32_t *binds) {
+  if (!prefetchable(p)) return;
+  uint32_t ch[2];
+  for (int i = 0; i < p->nch; i++) {
+    if (p->ch[i]->kind != P_VAR) {
+      for (int j = 0; j < p->nch; j++) prefetch_inner(eg, p->ch[j], binds);
+      return;
+    }
+    ch[i] = binds[p->ch[i]->var];
+  }
+  eg_prefetch(eg, p->head, (uint32_t)p->nch, ch);
+}
+
+/* The class p's instance has now, or EG_NONE (not there, or not known). */
+static uint32_t peek(rg_egraph *eg, const pat *p, const uint32_t *binds) {
+  if (p->kind == P_VAR) return binds[p->var];
+  if (!prefetchable(p)) return EG_NONE;
+  uint32_t ch[2];
+  for (int i = 0; i < p->nch; i++)
+    if ((ch[i] = peek(eg, p->ch[i], binds)) == EG_NONE) return EG_NONE;
+  return eg_lookup(eg, p->head, (uint32_t)p->nch, ch);
+}
+
+static void prefetch_root(rg_egraph *eg, const pat *p, const uint32_t *binds) {
+  if (!prefetchable(p)) return;
+  uint32_t ch[2];
+  for (int i = 0; i < p->nch; i++) {
+    if (p->ch[i]->kind == P_VAR) return; /* prefetched by prefetch_inner */
+    if ((ch[i] = peek(eg, p->ch[i], binds)) == EG_NONE) return;
+  }
+  eg_prefetch(eg, p->head, (uint32_t)p->nch, ch);
+}
+
+#define PREFETCH_AHEAD 8
+
 static int apply_pattern(rg_egraph *eg, eg_rule *r) {
   size_t stride = (size_t)r->nvars + 1;
   rg_term tl = RG_NIL;  /* term bindings were pushed in reverse */
@@ -427,6 +477,9 @@ static int apply_pattern(rg_egraph *eg, eg_rule *r) {
   for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
     rg_term tb = rg_is_pair(tl) ? rg_car(tl) : RG_NIL;
     if (rg_is_pair(tl)) tl = rg_cdr(tl);
+    if (i + 2 * PREFETCH_AHEAD * stride < r->m.n)
+      prefetch_inner(eg, r->rhs, r->m.v + i + 2 * PREFETCH_AHEAD * stride + 1);
+    if (i + PREFETCH_AHEAD * stride < r->m.n) prefetch_root(eg, r->rhs, r->m.v + i + PREFETCH_AHEAD * stride + 1);
     uint32_t into = r->rhs->kind == P_OP ? r->m.v[i] : EG_NONE;
     uint32_t c = instantiate(eg, r, r->rhs, r->m.v + i + 1, tb, into);
     if (c == EG_NONE && rg_errcode(eg->C)) return rg_errcode(eg->C);

@@ -149,23 +149,26 @@ static inline uint32_t headn_of(uint32_t head, uint32_t n) { return head << 2 | 
 static inline bool slot_is(const rg_egraph *eg, const eg_slot *e, uint32_t headn, uint32_t n,
                            const uint32_t *ch) {
   if (e->headn != headn) return false;
-  if (n == 0) return true;
-  if (e->k0 != ch[0]) return false;
-  if (n == 1) return true;
-  if (e->k1 != ch[1]) return false;
-  return n == 2 || node_is(eg, e->id, eg->nodes[e->id].head, n, ch);
+  if (n > 2) return node_is(eg, e->k0, eg->nodes[e->k0].head, n, ch);
+  return (n < 1 || e->k0 == ch[0]) && (n < 2 || e->k1 == ch[1]);
 }
 
-/* A slot left behind by repair (lazy removal, below): its node died, or
- * its stored children are no longer the node's.  Such a slot never
- * matches a probe with canonical children (its children are not roots
- * any more); it counts as deleted and is dropped when the table grows. */
+/* A slot left behind by repair (lazy removal, below): its node's children
+ * changed (the node was re-canonicalized or died), so a stored child is
+ * no longer a union-find root, and never will be again.  Such a slot never
+ * matches a probe with canonical children; it counts as deleted and is
+ * dropped when the table grows.  (A node whose child merged and that
+ * repair has not reached yet looks stale too: dropping its slot early is
+ * harmless, repair puts the node back.) */
 static bool slot_stale(const rg_egraph *eg, const eg_slot *e) {
-  const eg_node *x = &eg->nodes[e->id];
-  if (x->dead) return true;
-  if (x->nch > 2) return false; /* removed eagerly */
-  const uint32_t *k = eg_kids(eg, e->id);
-  return (x->nch > 0 && e->k0 != k[0]) || (x->nch > 1 && e->k1 != k[1]);
+  uint32_t n = e->headn & 3;
+  return n <= 2 && ((n > 0 && eg->uf[e->k0] != e->k0) || (n > 1 && eg->uf[e->k1] != e->k1));
+}
+
+static uint32_t slot_hash(const rg_egraph *eg, const eg_slot *e) {
+  if ((e->headn & 3) <= 2) return node_hash(e->headn >> 2, e->headn & 3, &e->k0);
+  const eg_node *x = &eg->nodes[e->k0];
+  return node_hash(x->head, x->nch, eg_kids(eg, e->k0));
 }
 
 static void memo_grow(rg_egraph *eg) {
@@ -179,11 +182,9 @@ static void memo_grow(rg_egraph *eg) {
   size_t mask = eg->capmemo - 1;
   for (size_t i = 0; i < oldcap; i++) {
     const eg_slot *e = &old[i];
-    if (e->id >= EG_TOMB || slot_stale(eg, e)) continue;
-    const eg_node *x = &eg->nodes[e->id];
-    uint32_t h = x->nch <= 2 ? node_hash(e->headn >> 2, x->nch, &e->k0) : node_hash(x->head, x->nch, eg_kids(eg, e->id));
-    size_t s = h & mask;
-    while (eg->memo[s].id != EG_NONE) s = (s + 1) & mask;
+    if (e->cls >= EG_TOMB || slot_stale(eg, e)) continue;
+    size_t s = slot_hash(eg, e) & mask;
+    while (eg->memo[s].cls != EG_NONE) s = (s + 1) & mask;
     eg->memo[s] = *e;
   }
   free(old);
@@ -197,8 +198,8 @@ static size_t memo_probe(const rg_egraph *eg, uint32_t h, uint32_t head, uint32_
   uint32_t hn = headn_of(head, n);
   for (;; s = (s + 1) & mask) {
     const eg_slot *e = &eg->memo[s];
-    if (e->id == EG_NONE) break;
-    if (e->id == EG_TOMB) {
+    if (e->cls == EG_NONE) break;
+    if (e->cls == EG_TOMB) {
       if (free_slot == SIZE_MAX) free_slot = s;
     } else if (slot_is(eg, e, hn, n, ch)) {
       *found = true;
@@ -209,16 +210,34 @@ static size_t memo_probe(const rg_egraph *eg, uint32_t h, uint32_t head, uint32_
   return free_slot != SIZE_MAX ? free_slot : s;
 }
 
-static inline void memo_put(rg_egraph *eg, size_t s, uint32_t head, uint32_t n, const uint32_t *ch, uint32_t id) {
-  if (eg->memo[s].id == EG_TOMB) eg->ntomb--;
-  eg->memo[s] = (eg_slot){id, headn_of(head, n), n > 0 ? ch[0] : 0, n > 1 ? ch[1] : 0};
+void eg_prefetch(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
+  uint32_t cc[2];
+  for (uint32_t i = 0; i < n; i++) cc[i] = eg_find(eg, ch[i]);
+  if (eg->capmemo) __builtin_prefetch(&eg->memo[node_hash(head, n, cc) & (eg->capmemo - 1)]);
+}
+
+/* Puts node id (head(ch), of class c) in slot s. */
+static inline void memo_put(rg_egraph *eg, size_t s, uint32_t head, uint32_t n, const uint32_t *ch, uint32_t id,
+                            uint32_t c) {
+  if (eg->memo[s].cls == EG_TOMB) eg->ntomb--;
+  eg->memo[s] = n > 2 ? (eg_slot){c, headn_of(head, n), id, 0}
+                      : (eg_slot){c, headn_of(head, n), n > 0 ? ch[0] : 0, n > 1 ? ch[1] : 0};
   eg->nmemo++;
 }
 
+/* The class of the node head(ch), or EG_NONE. */
 static uint32_t memo_lookup(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
   bool found;
   size_t s = memo_probe(eg, node_hash(head, n, ch), head, n, ch, &found);
-  return found ? eg->memo[s].id : EG_NONE;
+  return found ? eg->memo[s].cls : EG_NONE;
+}
+
+uint32_t eg_lookup(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
+  uint32_t small[16], *cc = n <= 16 ? small : malloc(n * sizeof *cc);
+  for (uint32_t i = 0; i < n; i++) cc[i] = eg_find(eg, ch[i]);
+  uint32_t c = eg->capmemo ? memo_lookup(eg, head, n, cc) : EG_NONE;
+  if (cc != small) free(cc);
+  return c;
 }
 
 /* Removes node id, found under its stored children. */
@@ -226,8 +245,8 @@ static void memo_remove(rg_egraph *eg, uint32_t id) {
   const eg_node *x = &eg->nodes[id];
   bool found;
   size_t s = memo_probe(eg, node_hash(x->head, x->nch, eg_kids(eg, id)), x->head, x->nch, eg_kids(eg, id), &found);
-  if (!found || eg->memo[s].id != id) return;
-  eg->memo[s].id = EG_TOMB;
+  if (!found || eg->memo[s].k0 != id) return;
+  eg->memo[s].cls = EG_TOMB;
   eg->nmemo--;
   eg->ntomb++;
 }
@@ -286,7 +305,7 @@ static uint32_t new_node(rg_egraph *eg, size_t s, uint32_t h, uint32_t head, uin
   for (uint32_t i = 0; i < n; i++) eg_ids_push(&eg->cls[ch[i]].parents, id);
   const eg_head *hd = &eg->heads[head];
   if (!hd->leaf) eg_ids_push(&eg->byop[hd->code], id);
-  memo_put(eg, s, head, n, ch, id);
+  memo_put(eg, s, head, n, ch, id, c);
   return id;
 }
 
@@ -458,7 +477,7 @@ static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_
     s = memo_probe(eg, h, head, n, cc, &found);
   }
   if (found) {
-    c = eg_find_compress(eg, eg->nodes[eg->memo[s].id].cls);
+    c = eg_find_compress(eg, eg->memo[s].cls);
     if (known && !eg->reps[c]) {
       eg->reps[c] = known;
       eg->cls[c].plain = plain_var(known);
@@ -541,9 +560,9 @@ uint32_t eg_lookup_var(rg_egraph *eg, rg_variable *v) {
     for (int j = 0; j < node->nin; j++)
       if ((small[j] = var_class(eg, node->inputs[j])) == EG_NONE) return EG_NONE;
     for (int k = 0; k < node->nout; k++) {
-      uint32_t id = memo_lookup(eg, intern_head(eg, node->op, NULL, k), (uint32_t)node->nin, small);
-      if (id == EG_NONE) continue;
-      rg_memo_put(eg->varcls, node->outputs[k], (void *)(uintptr_t)(eg->nodes[id].cls + 1));
+      uint32_t kc = memo_lookup(eg, intern_head(eg, node->op, NULL, k), (uint32_t)node->nin, small);
+      if (kc == EG_NONE) continue;
+      rg_memo_put(eg->varcls, node->outputs[k], (void *)(uintptr_t)(kc + 1));
     }
   }
   return var_class(eg, v);
@@ -628,6 +647,7 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
     eg_class *X = A; A = B; B = X;
   }
   eg->uf[b] = a;
+  for (uint32_t i = 0; i < B->nodes.n; i++) eg->nodes[B->nodes.v[i]].iter = eg->iter; /* moved */
   append_ids(&A->nodes, &B->nodes);
   append_ids(&A->parents, &B->parents);
   if (B->minnode < A->minnode) A->minnode = B->minnode;
@@ -661,16 +681,17 @@ static void repair(rg_egraph *eg, uint32_t c) {
       if (x->nch > 2) memo_remove(eg, p);
       else eg->nmemo--, eg->ntomb++;
       for (uint32_t j = 0; j < x->nch; j++) k[j] = eg_find_compress(eg, k[j]);
+      x->iter = eg->iter;
       memo_reserve(eg);
       bool found;
       uint32_t h = node_hash(x->head, x->nch, k);
       size_t s = memo_probe(eg, h, x->head, x->nch, k, &found);
       if (found) {
         eg->nodes[p].dead = 1;
-        eg_union(eg, eg->nodes[p].cls, eg->nodes[eg->memo[s].id].cls);
+        eg_union(eg, eg->nodes[p].cls, eg->memo[s].cls);
         continue;
       }
-      memo_put(eg, s, x->head, x->nch, k, p);
+      memo_put(eg, s, x->head, x->nch, k, p, x->cls);
     }
     ps.v[kept++] = p;
   }

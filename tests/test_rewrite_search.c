@@ -609,6 +609,65 @@ static void test_rebuild_congruence(void **st) {
   rg_egraph_free(eg);
 }
 
+/* Semi-naive matching counts only nodes added, moved to another class or
+ * re-canonicalized since a rule's last search: saturating associativity
+ * and commutativity of a sum of n leaves must still reach every subset
+ * sum (2^n - 1 classes) with every split of each (3^n - 2^(n+1) + 1 + n
+ * e-nodes), whatever the order of merges.  Extraction among the many
+ * selections of equal cost keeps the first ones found and ends. */
+static void test_ac_saturates_exactly(void **st) {
+  for (int n = 3; n <= 7; n++) {
+    const char *s = "(graph ", *e = "x0";
+    for (int i = 0; i < n; i++) s = rg_gc_sprintf("%s(input x%d float64 ()) ", s, i);
+    for (int i = 1; i < n; i++) e = rg_gc_sprintf(i % 2 ? "(add %s x%d)" : "(add x%2$d %1$s)", e, i);
+    rg_egraph *eg = rg_egraph_new(graph(rg_gc_sprintf("%s(output %s))", s, e)));
+    rg_egraph_add_rules(eg, rules(AC_RULES, NULL));
+    rg_search_opts o = {.no_backoff = true};
+    assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+    int64_t p3 = 1, p2 = 1;
+    for (int i = 0; i < n; i++) p3 *= 3, p2 *= 2;
+    assert_int_equal(rg_egraph_nclasses(eg), p2 - 1);
+    assert_int_equal(rg_egraph_nnodes(eg), p3 - 2 * p2 + 1 + n);
+    /* every selection costs n - 1 additions: the first three found are
+     * kept, distinct, and the search proves no cheaper one exists */
+    rg_fgraph *g[3];
+    double costs[3];
+    bool exact;
+    assert_int_equal(rg_egraph_extract(eg, rg_cost_flops(), 3, g, costs, &exact), 3);
+    assert_true(exact);
+    for (int i = 0; i < 3; i++) {
+      assert_near(costs[i], n - 1, 1e-9);
+      for (int j = 0; j < i; j++) assert_string_not_equal(show(g[i]), show(g[j]));
+    }
+    rg_egraph_free(eg);
+  }
+}
+
+/* A match that only a merge makes: neg(neg(?x)) has no match until
+ * add(neg(x), 0) = neg(x) merges the class under the outer neg with the
+ * class holding the inner one; neither node is new then, but one of them
+ * changed class or children, and the match is found.  Both directions of
+ * the merge are tried (the class that keeps its id is the bigger one: the
+ * inner neg moves in the first graph, the outer one's child changes in
+ * the second). */
+static void test_match_made_by_merge(void **st) {
+  const char *texts[2] = {
+      "(graph (input x float64 ()) (output (neg (add (neg x) 0.0))))",
+      "(graph (input x float64 ()) (input y float64 ())"
+      " (output (neg (add (neg x) 0.0))) (output (mul (neg x) y))"
+      " (output (sub (neg x) y)) (output (true_div y (neg x))))"};
+  for (int k = 0; k < 2; k++) {
+    rg_fgraph *fg = graph(texts[k]);
+    rg_egraph *eg = rg_egraph_new(fg);
+    rg_egraph_add_rules(eg, rules("(defrule add-zero (pattern (add ?a 0.0) ?a))"
+                                  "(defrule neg-neg (pattern (neg (neg ?x)) ?x))",
+                                  NULL));
+    assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+    assert_int_equal(rg_egraph_class_of(eg, rg_fgraph_output(fg, 0)), rg_egraph_class_of(eg, rg_fgraph_input(fg, 0)));
+    rg_egraph_free(eg);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_matrix_chain_dp, fresh),
@@ -629,6 +688,8 @@ int main(void) {
       cmocka_unit_test_setup(test_driver_relation_cost, fresh),
       cmocka_unit_test_setup(test_c_rules, fresh),
       cmocka_unit_test_setup(test_rebuild_congruence, fresh),
+      cmocka_unit_test_setup(test_ac_saturates_exactly, fresh),
+      cmocka_unit_test_setup(test_match_made_by_merge, fresh),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
