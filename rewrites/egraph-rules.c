@@ -469,17 +469,18 @@ static void prefetch_root(rg_egraph *eg, const pat *p, const uint32_t *binds) {
 }
 
 #define PREFETCH_AHEAD 8
+#define PREFETCH_MIN_SLOTS (1u << 16)  /* a smaller table stays in the caches */
 
 static int apply_pattern(rg_egraph *eg, eg_rule *r) {
   size_t stride = (size_t)r->nvars + 1;
   rg_term tl = RG_NIL;  /* term bindings were pushed in reverse */
   for (rg_term l = r->mterms; rg_is_pair(l); l = rg_cdr(l)) tl = rg_cons(rg_car(l), tl);
+  size_t ahead = eg->capmemo >= PREFETCH_MIN_SLOTS ? PREFETCH_AHEAD * stride : r->m.n;
   for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
     rg_term tb = rg_is_pair(tl) ? rg_car(tl) : RG_NIL;
     if (rg_is_pair(tl)) tl = rg_cdr(tl);
-    if (i + 2 * PREFETCH_AHEAD * stride < r->m.n)
-      prefetch_inner(eg, r->rhs, r->m.v + i + 2 * PREFETCH_AHEAD * stride + 1);
-    if (i + PREFETCH_AHEAD * stride < r->m.n) prefetch_root(eg, r->rhs, r->m.v + i + PREFETCH_AHEAD * stride + 1);
+    if (i + 2 * ahead < r->m.n) prefetch_inner(eg, r->rhs, r->m.v + i + 2 * ahead + 1);
+    if (i + ahead < r->m.n) prefetch_root(eg, r->rhs, r->m.v + i + ahead + 1);
     uint32_t into = r->rhs->kind == P_OP ? r->m.v[i] : EG_NONE;
     uint32_t c = instantiate(eg, r, r->rhs, r->m.v + i + 1, tb, into);
     if (c == EG_NONE && rg_errcode(eg->C)) return rg_errcode(eg->C);
