@@ -38,7 +38,9 @@ typedef struct eg_head {
  * extraction). */
 typedef struct eg_node {
   uint32_t head, nch, ch, cls;
-  uint32_t dead : 1, iter : 31;   /* iteration that added it */
+  uint32_t dead : 1, iter : 31;   /* iteration that added it, moved it to
+                                     another class or re-canonicalized its
+                                     children (semi-naive matching) */
 } eg_node;
 
 /* A growable array of ids (manual memory). */
