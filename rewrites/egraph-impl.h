@@ -177,12 +177,6 @@ uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch);
 /* Adds head(children) and merges it with class `into` (a new e-node of
  * into's type goes straight into it, with no class of its own); its class
  * or EG_NONE (ill-typed, or a merge refused). */
-/* The class of the node head(ch) (children not necessarily canonical) if
- * the e-graph has it, else EG_NONE; adds nothing. */
-uint32_t eg_lookup(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch);
-/* Brings the hash-cons slot of head(ch) (at most two children, not
- * necessarily canonical) towards the cache: a probe soon will read it. */
-void eg_prefetch(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch);
 uint32_t eg_add_into(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch, uint32_t into);
 /* Adds everything variable v computes; its class or EG_NONE. */
 uint32_t eg_add_var(rg_egraph *eg, rg_variable *v);

@@ -428,59 +428,13 @@ static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint3
   return instantiate_op(eg, r, p, binds, tb, into);
 }
 
-/* Prefetching for the apply loop, in two stages ahead of the match being
- * applied: first the slots of the result's innermost ops (those over
- * variables only), then, once those are in the cache, the slot of the
- * result's root, its children looked up without adding anything.  Ops with
- * parameters or more than two children are not prefetched. */
-static bool prefetchable(const pat *p) { return p->kind == P_OP && !p->hpat && p->nch <= 2; }
-
-static void prefetch_inner(rg_egraph *eg, const pat *p, const uint32_t *binds) {
-  if (!prefetchable(p)) return;
-  uint32_t ch[2];
-  for (int i = 0; i < p->nch; i++) {
-    if (p->ch[i]->kind != P_VAR) {
-      for (int j = 0; j < p->nch; j++) prefetch_inner(eg, p->ch[j], binds);
-      return;
-    }
-    ch[i] = binds[p->ch[i]->var];
-  }
-  eg_prefetch(eg, p->head, (uint32_t)p->nch, ch);
-}
-
-/* The class p's instance has now, or EG_NONE (not there, or not known). */
-static uint32_t peek(rg_egraph *eg, const pat *p, const uint32_t *binds) {
-  if (p->kind == P_VAR) return binds[p->var];
-  if (!prefetchable(p)) return EG_NONE;
-  uint32_t ch[2];
-  for (int i = 0; i < p->nch; i++)
-    if ((ch[i] = peek(eg, p->ch[i], binds)) == EG_NONE) return EG_NONE;
-  return eg_lookup(eg, p->head, (uint32_t)p->nch, ch);
-}
-
-static void prefetch_root(rg_egraph *eg, const pat *p, const uint32_t *binds) {
-  if (!prefetchable(p)) return;
-  uint32_t ch[2];
-  for (int i = 0; i < p->nch; i++) {
-    if (p->ch[i]->kind == P_VAR) return; /* prefetched by prefetch_inner */
-    if ((ch[i] = peek(eg, p->ch[i], binds)) == EG_NONE) return;
-  }
-  eg_prefetch(eg, p->head, (uint32_t)p->nch, ch);
-}
-
-#define PREFETCH_AHEAD 8
-#define PREFETCH_MIN_SLOTS (1u << 16)  /* a smaller table stays in the caches */
-
 static int apply_pattern(rg_egraph *eg, eg_rule *r) {
   size_t stride = (size_t)r->nvars + 1;
   rg_term tl = RG_NIL;  /* term bindings were pushed in reverse */
   for (rg_term l = r->mterms; rg_is_pair(l); l = rg_cdr(l)) tl = rg_cons(rg_car(l), tl);
-  size_t ahead = eg->capmemo >= PREFETCH_MIN_SLOTS ? PREFETCH_AHEAD * stride : r->m.n;
   for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
     rg_term tb = rg_is_pair(tl) ? rg_car(tl) : RG_NIL;
     if (rg_is_pair(tl)) tl = rg_cdr(tl);
-    if (i + 2 * ahead < r->m.n) prefetch_inner(eg, r->rhs, r->m.v + i + 2 * ahead + 1);
-    if (i + ahead < r->m.n) prefetch_root(eg, r->rhs, r->m.v + i + ahead + 1);
     uint32_t into = r->rhs->kind == P_OP ? r->m.v[i] : EG_NONE;
     uint32_t c = instantiate(eg, r, r->rhs, r->m.v + i + 1, tb, into);
     if (c == EG_NONE && rg_errcode(eg->C)) return rg_errcode(eg->C);

@@ -210,12 +210,6 @@ static size_t memo_probe(const rg_egraph *eg, uint32_t h, uint32_t head, uint32_
   return free_slot != SIZE_MAX ? free_slot : s;
 }
 
-void eg_prefetch(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
-  uint32_t cc[2];
-  for (uint32_t i = 0; i < n; i++) cc[i] = eg_find(eg, ch[i]);
-  if (eg->capmemo) __builtin_prefetch(&eg->memo[node_hash(head, n, cc) & (eg->capmemo - 1)]);
-}
-
 /* Puts node id (head(ch), of class c) in slot s. */
 static inline void memo_put(rg_egraph *eg, size_t s, uint32_t head, uint32_t n, const uint32_t *ch, uint32_t id,
                             uint32_t c) {
@@ -230,14 +224,6 @@ static uint32_t memo_lookup(const rg_egraph *eg, uint32_t head, uint32_t n, cons
   bool found;
   size_t s = memo_probe(eg, node_hash(head, n, ch), head, n, ch, &found);
   return found ? eg->memo[s].cls : EG_NONE;
-}
-
-uint32_t eg_lookup(const rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
-  uint32_t small[16], *cc = n <= 16 ? small : malloc(n * sizeof *cc);
-  for (uint32_t i = 0; i < n; i++) cc[i] = eg_find(eg, ch[i]);
-  uint32_t c = eg->capmemo ? memo_lookup(eg, head, n, cc) : EG_NONE;
-  if (cc != small) free(cc);
-  return c;
 }
 
 /* Removes node id, found under its stored children. */
