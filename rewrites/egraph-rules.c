@@ -216,7 +216,9 @@ typedef struct matcher {
   int64_t count, limit;
   uint32_t since;               /* nodes and classes stamped >= since are new */
   int fresh;                    /* new nodes and classes on the current path */
-  bool by_node;                 /* only nodes count (see search_pattern) */
+  bool by_node;                 /* only e-nodes' stamps make a match new (a rule
+                                   with no literal and no guard); else a
+                                   merged class does too */
 } matcher;
 
 static void on_match(matcher *m);
