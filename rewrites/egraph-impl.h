@@ -206,6 +206,9 @@ const char *eg_head_str(const rg_egraph *eg, uint32_t head);
 
 /* egraph-rules.c: frees the rules' match buffers (rg_egraph_free). */
 void eg_rules_free(rg_egraph *eg);
+/* Whether the e-graph's rule `name` is a relation of two unification
+ * templates, which the search runs as e-matching (see egraph-rules.c). */
+bool eg_rule_by_templates(const rg_egraph *eg, const char *name);
 
 /* egraph-cost.c: per-node costs of a model (INFINITY: cannot cost it). */
 double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm);

@@ -44,9 +44,12 @@ enum { P_VAR, P_OP, P_LIT };
 
 /* A pattern node.  P_OP: head is the interned op when it has no ?x
  * parameters (else hpat, the head as written, with ?x symbols) and code
- * its opcode; P_VAR: var indexes the match's bindings. */
+ * its opcode; with `opv` (relations' templates, below) the op is a
+ * variable instead: binding var holds a head, code is RG_OP_COUNT (any)
+ * and out 0.  P_VAR: var indexes the match's bindings. */
 typedef struct pat {
   int kind, var, nch;
+  bool opv;
   int out;                      /* P_OP: the op's output, (nth OUT (op ...)) */
   int depth;                    /* ops on the longest path down (P_OP: >= 1) */
   uint32_t head;
@@ -72,6 +75,9 @@ struct eg_rule {
   bool track_all;
   uint64_t tracks[(RG_OP_COUNT + 63) / 64];
   rg_term rel;
+  pat *tpl[2];                  /* a relation that is two unification templates:
+                                   in and out as patterns (else NULL) */
+  bool templated;               /* this iteration searched tpl (by_templates) */
   rg_query *Q[2];               /* forwards, backwards */
   rg_term qin[2];
   uint64_t *seen;               /* terms already run (hashes; 0 empty; collected) */
@@ -100,6 +106,12 @@ struct eg_rule {
   uint32_t since, searched;
   bool to_apply;                /* this iteration's search is to be applied */
 };
+
+/* Whether a relation sees output `out` of op as (nth OUT (op ...)) rather
+ * than (op ...). */
+static bool term_is_nth(const rg_op *op, int out) {
+  return out || op->code == RG_OP_SPLIT || op->code == RG_OP_IFELSE || (op->code == RG_OP_OPAQUE && op->nout > 1);
+}
 
 /* ------------------------------------------------------------------ compiling patterns */
 
@@ -260,6 +272,22 @@ static void match_kids(matcher *m, const goal *t, uint32_t id) {
   ematch(m, p->nch ? &kids[0] : t->next);
 }
 
+/* An op variable meets e-node id: binds it to the node's head, or checks
+ * the head it holds (equal heads are equal op terms, as unification has
+ * it).  Leaves and outputs a relation sees as (nth ...) are no match. */
+static void match_opvar(matcher *m, const goal *t, uint32_t id) {
+  uint32_t head = m->eg->nodes[id].head, *b = &m->binds[t->p->var];
+  const eg_head *h = &m->eg->heads[head];
+  if (h->leaf || term_is_nth(h->op, h->out)) return;
+  if (*b == EG_NONE) {
+    *b = head;
+    match_kids(m, t, id);
+    *b = EG_NONE;
+  } else if (*b == head) {
+    match_kids(m, t, id);
+  }
+}
+
 static void match_node(matcher *m, const goal *t, uint32_t id) {
   rg_egraph *eg = m->eg;
   const eg_node *x = &eg->nodes[id];
@@ -267,6 +295,11 @@ static void match_node(matcher *m, const goal *t, uint32_t id) {
   if (x->dead || (int)x->nch != p->nch) return;
   int fresh = x->iter >= m->since;
   m->fresh += fresh;
+  if (p->opv) {
+    match_opvar(m, t, id);
+    m->fresh -= fresh;
+    return;
+  }
   if (!p->hpat) {
     if (x->head == p->head) match_kids(m, t, id);
     m->fresh -= fresh;
@@ -373,18 +406,31 @@ static bool has_lit(const pat *p) {
   return false;
 }
 
+static bool tracks_head(const eg_rule *r, const eg_head *h);
+
+/* Matches lhs from every e-node of ns (with `tracked`, those the rule
+ * tracks); each match records its root's class or'ed with `tag`.  False
+ * when the deadline cut it short. */
+static bool match_roots(matcher *m, const pat *lhs, const eg_ids *ns, bool tracked, uint32_t tag) {
+  rg_egraph *eg = m->eg;
+  goal root = {lhs, 0, NULL};
+  for (uint32_t i = 0, n = ns->n; i < n && m->count <= m->limit; i++) {
+    if (out_of_time(eg, m->r, i)) return false;
+    uint32_t id = ns->v[i];
+    if (tracked && !tracks_head(m->r, &eg->heads[eg->nodes[id].head])) continue;
+    root.c = eg_find(eg, eg->nodes[id].cls);
+    m->root = root.c | tag;
+    match_node(m, &root, id);
+  }
+  return true;
+}
+
 static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
   uint32_t binds[r->nvars ? r->nvars : 1];
   rg_term *tb = has_params(r->lhs) ? rg_gc_alloc((size_t)(r->nvars + 1) * sizeof *tb) : NULL;
   matcher m = {eg, r, 0, binds, tb, 0, limit, r->since, 0, !r->guard && !has_lit(r->lhs)};
   for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
-  const eg_ids *ns = &eg->byop[r->lhs->code];
-  goal root = {r->lhs, 0, NULL};
-  for (uint32_t i = 0, n = ns->n; i < n && m.count <= limit && !out_of_time(eg, r, i); i++) {
-    uint32_t id = ns->v[i];
-    m.root = root.c = eg_find(eg, eg->nodes[id].cls);
-    match_node(&m, &root, id);
-  }
+  match_roots(&m, r->lhs, &eg->byop[r->lhs->code], false, 0);
   r->nmatches = m.count;
 }
 
@@ -406,7 +452,7 @@ static rg_term subst_params(rg_term t, eg_rule *r, rg_term tb) {
 
 static uint32_t instantiate_op(rg_egraph *eg, eg_rule *r, const pat *p, const uint32_t *binds, rg_term tb,
                                uint32_t into) {
-  uint32_t head = p->head;
+  uint32_t head = p->opv ? binds[p->var] : p->head;
   if (p->hpat) {
     const rg_op *op = rg_op_from_term(eg->C, subst_params(p->hpat, r, tb));
     if (!op) return EG_NONE;
@@ -525,9 +571,7 @@ static void class_terms(rg_egraph *eg, uint32_t c, int depth, int cap, alts *out
 
 static rg_term node_term(const eg_head *h, int n, const rg_term *args) {
   rg_term e = rg_etuple(rg_op_term(h->op), n, args);
-  bool multi = h->out || h->code == RG_OP_SPLIT || h->code == RG_OP_IFELSE ||
-               (h->code == RG_OP_OPAQUE && h->op->nout > 1);
-  if (!multi) return e;
+  if (!term_is_nth(h->op, h->out)) return e;
   rg_term nth[2] = {rg_int(h->out), e};
   return rg_etuple(rg_symbol("nth"), 2, nth);
 }
@@ -830,23 +874,206 @@ static const rgk_lambda *lambda_of(rg_term p) {
   return lam->nparams == 2 && !lam->rest ? lam : NULL;
 }
 
-/* The shape relation rel asks of parameter `param` (0: in, 1: out),
- * through bodies that are one call passing both parameters on (a rule's
- * (rel in out)). */
-static rshape relation_shape(rg_term rel, int param, int full) {
-  rshape none = {.n = -1};
+/* The relation doing the work of rel, through bodies that are one call
+ * passing both parameters on (a rule's (rel in out)); *swapped when its
+ * parameters arrive swapped.  NULL for any other chain. */
+static const rgk_lambda *worker_lambda(rg_term rel, bool *swapped) {
   const rgk_lambda *lam = lambda_of(rel);
+  *swapped = false;
   for (int hops = 0; lam && hops < 8; hops++) {
     const rg_goal *g = lam->body;
-    if (g->op != G_CALL) return shape_goal(g, 0, g, param, full);
-    if (g->n != 2 || g->a->op == TX_LOCAL) return none;
+    if (g->op != G_CALL) return lam;
+    if (g->n != 2 || g->a->op == TX_LOCAL) return NULL;
     rg_term callee = g->a->op == TX_GLOBAL ? g->a->g->value : g->a->op == TX_CONST ? g->a->k : 0;
-    if (is_param(g->args[0], 0, param) && is_param(g->args[1], 0, 1 - param)) param = 0;
-    else if (is_param(g->args[1], 0, param) && is_param(g->args[0], 0, 1 - param)) param = 1;
-    else return none;
+    if (is_param(g->args[0], 0, 1) && is_param(g->args[1], 0, 0)) *swapped = !*swapped;
+    else if (!is_param(g->args[0], 0, 0) || !is_param(g->args[1], 0, 1)) return NULL;
     lam = lambda_of(callee);
   }
-  return none;
+  return NULL;
+}
+
+/* The shape relation rel asks of parameter `param` (0: in, 1: out). */
+static rshape relation_shape(rg_term rel, int param, int full) {
+  bool sw;
+  const rgk_lambda *lam = worker_lambda(rel, &sw);
+  if (!lam) return (rshape){.n = -1};
+  return shape_goal(lam->body, 0, lam->body, sw ? 1 - param : param, full);
+}
+
+/* ------------------------------------------------------------------ relations as e-matching */
+
+/* A relation whose body is a conjunction of two unifications, in =
+ * TEMPLATE and out = TEMPLATE, inside fresh scopes (like commo and
+ * assoco), is an equality of two patterns: run forwards on an e-node's
+ * term it answers out's template under the bindings in's template made,
+ * and backwards the other way round, one answer each.  E-matching finds
+ * the same matches without building a term or running the relation.
+ * A template compiles when it is a list (HEAD ARG ...) whose HEAD is an
+ * op (one a relation sees as (op ...), not as (nth ...)) or a fresh
+ * variable standing for the op, and whose arguments are templates or
+ * fresh variables.  The relation keeps running in the interpreter when
+ * anything else appears: a constant argument, a variable twice in one
+ * template (terms of one class are not equal terms), a variable used as
+ * an op and as an argument, a variable in one template only (its answer
+ * would not be ground), any other goal.  The search also interprets it
+ * when its terms would be cut above the templates' depth (rel_depth), or
+ * when asked to (interpret_relations). */
+
+#define TPL_MAXVARS 32
+typedef struct tpl_ctx {
+  rg_egraph *eg;
+  int nvars;
+  uint32_t key[TPL_MAXVARS];    /* each variable's frame << 16 | slot */
+  uint32_t seen;                /* variables of the template being compiled (bits) */
+  uint32_t opvars, argvars;     /* variables used as ops / as arguments (bits) */
+} tpl_ctx;
+
+/* Finds the two unifications of a parameter with a template in goal g
+ * (at frame `level`); false when g holds anything else. */
+static bool tpl_goals(const rg_goal *g, int level, const rgk_tx *tx[2], int lv[2]) {
+  switch (g->op) {
+  case G_EQ:
+    for (int p = 0; p < 2; p++) {
+      const rgk_tx *t = is_param(g->a, level, p) ? g->b : is_param(g->b, level, p) ? g->a : NULL;
+      if (!t) continue;
+      if (tx[p]) return false;
+      tx[p] = t;
+      lv[p] = level;
+      return true;
+    }
+    return false;
+  case G_CONJ:
+    for (uint32_t i = 0; i < g->n; i++)
+      if (!tpl_goals(g->kids[i], level, tx, lv)) return false;
+    return true;
+  case G_FRESH: return tpl_goals(g->body, g->n ? level + 1 : level, tx, lv);
+  default: return false;
+  }
+}
+
+/* The variable index of a fresh variable (frame, slot), -1 for a
+ * parameter or when there are too many. */
+static int tpl_var(tpl_ctx *x, int frame, uint32_t slot) {
+  if (frame <= 0 || slot > 0xffff) return -1;
+  uint32_t key = (uint32_t)frame << 16 | slot;
+  for (int i = 0; i < x->nvars; i++)
+    if (x->key[i] == key) return i;
+  if (x->nvars == TPL_MAXVARS) return -1;
+  x->key[x->nvars] = key;
+  return x->nvars++;
+}
+
+static pat *tpl_pat(tpl_ctx *x, const rgk_tx *t, int level);
+
+/* The head of template list t: an op, or an op variable. */
+static bool tpl_head(tpl_ctx *x, const rgk_tx *h, int level, pat *p) {
+  if (h->op == TX_LOCAL) {
+    int v = tpl_var(x, level - (int)h->depth, h->idx);
+    if (v < 0) return false;
+    x->seen |= 1u << v;
+    x->opvars |= 1u << v;
+    p->opv = true;
+    p->var = v;
+    p->code = RG_OP_COUNT;
+    return true;
+  }
+  if (h->op != TX_CONST || (rg_kind_of(h->k) != RG_K_SYMBOL && !rg_is_pair(h->k)) || has_pvar(h->k)) return false;
+  const rg_op *op = rg_op_from_term(x->eg->C, h->k);
+  if (!op) {
+    rg_clear_error(x->eg->C); /* not an op: the interpreter keeps it */
+    return false;
+  }
+  if (term_is_nth(op, 0)) return false;
+  p->head = eg_intern_op(x->eg, op, 0);
+  p->code = op->code;
+  return true;
+}
+
+static pat *tpl_pat(tpl_ctx *x, const rgk_tx *t, int level) {
+  pat *p = rg_gc_alloc(sizeof *p);
+  if (t->op == TX_LOCAL) {
+    int v = tpl_var(x, level - (int)t->depth, t->idx);
+    if (v < 0 || (x->seen >> v & 1)) return NULL;
+    x->seen |= 1u << v;
+    x->argvars |= 1u << v;
+    p->kind = P_VAR;
+    p->var = v;
+    return p;
+  }
+  if (t->op != TX_CONS) return NULL;
+  p->kind = P_OP;
+  if (!tpl_head(x, t->a, level, p)) return NULL;
+  const rgk_tx *l = t->b;
+  for (; l && l->op == TX_CONS; l = l->b) p->nch++;
+  if (!l || l->op != TX_CONST || l->k != RG_NIL) return NULL;
+  p->ch = rg_gc_alloc((size_t)(p->nch ? p->nch : 1) * sizeof *p->ch);
+  p->depth = 1;
+  l = t->b;
+  for (int i = 0; i < p->nch; i++, l = l->b) {
+    if (!(p->ch[i] = tpl_pat(x, l->a, level))) return NULL;
+    if (p->ch[i]->depth + 1 > p->depth) p->depth = p->ch[i]->depth + 1;
+  }
+  return p;
+}
+
+/* Compiles relational rule r's templates into r->tpl when it has them. */
+static void compile_templates(rg_egraph *eg, eg_rule *r) {
+  bool sw;
+  const rgk_lambda *lam = worker_lambda(r->rel, &sw);
+  const rgk_tx *tx[2] = {NULL, NULL};
+  int lv[2];
+  if (!lam || !tpl_goals(lam->body, 0, tx, lv) || !tx[0] || !tx[1]) return;
+  tpl_ctx x = {.eg = eg};
+  pat *p[2];
+  uint32_t vars[2];
+  for (int d = 0; d < 2; d++) {
+    x.seen = 0;
+    int k = sw ? 1 - d : d;
+    if (!(p[d] = tpl_pat(&x, tx[k], lv[k])) || p[d]->kind != P_OP) return;
+    vars[d] = x.seen;
+  }
+  if (vars[0] != vars[1] || (x.opvars & x.argvars)) return;
+  r->tpl[0] = p[0];
+  r->tpl[1] = p[1];
+  r->nvars = x.nvars;
+}
+
+static bool by_templates(const eg_rule *r, const rg_search_opts *o) {
+  return r->tpl[0] && !o->interpret_relations && r->tpl[0]->depth <= o->rel_depth &&
+         r->tpl[1]->depth <= o->rel_depth;
+}
+
+/* Both directions' matches: the root's class, tagged with the direction
+ * in its top bit, then the bindings. */
+#define TPL_BACK (1u << 31)
+
+static void search_templates(rg_egraph *eg, eg_rule *r, int64_t limit) {
+  uint32_t binds[TPL_MAXVARS];
+  matcher m = {eg, r, 0, binds, NULL, 0, limit, r->since, 0, true};
+  for (int dir = 0; dir < 2; dir++) {
+    for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
+    const pat *lhs = r->tpl[dir];
+    uint32_t tag = dir ? TPL_BACK : 0;
+    for (int c = 0; c < RG_OP_COUNT; c++) {
+      if (lhs->code != RG_OP_COUNT ? c != (int)lhs->code : !r->track_all && !(r->tracks[c / 64] >> (c % 64) & 1))
+        continue;
+      if (!match_roots(&m, lhs, &eg->byop[c], true, tag)) goto cut;
+    }
+  }
+cut:
+  r->nmatches = m.count;
+}
+
+static int apply_templates(rg_egraph *eg, eg_rule *r) {
+  size_t stride = (size_t)r->nvars + 1;
+  for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
+    uint32_t root = r->m.v[i], into = root & ~TPL_BACK;
+    const pat *rhs = r->tpl[root & TPL_BACK ? 0 : 1];
+    if (instantiate(eg, r, rhs, r->m.v + i + 1, RG_NIL, into) != EG_NONE) continue;
+    if (rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;
+    rg_clear_error(eg->C); /* ill-typed: no answer, as for a relation's */
+  }
+  return RG_OK;
 }
 
 /* Runs the relation both ways on the terms of e-node id not run before,
@@ -882,6 +1109,10 @@ static bool rel_dirty(const rg_egraph *eg, uint32_t id, int depth, uint32_t sinc
 }
 
 static int search_relation(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int64_t limit) {
+  if ((r->templated = by_templates(r, o))) {
+    search_templates(eg, r, limit);
+    return RG_OK;
+  }
   uint32_t n = eg->nnodes;
   rshape sh[2] = {relation_shape(r->rel, 0, o->rel_depth - 1), relation_shape(r->rel, 1, o->rel_depth - 1)};
   for (uint32_t id = 0; id < n && r->nmatches <= limit; id++) {
@@ -939,6 +1170,7 @@ static int apply_answer(rg_egraph *eg, uint32_t c, const uint32_t *at, rg_term t
 }
 
 static int apply_relation(rg_egraph *eg, eg_rule *r) {
+  if (r->templated) return apply_templates(eg, r);
   rg_term l = r->mterms;
   for (uint32_t k = r->astart.n; k-- > 0;) {
     const uint32_t *rec = r->ans.v + r->astart.v[k];
@@ -1148,6 +1380,7 @@ static eg_rule *make_rule(rg_egraph *eg, rg_rewriter *rw) {
     r->rw = rw;
     r->rel = rw->relation;
     r->track_all = !track_heads(r, 0) || !track_heads(r, 1);
+    compile_templates(eg, r);
     return r;
   }
   case RGR_RULE_SUBST:
@@ -1368,6 +1601,12 @@ void eg_rules_free(rg_egraph *eg) {
     free(r->astart.v);
     r->m = r->ans = r->astart = (eg_ids){0};
   }
+}
+
+bool eg_rule_by_templates(const rg_egraph *eg, const char *name) {
+  for (int i = 0; i < eg->nrules; i++)
+    if (!strcmp(eg->rules[i]->name, name)) return eg->rules[i]->tpl[0] != NULL;
+  return false;
 }
 
 const char *rg_egraph_stop_message(const rg_egraph *eg) { return eg->stop_msg; }

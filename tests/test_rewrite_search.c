@@ -4,8 +4,9 @@
  * one equality with a shape-dependent choice, ill-typed merges, growth
  * limits with their stop reasons, top-k answers, the measured-time and
  * relational cost models, the JSON output, bad input, a pattern over one
- * output of a multi-output op, and the rewrite
- * driver's search mode (the cheapest of several answers).
+ * output of a multi-output op, the rewrite driver's search mode (the
+ * cheapest of several answers), and relations of two unification
+ * templates run as e-matching exactly as the interpreter runs them.
  */
 #include "tests/testutil.h"
 
@@ -668,6 +669,97 @@ static void test_match_made_by_merge(void **st) {
   }
 }
 
+/* ------------------------------------------------------------------ relations as e-matching */
+
+#define TEMPLATE_RULES                                                                            \
+  "(defrel (commo in out) (fresh (op a b) (== in `(,op ,a ,b)) (== out `(,op ,b ,a))))"            \
+  "(defrel (assoco in out) (fresh (op a b c) (== in `(,op (,op ,a ,b) ,c))"                        \
+  "  (== out `(,op ,a (,op ,b ,c)))))"                                                             \
+  "(defrel (expo in out) (fresh (a b) (== in `(exp (add ,a ,b))) (== out `(mul (exp ,a) (exp ,b)))))" \
+  "(defrule comm (in out) (commo in out) :tracks (add mul))"                                       \
+  "(defrule assoc (in out) (assoco in out) :tracks (add mul))"                                     \
+  "(defrule unexp (in out) (expo out in))"
+
+/* Runs the template rules on `text` with the relations compiled or
+ * interpreted; the e-graph. */
+static rg_egraph *run_templates(const char *text, bool interpret, int depth) {
+  rg_egraph *eg = rg_egraph_new(graph(text));
+  assert_int_equal(rg_egraph_add_rules(eg, rules(TEMPLATE_RULES, NULL)), 3);
+  rg_search_opts o = {.no_backoff = true, .interpret_relations = interpret, .rel_depth = depth};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+  return eg;
+}
+
+/* Both ways give the same e-graph at every iteration: the same e-nodes,
+ * the same classes. */
+static void assert_same_runs(const char *text, int depth) {
+  rg_egraph *a = run_templates(text, false, depth), *b = run_templates(text, true, depth);
+  assert_int_equal(a->niters, b->niters);
+  for (int i = 0; i < a->niters; i++) {
+    assert_int_equal(a->iters[i].nodes, b->iters[i].nodes);
+    assert_int_equal(a->iters[i].classes, b->iters[i].classes);
+  }
+  rg_egraph_free(a);
+  rg_egraph_free(b);
+}
+
+static void test_templates_as_ematching(void **st) {
+  rg_egraph *eg = run_templates("(graph (input x float64 ()) (output x))", false, 0);
+  assert_true(eg_rule_by_templates(eg, "comm"));
+  assert_true(eg_rule_by_templates(eg, "assoc"));
+  assert_true(eg_rule_by_templates(eg, "unexp"));
+  rg_egraph_free(eg);
+  for (int n = 3; n <= 6; n++) {
+    const char *s = "(graph ", *e = "x0", *m = "x0";
+    for (int i = 0; i < n; i++) s = rg_gc_sprintf("%s(input x%d float64 ()) ", s, i);
+    for (int i = 1; i < n; i++) e = rg_gc_sprintf("(add %s x%d)", e, i);
+    for (int i = 1; i < n; i++) m = rg_gc_sprintf("(mul x%d %s)", i, m);
+    const char *text = rg_gc_sprintf("%s(output %s) (output %s))", s, e, m);
+    assert_same_runs(text, 0);
+    eg = run_templates(text, false, 0);
+    int64_t p3 = 1, p2 = 1;
+    for (int i = 0; i < n; i++) p3 *= 3, p2 *= 2;
+    assert_int_equal(rg_egraph_nclasses(eg), 2 * (p2 - 1) - n);       /* the leaves are shared */
+    assert_int_equal(rg_egraph_nnodes(eg), 2 * (p3 - 2 * p2 + 1 + n) - n);
+    rg_egraph_free(eg);
+  }
+  /* a fixed op in the templates, the rule's parameters swapped: the
+   * product of exponentials gathers into one */
+  const char *text = "(graph (input x float64 ()) (input y float64 ()) (output (mul (exp x) (exp y))))";
+  assert_same_runs(text, 0);
+  rg_fgraph *fg = graph(text);
+  eg = rg_egraph_new(fg);
+  rg_egraph_add_rules(eg, rules(TEMPLATE_RULES, NULL));
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  rg_variable *x = rg_fgraph_input(fg, 0), *y = rg_fgraph_input(fg, 1);
+  assert_int_equal(rg_egraph_class_of(eg, rg_fgraph_output(fg, 0)), rg_egraph_class_of(eg, rg_exp(rg_add(y, x))));
+  rg_egraph_free(eg);
+  /* terms of depth 1 are shallower than assoco's template: it stays in
+   * the interpreter, with the same result */
+  assert_same_runs("(graph (input x float64 ()) (input y float64 ()) (input z float64 ())"
+                   " (output (add (add x y) z)))", 1);
+}
+
+/* What stays in the interpreter: a variable twice in a template, a
+ * constant, a conde, a variable both an op and an argument, a variable in
+ * one template only. */
+static void test_templates_not_compiled(void **st) {
+  const char *text =
+      LITERAL_ANSWERS TWO_ANSWERS
+      "(defrel (opargo in out) (fresh (op a) (== in `(,op ,a)) (== out `(,op ,op))))"
+      "(defrel (dropo in out) (fresh (a b) (== in `(add ,a ,b)) (== out `(neg ,a))))"
+      "(defrule oparg (in out) (opargo in out) :tracks (neg))"
+      "(defrule drop (in out) (dropo in out))";
+  rg_egraph *eg = rg_egraph_new(graph("(graph (input x float64 ()) (output x))"));
+  assert_int_equal(rg_egraph_add_rules(eg, rules(text, NULL)), 5);
+  assert_true(eg_rule_by_templates(eg, "comm"));
+  assert_false(eg_rule_by_templates(eg, "twice"));
+  assert_false(eg_rule_by_templates(eg, "unlog"));
+  assert_false(eg_rule_by_templates(eg, "oparg"));
+  assert_false(eg_rule_by_templates(eg, "drop"));
+  rg_egraph_free(eg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_matrix_chain_dp, fresh),
@@ -690,6 +782,8 @@ int main(void) {
       cmocka_unit_test_setup(test_rebuild_congruence, fresh),
       cmocka_unit_test_setup(test_ac_saturates_exactly, fresh),
       cmocka_unit_test_setup(test_match_made_by_merge, fresh),
+      cmocka_unit_test_setup(test_templates_as_ematching, fresh),
+      cmocka_unit_test_setup(test_templates_not_compiled, fresh),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -39,6 +39,8 @@ void usage_search(void) {
          "  --depth D           relational rules: depth of the terms tried (default 2)\n"
          "  --rel-answers N     relational rules: answers per run (default 8)\n"
          "  --no-backoff        apply every rule in every iteration\n"
+         "  --interpret         run every relation in the interpreter (by default one\n"
+         "                      that is two unification templates runs as e-matching)\n"
          "  --format F          pprint (default), dprint, sexp, dot or json\n"
          "  --trace             print the e-graph's size per iteration\n"
          "  --egraph FILE       write the e-graph: JSON (egraphs-good format) or, for\n"
@@ -87,6 +89,7 @@ static int parse_option(int argc, char **argv, int *i, search_args *a) {
   const char *v;
   if (!strcmp(argv[*i], "--trace")) return a->trace = true, EXIT_OK;
   if (!strcmp(argv[*i], "--no-backoff")) return a->o.no_backoff = true, EXIT_OK;
+  if (!strcmp(argv[*i], "--interpret")) return a->o.interpret_relations = true, EXIT_OK;
   for (size_t k = 0; k < sizeof limit_opts / sizeof *limit_opts; k++)
     if ((v = cli_option(argc, argv, i, limit_opts[k], &missing))) return parse_limit(limit_opts[k], v, a);
   const char **slot = NULL;

@@ -278,6 +278,9 @@ typedef struct rg_search_opts {
   int rel_answers;          /* answers taken per relation run (default 8) */
   int rel_terms;            /* terms built per e-node and rule at most (default 256) */
   bool no_backoff;          /* apply every rule every iteration */
+  bool interpret_relations; /* run every relation in the interpreter, also one
+                             * that is two unification templates (which the
+                             * search otherwise runs as e-matching) */
   int match_limit;          /* backoff: matches a rule may make per iteration before
                              * it is banned (default 1000, doubled per ban) */
   int ban_length;           /* backoff: iterations of the first ban (default 5,
