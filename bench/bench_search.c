@@ -2,9 +2,11 @@
  * bench_search.c — the e-graph search (docs/search.md): matrix chains of
  * ten saturated and extracted exactly; growth of e-nodes per second under
  * associativity and commutativity with pattern rules and with relational
- * rules; rebuilding after merges at 10^4, 10^5 and 10^6 e-nodes.
+ * rules (run as e-matching, their templates compiled, and in the
+ * interpreter); rebuilding after merges at 10^4, 10^5 and 10^6 e-nodes.
  *
- *   bench_search [chain|growth|growth-pattern|growth-relation|rebuild]...
+ *   bench_search [chain|growth|growth-pattern|growth-relation|
+ *                 growth-interpreted|rebuild]...
  *                                            (default: all)
  *
  * Prints one line per figure (medians of the thread's CPU time), as
@@ -133,6 +135,7 @@ typedef struct grow_case {
   rg_rewriter *rw;
   const char *text;
   int64_t limit;
+  bool interpret;               /* relations in the interpreter (interpret_relations) */
   double made, net, seconds;
   const char *stop;
 } grow_case;
@@ -144,7 +147,8 @@ static void grow_once(grow_case *c) {
   rg_egraph *eg = rg_egraph_new(graph(c->text));
   rg_egraph_add_rules(eg, c->rw);
   size_t n0 = rg_egraph_nnodes(eg), m0 = eg->nnodes;
-  rg_search_opts o = {.node_limit = c->limit, .iter_limit = 1000, .time_limit = 600, .no_backoff = true};
+  rg_search_opts o = {.node_limit = c->limit, .iter_limit = 1000, .time_limit = 600, .no_backoff = true,
+                      .interpret_relations = c->interpret};
   double t0 = cpu_now();
   rg_search_stop s = rg_egraph_run(eg, &o);
   c->seconds = cpu_now() - t0;
@@ -154,14 +158,14 @@ static void grow_once(grow_case *c) {
   rg_egraph_free(eg);
 }
 
-static void bench_growth(const char *what, const char *text, int64_t limit, int reps) {
+static void bench_growth(const char *what, const char *text, int64_t limit, int reps, bool interpret) {
   rg_rewriter *rw = rules(text);
   const char *ops[2] = {"add", "mul"};
   for (int n = 8; n <= 12; n += 2) {
     double made[8], net[8];
     grow_case c = {0};
     for (int i = 0; i < reps; i++) {
-      c = (grow_case){rw, sum_text(ops[i % 2], n), limit, 0, 0, 0, NULL};
+      c = (grow_case){rw, sum_text(ops[i % 2], n), limit, interpret, 0, 0, 0, NULL};
       grow_once(&c);
       made[i] = c.made / c.seconds;
       net[i] = c.net / c.seconds;
@@ -220,9 +224,12 @@ int main(int argc, char **argv) {
                               " (== out `(dot ,a (dot ,b ,c)))))"
                               "(defrule dot-assoc (in out) (dot-assoco in out))");
     }
-    if (all || !strcmp(w, "growth") || !strcmp(w, "growth-pattern")) bench_growth("pattern", AC_PATTERNS, 200000, 6);
+    if (all || !strcmp(w, "growth") || !strcmp(w, "growth-pattern"))
+      bench_growth("pattern", AC_PATTERNS, 200000, 6, false);
     if (all || !strcmp(w, "growth") || !strcmp(w, "growth-relation"))
-      bench_growth("relation", AC_RELATIONS, 50000, 4);
+      bench_growth("relation", AC_RELATIONS, 50000, 4, false);
+    if (all || !strcmp(w, "growth") || !strcmp(w, "growth-interpreted"))
+      bench_growth("interpret", AC_RELATIONS, 50000, 4, true);
     if (all || !strcmp(w, "rebuild"))
       for (int n = 5000; n <= 500000; n *= 10) bench_rebuild(n);
     if (all) break;
