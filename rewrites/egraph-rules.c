@@ -1510,7 +1510,9 @@ typedef struct run_state {
 static bool over_limits(rg_egraph *eg, run_state *st) {
   if ((int64_t)eg->nmemo >= st->o->node_limit) {
     st->s = RG_SEARCH_NODE_LIMIT;
-    st->msg = rgr_sprintf("node limit %lld reached in iteration %u", (long long)st->o->node_limit, eg->iter);
+    /* the count now: the rebuild that ends the iteration may merge some */
+    st->msg = rgr_sprintf("node limit %lld reached in iteration %u (%zu e-nodes before its rebuild)",
+                          (long long)st->o->node_limit, eg->iter, eg->nmemo);
     return true;
   }
   if (eg->late || rgr_now() - st->start > st->o->time_limit) {
