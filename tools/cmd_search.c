@@ -26,7 +26,8 @@
 
 void usage_search(void) {
   printf("usage: relgraph search [OPTIONS] GRAPH   (GRAPH '-' reads standard input)\n"
-         "  --rules FILE        load rules (defrule forms) from FILE; repeatable\n"
+         "  --rules FILE...     load rules (defrule forms) from the files; repeatable\n"
+         "                      (after GRAPH, every file up to the next option)\n"
          "  --query Q           the rules to use (default: rules if --rules, else fast_run)\n"
          "  --cost M            flops (default), bytes, time (measured on the CPU), or a\n"
          "                      rule file defining the relation (costo node c)\n"
@@ -103,20 +104,29 @@ static int parse_option(int argc, char **argv, int *i, search_args *a) {
   return missing ? EXIT_USAGE : -1;
 }
 
+/* GRAPH --rules FILE...: after the graph, the files that follow a
+ * --rules value are rule files too (before it, the first is the graph). */
 static int parse(int argc, char **argv, search_args *a) {
   memset(a, 0, sizeof *a);
   a->format = "pprint";
   a->cost = "flops";
   a->answers = 1;
+  bool after_rules = false; /* the last argument was a rule file */
   for (int i = 1; i < argc; i++) {
-    int rc = parse_option(argc, argv, &i, a);
+    int nrules = a->nrules, rc = parse_option(argc, argv, &i, a);
     if (rc >= 0) {
       if (rc) return rc;
+      after_rules = a->nrules > nrules;
       continue;
     }
     if (argv[i][0] == '-' && argv[i][1]) return cli_error("search", "unknown option '%s'", argv[i]), EXIT_USAGE;
+    if (a->graph && after_rules) {
+      if (push(a->rules, &a->nrules, "--rules", argv[i])) return EXIT_USAGE;
+      continue;
+    }
     if (a->graph) return cli_error("search", "one graph file at a time"), EXIT_USAGE;
     a->graph = argv[i];
+    after_rules = false;
   }
   if (!a->graph) return cli_error("search", "no graph file given"), EXIT_USAGE;
   if (!cli_printer(a->format))

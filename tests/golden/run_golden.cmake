@@ -8,7 +8,15 @@ if(EXISTS ${IN}.args)
   string(STRIP "${args}" args)
   separate_arguments(args UNIX_COMMAND "${args}")
 endif()
-execute_process(COMMAND ${BIN} ${CMD} ${args} ${name}
+# The input goes last, or where the arguments say @GRAPH@.
+list(FIND args "@GRAPH@" at)
+if(at GREATER -1)
+  list(REMOVE_AT args ${at})
+  list(INSERT args ${at} ${name})
+else()
+  list(APPEND args ${name})
+endif()
+execute_process(COMMAND ${BIN} ${CMD} ${args}
   WORKING_DIRECTORY ${dir}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE code)
 set(want_code 0)
