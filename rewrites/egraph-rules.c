@@ -23,7 +23,10 @@
  * it was built from) and not run again.  Answers wait for the apply phase
  * as words (classes and heads), not as terms: an iteration may hold
  * hundreds of thousands, and as terms the collector marked them all at
- * every collection.
+ * every collection.  A relation that is only unifications of its
+ * parameters with templates (commo, assoco) is instead compiled into
+ * pairs of patterns and e-matched both ways: the same matches, without
+ * terms or relation runs ("relations as e-matching" below).
  *
  * The loop (after egg): every iteration searches all rules on the e-graph
  * as it is, then applies the matches, then rebuilds.  The backoff
@@ -75,8 +78,9 @@ struct eg_rule {
   bool track_all;
   uint64_t tracks[(RG_OP_COUNT + 63) / 64];
   rg_term rel;
-  pat *tpl[2];                  /* a relation that is two unification templates:
-                                   in and out as patterns (else NULL) */
+  pat **tpl;                    /* a relation of unification templates: ntpl
+                                   pairs of patterns, in and out (else NULL) */
+  int ntpl;
   bool templated;               /* this iteration searched tpl (by_templates) */
   rg_query *Q[2];               /* forwards, backwards */
   rg_term qin[2];
@@ -231,6 +235,8 @@ typedef struct matcher {
   bool by_node;                 /* only e-nodes' stamps make a match new (a rule
                                    with no literal and no guard); else a
                                    merged class does too */
+  bool tagged;                  /* each match records `tag` after its root */
+  uint32_t tag;
 } matcher;
 
 static void on_match(matcher *m);
@@ -374,6 +380,7 @@ static void on_match(matcher *m) {
   if (r->guard && !guard_ok(m)) return;
   m->count++;
   eg_ids_push(&r->m, m->root);
+  if (m->tagged) eg_ids_push(&r->m, m->tag);
   for (int i = 0; i < r->nvars; i++) eg_ids_push(&r->m, m->binds[i]);
   if (m->tbinds) {
     rg_term l = RG_NIL;
@@ -409,17 +416,15 @@ static bool has_lit(const pat *p) {
 static bool tracks_head(const eg_rule *r, const eg_head *h);
 
 /* Matches lhs from every e-node of ns (with `tracked`, those the rule
- * tracks); each match records its root's class or'ed with `tag`.  False
- * when the deadline cut it short. */
-static bool match_roots(matcher *m, const pat *lhs, const eg_ids *ns, bool tracked, uint32_t tag) {
+ * tracks).  False when the deadline cut it short. */
+static bool match_roots(matcher *m, const pat *lhs, const eg_ids *ns, bool tracked) {
   rg_egraph *eg = m->eg;
   goal root = {lhs, 0, NULL};
   for (uint32_t i = 0, n = ns->n; i < n && m->count <= m->limit; i++) {
     if (out_of_time(eg, m->r, i)) return false;
     uint32_t id = ns->v[i];
     if (tracked && !tracks_head(m->r, &eg->heads[eg->nodes[id].head])) continue;
-    root.c = eg_find(eg, eg->nodes[id].cls);
-    m->root = root.c | tag;
+    m->root = root.c = eg_find(eg, eg->nodes[id].cls);
     match_node(m, &root, id);
   }
   return true;
@@ -428,9 +433,10 @@ static bool match_roots(matcher *m, const pat *lhs, const eg_ids *ns, bool track
 static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
   uint32_t binds[r->nvars ? r->nvars : 1];
   rg_term *tb = has_params(r->lhs) ? rg_gc_alloc((size_t)(r->nvars + 1) * sizeof *tb) : NULL;
-  matcher m = {eg, r, 0, binds, tb, 0, limit, r->since, 0, !r->guard && !has_lit(r->lhs)};
+  matcher m = {.eg = eg, .r = r, .binds = binds, .tbinds = tb, .limit = limit, .since = r->since,
+               .by_node = !r->guard && !has_lit(r->lhs)};
   for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
-  match_roots(&m, r->lhs, &eg->byop[r->lhs->code], false, 0);
+  match_roots(&m, r->lhs, &eg->byop[r->lhs->code], false);
   r->nmatches = m.count;
 }
 
@@ -908,6 +914,10 @@ static rshape relation_shape(rg_term rel, int param, int full) {
  * term it answers out's template under the bindings in's template made,
  * and backwards the other way round, one answer each.  E-matching finds
  * the same matches without building a term or running the relation.
+ * A relation whose `conde` clauses are each such a pair (or complete one:
+ * (== in ...) then a conde of (== out ...) clauses) is that many pairs, one
+ * answer per matching clause; it compiles when there are no more pairs
+ * than the answers taken per run (rel_answers), so that none is dropped.
  * A template compiles when it is a list (HEAD ARG ...) whose HEAD is an
  * op (one a relation sees as (op ...), not as (nth ...)) or a fresh
  * variable standing for the op, and whose arguments are templates or
@@ -928,26 +938,49 @@ typedef struct tpl_ctx {
   uint32_t opvars, argvars;     /* variables used as ops / as arguments (bits) */
 } tpl_ctx;
 
-/* Finds the two unifications of a parameter with a template in goal g
- * (at frame `level`); false when g holds anything else. */
-static bool tpl_goals(const rg_goal *g, int level, const rgk_tx *tx[2], int lv[2]) {
+/* A way through a relation's body: the templates of `in` and `out` (as
+ * found so far), with the frame levels they are read at. */
+#define TPL_MAXALTS 8
+typedef struct tpl_alt { const rgk_tx *tx[2]; int lv[2]; } tpl_alt;
+
+/* Extends the n ways through the body in a[] by goal g (at frame
+ * `level`): a unification of a parameter with a template sets it in each
+ * way, a conjunction extends them goal by goal, a conde makes one way per
+ * way and clause.  Returns the new number of ways, -1 when g holds
+ * anything else (or too many ways). */
+static int tpl_goals(const rg_goal *g, int level, tpl_alt *a, int n) {
   switch (g->op) {
   case G_EQ:
     for (int p = 0; p < 2; p++) {
       const rgk_tx *t = is_param(g->a, level, p) ? g->b : is_param(g->b, level, p) ? g->a : NULL;
       if (!t) continue;
-      if (tx[p]) return false;
-      tx[p] = t;
-      lv[p] = level;
-      return true;
+      for (int i = 0; i < n; i++) {
+        if (a[i].tx[p]) return -1;
+        a[i].tx[p] = t;
+        a[i].lv[p] = level;
+      }
+      return n;
     }
-    return false;
+    return -1;
   case G_CONJ:
-    for (uint32_t i = 0; i < g->n; i++)
-      if (!tpl_goals(g->kids[i], level, tx, lv)) return false;
-    return true;
-  case G_FRESH: return tpl_goals(g->body, g->n ? level + 1 : level, tx, lv);
-  default: return false;
+    for (uint32_t i = 0; i < g->n && n >= 0; i++) n = tpl_goals(g->kids[i], level, a, n);
+    return n;
+  case G_FRESH: return tpl_goals(g->body, g->n ? level + 1 : level, a, n);
+  case G_CONDE: {
+    tpl_alt in[TPL_MAXALTS], out[TPL_MAXALTS];
+    memcpy(in, a, (size_t)n * sizeof *a);
+    int m = 0;
+    for (uint32_t k = 0; k < g->n; k++) {
+      if (m + n > TPL_MAXALTS) return -1;
+      memcpy(out + m, in, (size_t)n * sizeof *in);
+      int got = tpl_goals(g->kids[k], level, out + m, n);
+      if (got < 0) return -1;
+      m += got;
+    }
+    memcpy(a, out, (size_t)m * sizeof *a);
+    return m;
+  }
+  default: return -1;
   }
 }
 
@@ -1020,56 +1053,60 @@ static pat *tpl_pat(tpl_ctx *x, const rgk_tx *t, int level) {
 static void compile_templates(rg_egraph *eg, eg_rule *r) {
   bool sw;
   const rgk_lambda *lam = worker_lambda(r->rel, &sw);
-  const rgk_tx *tx[2] = {NULL, NULL};
-  int lv[2];
-  if (!lam || !tpl_goals(lam->body, 0, tx, lv) || !tx[0] || !tx[1]) return;
+  tpl_alt a[TPL_MAXALTS] = {{{NULL, NULL}, {0, 0}}};
+  int n = lam ? tpl_goals(lam->body, 0, a, 1) : -1;
+  if (n <= 0) return;
   tpl_ctx x = {.eg = eg};
-  pat *p[2];
-  uint32_t vars[2];
-  for (int d = 0; d < 2; d++) {
-    x.seen = 0;
-    int k = sw ? 1 - d : d;
-    if (!(p[d] = tpl_pat(&x, tx[k], lv[k])) || p[d]->kind != P_OP) return;
-    vars[d] = x.seen;
+  pat **p = rg_gc_alloc((size_t)(2 * n) * sizeof *p);
+  for (int i = 0; i < n; i++) {
+    uint32_t vars[2];
+    for (int d = 0; d < 2; d++) {
+      x.seen = 0;
+      int k = sw ? 1 - d : d;
+      if (!a[i].tx[k] || !(p[2 * i + d] = tpl_pat(&x, a[i].tx[k], a[i].lv[k])) || p[2 * i + d]->kind != P_OP)
+        return;
+      vars[d] = x.seen;
+    }
+    if (vars[0] != vars[1]) return;
   }
-  if (vars[0] != vars[1] || (x.opvars & x.argvars)) return;
-  r->tpl[0] = p[0];
-  r->tpl[1] = p[1];
+  if (x.opvars & x.argvars) return;
+  r->tpl = p;
+  r->ntpl = n;
   r->nvars = x.nvars;
 }
 
 static bool by_templates(const eg_rule *r, const rg_search_opts *o) {
-  return r->tpl[0] && !o->interpret_relations && r->tpl[0]->depth <= o->rel_depth &&
-         r->tpl[1]->depth <= o->rel_depth;
+  if (!r->tpl || o->interpret_relations || r->ntpl > o->rel_answers) return false;
+  for (int i = 0; i < 2 * r->ntpl; i++)
+    if (r->tpl[i]->depth > o->rel_depth) return false;
+  return true;
 }
 
-/* Both directions' matches: the root's class, tagged with the direction
- * in its top bit, then the bindings. */
-#define TPL_BACK (1u << 31)
-
+/* A match of template k (pair k / 2, direction k % 2: 1 backwards)
+ * records its root's class, k, then the bindings. */
 static void search_templates(rg_egraph *eg, eg_rule *r, int64_t limit) {
   uint32_t binds[TPL_MAXVARS];
-  matcher m = {eg, r, 0, binds, NULL, 0, limit, r->since, 0, true};
-  for (int dir = 0; dir < 2; dir++) {
+  matcher m = {.eg = eg, .r = r, .binds = binds, .limit = limit, .since = r->since, .by_node = true, .tagged = true};
+  for (int k = 0; k < 2 * r->ntpl; k++) {
     for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
-    const pat *lhs = r->tpl[dir];
-    uint32_t tag = dir ? TPL_BACK : 0;
+    const pat *lhs = r->tpl[k];
+    m.tag = (uint32_t)k;
     for (int c = 0; c < RG_OP_COUNT; c++) {
       if (lhs->code != RG_OP_COUNT ? c != (int)lhs->code : !r->track_all && !(r->tracks[c / 64] >> (c % 64) & 1))
         continue;
-      if (!match_roots(&m, lhs, &eg->byop[c], true, tag)) goto cut;
+      if (!match_roots(&m, lhs, &eg->byop[c], true)) goto cut;
     }
   }
 cut:
   r->nmatches = m.count;
 }
 
+/* Template k's match: its other side (k ^ 1) into the root's class. */
 static int apply_templates(rg_egraph *eg, eg_rule *r) {
-  size_t stride = (size_t)r->nvars + 1;
+  size_t stride = (size_t)r->nvars + 2;
   for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
-    uint32_t root = r->m.v[i], into = root & ~TPL_BACK;
-    const pat *rhs = r->tpl[root & TPL_BACK ? 0 : 1];
-    if (instantiate(eg, r, rhs, r->m.v + i + 1, RG_NIL, into) != EG_NONE) continue;
+    const pat *rhs = r->tpl[r->m.v[i + 1] ^ 1];
+    if (instantiate(eg, r, rhs, r->m.v + i + 2, RG_NIL, r->m.v[i]) != EG_NONE) continue;
     if (rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;
     rg_clear_error(eg->C); /* ill-typed: no answer, as for a relation's */
   }
@@ -1607,7 +1644,7 @@ void eg_rules_free(rg_egraph *eg) {
 
 bool eg_rule_by_templates(const rg_egraph *eg, const char *name) {
   for (int i = 0; i < eg->nrules; i++)
-    if (!strcmp(eg->rules[i]->name, name)) return eg->rules[i]->tpl[0] != NULL;
+    if (!strcmp(eg->rules[i]->name, name)) return eg->rules[i]->tpl != NULL;
   return false;
 }
 

@@ -680,20 +680,33 @@ static void test_match_made_by_merge(void **st) {
   "(defrule assoc (in out) (assoco in out) :tracks (add mul))"                                     \
   "(defrule unexp (in out) (expo out in))"
 
-/* Runs the template rules on `text` with the relations compiled or
- * interpreted; the e-graph. */
-static rg_egraph *run_templates(const char *text, bool interpret, int depth) {
-  rg_egraph *eg = rg_egraph_new(graph(text));
-  assert_int_equal(rg_egraph_add_rules(eg, rules(TEMPLATE_RULES, NULL)), 3);
+#define CONDE_RULES                                                                               \
+  "(defrel (commuteo in out) (fresh (a b) (conde"                                                  \
+  "  ((== in `(add ,a ,b)) (== out `(add ,b ,a)))"                                                 \
+  "  ((== in `(mul ,a ,b)) (== out `(mul ,b ,a))))))"                                              \
+  "(defrel (subo in out) (fresh (a b) (== in `(sub ,a ,b))"                                        \
+  "  (conde ((== out `(add ,a (neg ,b)))) ((== out `(neg (sub ,b ,a)))))))"                        \
+  "(defrule commute (in out) (commuteo in out))"                                                   \
+  "(defrule unsub (in out) (subo in out))"
+
+/* Runs the rules of `text` (TEMPLATE_RULES when NULL) on graph `gtext`
+ * with the relations compiled or interpreted; the e-graph. */
+static rg_egraph *run_rules(const char *text, const char *gtext, bool interpret, int depth) {
+  rg_egraph *eg = rg_egraph_new(graph(gtext));
+  assert_true(rg_egraph_add_rules(eg, rules(text ? text : TEMPLATE_RULES, NULL)) > 0);
   rg_search_opts o = {.no_backoff = true, .interpret_relations = interpret, .rel_depth = depth};
   assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
   return eg;
 }
 
+static rg_egraph *run_templates(const char *gtext, bool interpret, int depth) {
+  return run_rules(NULL, gtext, interpret, depth);
+}
+
 /* Both ways give the same e-graph at every iteration: the same e-nodes,
  * the same classes. */
-static void assert_same_runs(const char *text, int depth) {
-  rg_egraph *a = run_templates(text, false, depth), *b = run_templates(text, true, depth);
+static void assert_same_runs_of(const char *rtext, const char *text, int depth) {
+  rg_egraph *a = run_rules(rtext, text, false, depth), *b = run_rules(rtext, text, true, depth);
   assert_int_equal(a->niters, b->niters);
   for (int i = 0; i < a->niters; i++) {
     assert_int_equal(a->iters[i].nodes, b->iters[i].nodes);
@@ -702,6 +715,8 @@ static void assert_same_runs(const char *text, int depth) {
   rg_egraph_free(a);
   rg_egraph_free(b);
 }
+
+static void assert_same_runs(const char *text, int depth) { assert_same_runs_of(NULL, text, depth); }
 
 static void test_templates_as_ematching(void **st) {
   rg_egraph *eg = run_templates("(graph (input x float64 ()) (output x))", false, 0);
@@ -738,6 +753,39 @@ static void test_templates_as_ematching(void **st) {
    * the interpreter, with the same result */
   assert_same_runs("(graph (input x float64 ()) (input y float64 ()) (input z float64 ())"
                    " (output (add (add x y) z)))", 1);
+}
+
+/* A conde of template pairs is as many equalities, one answer per
+ * matching clause; so is an `in` template followed by a conde of `out`
+ * ones. */
+static void test_templates_conde(void **st) {
+  const char *text = "(graph (input x float64 ()) (input y float64 ())"
+                     " (output (sub x y)) (output (mul (add x y) y)))";
+  assert_same_runs_of(CONDE_RULES, text, 0);
+  rg_fgraph *fg = graph(text);
+  rg_egraph *eg = rg_egraph_new(fg);
+  assert_int_equal(rg_egraph_add_rules(eg, rules(CONDE_RULES, NULL)), 2);
+  assert_true(eg_rule_by_templates(eg, "commute"));
+  assert_true(eg_rule_by_templates(eg, "unsub"));
+  rg_search_opts o = {.no_backoff = true};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+  rg_variable *x = rg_fgraph_input(fg, 0), *y = rg_fgraph_input(fg, 1);
+  int64_t c0 = rg_egraph_class_of(eg, rg_fgraph_output(fg, 0)), c1 = rg_egraph_class_of(eg, rg_fgraph_output(fg, 1));
+  assert_int_equal(c0, rg_egraph_class_of(eg, rg_add(rg_neg(y), x)));
+  assert_int_equal(c0, rg_egraph_class_of(eg, rg_neg(rg_sub(y, x))));
+  assert_int_equal(c1, rg_egraph_class_of(eg, rg_mul(y, rg_add(y, x))));
+  rg_egraph_free(eg);
+  /* one answer per run cannot hold two clauses: the relation runs in the
+   * interpreter and only the first clause answers */
+  fg = graph(text);
+  eg = rg_egraph_new(fg);
+  rg_egraph_add_rules(eg, rules(CONDE_RULES, NULL));
+  o.rel_answers = 1;
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+  x = rg_fgraph_input(fg, 0), y = rg_fgraph_input(fg, 1);
+  assert_int_equal(rg_egraph_class_of(eg, rg_fgraph_output(fg, 0)), rg_egraph_class_of(eg, rg_add(x, rg_neg(y))));
+  assert_int_equal(rg_egraph_class_of(eg, rg_neg(rg_sub(y, x))), -1);
+  rg_egraph_free(eg);
 }
 
 /* What stays in the interpreter: a variable twice in a template, a
@@ -783,6 +831,7 @@ int main(void) {
       cmocka_unit_test_setup(test_ac_saturates_exactly, fresh),
       cmocka_unit_test_setup(test_match_made_by_merge, fresh),
       cmocka_unit_test_setup(test_templates_as_ematching, fresh),
+      cmocka_unit_test_setup(test_templates_conde, fresh),
       cmocka_unit_test_setup(test_templates_not_compiled, fresh),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
