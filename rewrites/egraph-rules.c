@@ -1650,6 +1650,19 @@ bool eg_rule_by_templates(const rg_egraph *eg, const char *name) {
 
 const char *rg_egraph_stop_message(const rg_egraph *eg) { return eg->stop_msg; }
 
+/* The relational rules the last search ran as e-matching (`templated`)
+ * or in the interpreter, as one line. */
+static void trace_relations(const rg_egraph *eg, FILE *f, bool templated) {
+  const char *sep = templated ? "relations run as e-matching: " : "relations run in the interpreter: ";
+  for (int i = 0; i < eg->nrules; i++) {
+    const eg_rule *r = eg->rules[i];
+    if (r->kind != R_RELATION || r->templated != templated) continue;
+    fprintf(f, "%s%s", sep, r->name);
+    sep = ", ";
+  }
+  if (sep[0] == ',') fputc('\n', f);
+}
+
 void rg_egraph_trace(const rg_egraph *eg, FILE *f) {
   for (int i = 0; i < eg->niters; i++) {
     const eg_iter *t = &eg->iters[i];
@@ -1657,4 +1670,6 @@ void rg_egraph_trace(const rg_egraph *eg, FILE *f) {
             t->nodes, t->classes, t->matches, t->seconds, t->banned ? ", banned: " : "",
             t->banned ? t->banned : "");
   }
+  trace_relations(eg, f, true);
+  trace_relations(eg, f, false);
 }

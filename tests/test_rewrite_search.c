@@ -806,6 +806,18 @@ static void test_templates_not_compiled(void **st) {
   assert_false(eg_rule_by_templates(eg, "oparg"));
   assert_false(eg_rule_by_templates(eg, "drop"));
   rg_egraph_free(eg);
+  /* the trace says which ran how */
+  eg = rg_egraph_new(graph("(graph (input x float64 ()) (input y float64 ()) (output (add (add x x) y)))"));
+  assert_int_equal(rg_egraph_add_rules(eg, rules(LITERAL_ANSWERS, NULL)), 2);
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  rg_egraph_trace(eg, f);
+  fclose(f);
+  assert_non_null(strstr(buf, "\nrelations run as e-matching: comm\nrelations run in the interpreter: twice\n"));
+  free(buf);
+  rg_egraph_free(eg);
 }
 
 int main(void) {

@@ -309,7 +309,9 @@ const char *rg_egraph_stop_message(const rg_egraph *eg);
 size_t rg_egraph_nnodes(const rg_egraph *eg);
 size_t rg_egraph_nclasses(const rg_egraph *eg);
 /* Per iteration: e-nodes and e-classes after it, matches applied, the
- * rules banned by the scheduler; one line each. */
+ * rules banned by the scheduler; one line each.  Then the relational
+ * rules run as e-matching (relations of unification templates) and those
+ * run in the interpreter, a line each when there are any. */
 void rg_egraph_trace(const rg_egraph *eg, FILE *f);
 /* Merges rejected because the classes' types differ (the rule named), one
  * line each (the first 64); returns their number. */
