@@ -124,7 +124,10 @@ static int parse(int argc, char **argv, search_args *a) {
       if (push(a->rules, &a->nrules, "--rules", argv[i])) return EXIT_USAGE;
       continue;
     }
-    if (a->graph) return cli_error("search", "one graph file at a time"), EXIT_USAGE;
+    if (a->graph)
+      return cli_error("search", "one graph file at a time ('%s' and '%s'; several rule files follow the graph: "
+                                 "GRAPH --rules FILE...)", a->graph, argv[i]),
+             EXIT_USAGE;
     a->graph = argv[i];
     after_rules = false;
   }
