@@ -167,7 +167,7 @@ typedef struct rgb_bound {
 /* The interface every backend implements (ggml-backend's model), listed
  * in backend/registry.c.  Slots marked (optional) may be NULL.  `ctx` is
  * the backend object's own context, made by init. */
-#define RGB_BACKEND_ABI 4
+#define RGB_BACKEND_ABI 5
 typedef struct rgb_backend {
   uint32_t abi;                 /* RGB_BACKEND_ABI */
   const char *name;             /* "cpu", "mirror", "cuda" */
@@ -179,6 +179,9 @@ typedef struct rgb_backend {
   void (*fini)(void *ctx);                           /* (optional) */
   /* (optional) the buffer type of its values; NULL: host memory */
   const rg_buffer_type *(*buffer_type)(void *ctx);
+  /* (optional) its pinned host memory (a buffer type whose device is the
+   * host); NULL: none */
+  const rg_buffer_type *(*host_buffer_type)(void *ctx);
   bool (*supports)(void *ctx, const rgb_node *n);    /* can it run this node? */
   int (*bind)(void *ctx, const rgb_node *n, rgb_bound *out); /* 0, or an error */
   /* the inner graphs of the composites it runs are linked for the CPU
@@ -222,12 +225,14 @@ static inline bool rgb_metadata_input(const rgb_node *n, int i) {
 }
 
 /* A backend object (public as rg_backend): an interface and its context.
- * Invariant: buft is iface->buffer_type(ctx), fixed at creation. */
+ * Invariant: buft is iface->buffer_type(ctx) and host_buft
+ * iface->host_buffer_type(ctx), fixed at creation. */
 struct rg_backend {
   const rgb_backend *iface;
   void *ctx;
   rg_device device;
   const rg_buffer_type *buft;   /* NULL: host memory */
+  const rg_buffer_type *host_buft; /* pinned host memory; NULL: none */
   char name[32];                /* "cpu", "cuda:0" */
 };
 

@@ -65,6 +65,7 @@ rg_backend *rg_backend_new(const char *name, char *why, size_t len) {
     return NULL;
   }
   b->buft = i->buffer_type ? i->buffer_type(b->ctx) : NULL;
+  b->host_buft = i->host_buffer_type ? i->host_buffer_type(b->ctx) : NULL;
   snprintf(b->name, sizeof b->name, "%s", name);
   return b;
 }
@@ -78,6 +79,7 @@ void rg_backend_free(rg_backend *b) {
 const char *rg_backend_label(const rg_backend *b) { return b->name; }
 rg_device rg_backend_device(const rg_backend *b) { return b->device; }
 const rg_buffer_type *rg_backend_buffer_type(const rg_backend *b) { return b->buft; }
+const rg_buffer_type *rg_backend_host_buffer_type(const rg_backend *b) { return b->host_buft; }
 
 int rg_backend_synchronize(rg_backend *b) {
   return b->iface->synchronize ? b->iface->synchronize(b->ctx) : RG_OK;

@@ -7,6 +7,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/backend/cuda/gen.c
   ${PROJECT_SOURCE_DIR}/backend/cuda/nvrtc.c
   ${PROJECT_SOURCE_DIR}/backend/cuda/cuda.c
+  ${PROJECT_SOURCE_DIR}/backend/cuda/transfer.c
   ${PROJECT_SOURCE_DIR}/backend/cuda/blas.c
   ${PROJECT_SOURCE_DIR}/backend/linker.c
   ${PROJECT_SOURCE_DIR}/backend/join-into.c

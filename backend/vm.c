@@ -192,9 +192,24 @@ static int run_needed(rgb_program *p, const int32_t *want, int nwant) {
 
 /* ------------------------------------------------------------------ calls */
 
+/* The buffer types of a value already on its cell's device, and of the
+ * backend that reads it there, when they are two queues of one kind that
+ * must be ordered (two CUDA backend objects of one device: two streams). */
+static bool two_queues(rgb_program *p, int32_t c, const rg_tensor *v, const rg_buffer_type **mine,
+                       const rg_buffer_type **theirs) {
+  *theirs = rg_tensor_buffer_type(v);
+  if (!*theirs || !(*theirs)->order || !rg_tensor_on_device(v)) return false;
+  *mine = rgb_program_backend_on(p, p->cell_dev[c])->buft;
+  return *mine && *mine != *theirs && (*mine)->order == (*theirs)->order;
+}
+
 static void unbind_inputs(rgb_program *p) {
   for (int32_t i = 0; i < p->nin; i++) {
     rg_tensor **cell = &p->cells[p->in_cells[i]];
+    const rg_buffer_type *mine, *theirs;
+    /* the owner reuses the input's memory only after this call's reads */
+    if (*cell && !p->in_copied[i] && two_queues(p, p->in_cells[i], *cell, &mine, &theirs))
+      mine->order(mine, theirs);
     if (p->in_copied[i]) rg_tensor_free(*cell);
     p->in_copied[i] = 0;
     *cell = NULL;
@@ -202,11 +217,19 @@ static void unbind_inputs(rgb_program *p) {
 }
 
 /* Binds the inputs to their cells; a value on another device than its
- * cell's is copied there for the call (and freed by unbind_inputs). */
+ * cell's is copied there for the call (and freed by unbind_inputs).  A
+ * value on the cell's device written by another queue (stream) is read
+ * after that queue's work (order). */
 static int bind_inputs(rgb_program *p, rg_tensor *const *inputs) {
   for (int32_t i = 0; i < p->nin; i++) {
     int32_t c = p->in_cells[i];
     rg_tensor *v = inputs[i];
+    const rg_buffer_type *mine, *theirs;
+    if (v && rg_tensor_device(v) == p->cell_dev[c] && two_queues(p, c, v, &mine, &theirs) &&
+        theirs->order(theirs, mine)) {
+      snprintf(p->rt->err, sizeof p->rt->err, "cannot order input %d after the work writing it", i);
+      return p->rt->errcode = RG_ERR;
+    }
     if (v && rg_tensor_device(v) != p->cell_dev[c]) {
       v = rg_tensor_to_device(v, rgb_program_backend_on(p, p->cell_dev[c])->buft);
       if (!v) {

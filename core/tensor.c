@@ -8,7 +8,10 @@
  * a release callback.  Linked programs of the backends hold tensors, never
  * GC pointers.  A storage may also live on a device (a buffer of a buffer
  * type, rg_buffer_type): then its bytes are reached only through the
- * buffer type's download and upload, and copies go through host memory.
+ * buffer type's download and upload, and copies go through host memory
+ * unless the buffer type copies between devices itself (copy_from).  A
+ * buffer type of the host (pinned memory) holds host tensors like ours,
+ * which a device downloads into directly.
  *
  * Invariants:
  *  - every element of a tensor (all multi-indices within shape) lies
@@ -65,6 +68,10 @@ int64_t rg_storage_refcount(const rg_tensor *t) {
 void *rg_storage_base(const rg_tensor *t) { return t->storage->base; }
 size_t rg_storage_nbytes(const rg_tensor *t) { return t->storage->nbytes; }
 bool rg_storage_is_external(const rg_tensor *t) { return !t->storage->owned; }
+/* Whether a storage's bytes are on a device (not readable by the host):
+ * a buffer type's whose device is not the host. */
+static bool on_device(const rg_storage *s) { return s->buft && s->buft->device != RG_DEVICE_HOST; }
+bool rg_tensor_on_device(const rg_tensor *t) { return on_device(t->storage); }
 rg_device rg_tensor_device(const rg_tensor *t) {
   return t->storage->buft ? t->storage->buft->device : RG_DEVICE_HOST;
 }
@@ -379,7 +386,7 @@ static rg_tensor *on_host_then_back(const rg_tensor *t, rg_dtype dt);
 
 rg_tensor *rg_tensor_copy(const rg_tensor *t) {
   if (!t) return NULL;
-  if (t->storage->buft) return on_host_then_back(t, t->dtype);
+  if (on_device(t->storage)) return on_host_then_back(t, t->dtype);
   rg_tensor *r = alloc_tensor(t->dtype, t->ndim, t->shape, false);
   if (!r) return NULL;
   size_t es = rg_dtype_size(t->dtype);
@@ -399,7 +406,7 @@ rg_tensor *rg_tensor_copy(const rg_tensor *t) {
 
 rg_tensor *rg_tensor_cast(const rg_tensor *t, rg_dtype dt) {
   if (!t) return NULL;
-  if (t->storage->buft) return on_host_then_back(t, dt);
+  if (on_device(t->storage)) return on_host_then_back(t, dt);
   rg_tensor *r = alloc_tensor(dt, t->ndim, t->shape, false);
   if (!r) return NULL;
   size_t es = rg_dtype_size(dt);
@@ -463,7 +470,7 @@ static rg_tensor *download_view(const rg_tensor *t) {
 
 rg_tensor *rg_tensor_to_host(const rg_tensor *t) {
   if (!t) return NULL;
-  if (!t->storage->buft) return rg_tensor_copy(t);
+  if (!on_device(t->storage)) return rg_tensor_copy(t);
   rg_tensor *h = download_view(t);
   if (!h || rg_tensor_is_c_contiguous(h)) return h;
   rg_tensor *r = rg_tensor_copy(h);
@@ -471,10 +478,33 @@ rg_tensor *rg_tensor_to_host(const rg_tensor *t) {
   return r;
 }
 
+/* A contiguous device tensor copied into a new buffer of bt by bt's
+ * copy_from, without the host: *done false when bt cannot (another kind
+ * of device, or none to try). */
+static rg_tensor *device_to_device(const rg_tensor *t, const rg_buffer_type *bt, bool *done) {
+  *done = false;
+  if (!bt->copy_from || !on_device(t->storage) || !rg_tensor_is_c_contiguous(t)) return NULL;
+  rg_tensor *r = rg_tensor_empty_on(bt, t->dtype, t->ndim, t->shape);
+  if (!r) return *done = true, NULL;
+  int rc = r->storage->nbytes ? bt->copy_from(bt, r->data, t->storage->buft, t->data, r->storage->nbytes) : 0;
+  if (rc == RG_ERR_TYPE) return rg_tensor_free(r), NULL;
+  *done = true;
+  if (rc) rg_tensor_free(r);
+  return rc ? NULL : r;
+}
+
 rg_tensor *rg_tensor_to_device(const rg_tensor *t, const rg_buffer_type *bt) {
   if (!t) return NULL;
   if (!bt) return rg_tensor_to_host(t);
-  bool direct = !t->storage->buft && rg_tensor_is_c_contiguous(t);
+  if (bt->device == RG_DEVICE_HOST) { /* host memory of a buffer type (pinned) */
+    rg_tensor *r = rg_tensor_empty_on(bt, t->dtype, t->ndim, t->shape);
+    if (r && rg_tensor_copy_to(r, t) != RG_OK) rg_tensor_free(r), r = NULL;
+    return r;
+  }
+  bool done;
+  rg_tensor *d = device_to_device(t, bt, &done);
+  if (done) return d;
+  bool direct = !on_device(t->storage) && rg_tensor_is_c_contiguous(t);
   rg_tensor *h = direct ? (rg_tensor *)t : rg_tensor_to_host(t);
   rg_tensor *r = h ? rg_tensor_empty_on(bt, t->dtype, t->ndim, t->shape) : NULL;
   if (r && r->storage->nbytes && bt->upload(bt, r->data, h->data, r->storage->nbytes) != 0) {
@@ -516,21 +546,42 @@ static int device_copy_to(rg_tensor *dst, const rg_tensor *h) {
   return rc;
 }
 
+/* dst = src for contiguous tensors where a buffer type can copy without
+ * staging in ordinary host memory: between devices (copy_from), or from a
+ * device straight into host memory of a buffer type (pinned).  *done
+ * false when neither applies. */
+static int copy_direct(rg_tensor *dst, const rg_tensor *src, bool *done) {
+  *done = false;
+  if (!on_device(src->storage) || !rg_tensor_is_c_contiguous(dst) || !rg_tensor_is_c_contiguous(src)) return 0;
+  const rg_buffer_type *sb = src->storage->buft, *db = dst->storage->buft;
+  size_t n = (size_t)rg_tensor_numel(src) * rg_dtype_size(src->dtype);
+  int rc = RG_ERR_TYPE;
+  if (db && db->device == RG_DEVICE_HOST) rc = sb->download(sb, dst->data, src->data, n);
+  else if (db && db->copy_from) rc = db->copy_from(db, dst->data, sb, src->data, n);
+  *done = rc != RG_ERR_TYPE;
+  return rc ? RG_ERR_NOMEM : RG_OK;
+}
+
 int rg_tensor_copy_to(rg_tensor *dst, const rg_tensor *src) {
   if (!dst || !src || dst->dtype != src->dtype || !same_shape(dst, src)) return RG_ERR_TYPE;
   if (rg_tensor_numel(src) == 0) return RG_OK;
-  const rg_tensor *h = src->storage->buft ? rg_tensor_to_host(src) : src;
+  bool done;
+  int drc = copy_direct(dst, src, &done);
+  if (done) return drc;
+  const rg_tensor *h = on_device(src->storage) ? rg_tensor_to_host(src) : src;
   if (!h) return RG_ERR_NOMEM;
   int rc = RG_OK;
-  if (dst->storage->buft) rc = device_copy_to(dst, h) ? RG_ERR_NOMEM : RG_OK;
+  if (on_device(dst->storage)) rc = device_copy_to(dst, h) ? RG_ERR_NOMEM : RG_OK;
   else host_copy_to(dst, h);
   if (h != src) rg_tensor_free((rg_tensor *)h);
   return rc;
 }
 
-/* A copy or a conversion of a device tensor: done in host memory, the
- * result placed back in the same buffer type. */
+/* A copy or a conversion of a device tensor, the result in the same
+ * buffer type: a copy stays on the device where the buffer type copies
+ * there (copy_from), a conversion is done in host memory. */
 static rg_tensor *on_host_then_back(const rg_tensor *t, rg_dtype dt) {
+  if (dt == t->dtype) return rg_tensor_to_device(t, t->storage->buft); /* on the device where it can */
   rg_tensor *h = rg_tensor_to_host(t);
   rg_tensor *c = h && dt != t->dtype ? rg_tensor_cast(h, dt) : h;
   rg_tensor *r = c ? rg_tensor_to_device(c, t->storage->buft) : NULL;

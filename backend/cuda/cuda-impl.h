@@ -139,7 +139,9 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUevent_st *CUevent;
 enum { CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76 };
+enum { CU_EVENT_DISABLE_TIMING = 2, CU_MEMHOSTALLOC_PORTABLE = 1 };
 
 typedef struct rgcu_drv {
   void *dl;
@@ -155,14 +157,24 @@ typedef struct rgcu_drv {
   CUresult (*sync)(CUstream);
   CUresult (*alloc)(CUdeviceptr *, size_t);
   CUresult (*free)(CUdeviceptr);
-  CUresult (*htod)(CUdeviceptr, const void *, size_t);
-  CUresult (*dtoh)(void *, CUdeviceptr, size_t);
   CUresult (*load)(CUmodule *, const void *);
   CUresult (*function)(CUfunction *, CUmodule, const char *);
   CUresult (*unload)(CUmodule);
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                      unsigned, CUstream, void **, void **);
   CUresult (*error)(CUresult, const char **);
+  /* pinned host memory, copies queued on a stream, events */
+  CUresult (*host_alloc)(void **, size_t, unsigned);
+  CUresult (*host_free)(void *);
+  CUresult (*htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*peer_async)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+  CUresult (*event_create)(CUevent *, unsigned);
+  CUresult (*event_destroy)(CUevent);
+  CUresult (*event_record)(CUevent, CUstream);
+  CUresult (*event_sync)(CUevent);
+  CUresult (*stream_wait)(CUstream, CUevent, unsigned);
 } rgcu_drv;
 
 /* A CUDA backend object's context.  Invariants: `cu` is the device's
@@ -173,6 +185,35 @@ typedef struct rgcu_drv {
  * by their source. */
 #define RGCU_FREE_MAX 256 /* blocks kept for reuse */
 typedef struct rgcu_block { CUdeviceptr p; size_t size; } rgcu_block;
+
+/* Pinned staging of copies between the stream and ordinary host memory
+ * (transfer.c): RGCU_STAGES blocks of RGCU_STAGE_BYTES of page-locked
+ * memory, filled in turn from offset 0 up.  Invariant: stage_ev[i] is
+ * recorded on the stream after the last copy queued that reads or writes
+ * block i, and the host writes or reads block i again only once that
+ * event has completed (a block is waited for when the ring comes back
+ * to it, so an upload returns as soon as its bytes are staged). */
+#define RGCU_STAGES 4
+#define RGCU_STAGE_BYTES ((size_t)4 << 20)
+typedef struct rgcu_stage {
+  char *block[RGCU_STAGES];
+  CUevent ev[RGCU_STAGES];
+  bool queued[RGCU_STAGES];   /* ev recorded since the block was last waited for */
+  int cur;                    /* the block being filled */
+  size_t used;                /* bytes of it handed out */
+} rgcu_stage;
+
+/* The pinned host memory a backend hands out (its host buffer type):
+ * live[0..nlive) are the blocks in use, which copies to and from the
+ * device use directly; freel[0..nfree) wait for reuse. */
+#define RGCU_PIN_FREE_MAX 64
+typedef struct rgcu_pin { char *p; size_t size; } rgcu_pin;
+typedef struct rgcu_pinned {
+  rgcu_pin *live;
+  int nlive, caplive;
+  rgcu_pin freel[RGCU_PIN_FREE_MAX];
+  int nfree;
+} rgcu_pinned;
 typedef struct rgcu_kernel { uint64_t hash; char *src; CUmodule mod; CUfunction fn; } rgcu_kernel;
 
 typedef struct rgcu_ctx {
@@ -192,7 +233,31 @@ typedef struct rgcu_ctx {
   CUfunction copyk[RG_NDTYPES][RG_NDTYPES]; /* copy kernels by dtypes, loaded on use */
   CUfunction copyk_wide[RG_NDTYPES][RG_NDTYPES]; /* the same with 64-bit indices */
   struct rgcu_blas *blas;  /* cuBLAS, loaded by the first BLAS node bound */
+  rgcu_stage stage;        /* pinned staging of host copies (transfer.c) */
+  rgcu_pinned pinned;      /* pinned host memory handed out */
+  rg_buffer_type host_buft; /* that memory as a buffer type (device: the host) */
+  char host_name[32];      /* "cuda:0:pinned" */
+  CUevent mark;            /* recorded where another stream or the host waits for this one */
 } rgcu_ctx;
+
+/* ------------------------------------------------------------------ transfers (transfer.c) */
+
+/* The copies of the device's buffer type (download, upload, copy_from,
+ * order) and the pinned host buffer type.  Uploads from ordinary host
+ * memory are staged in pinned blocks and queued on the stream: the host
+ * does not wait for the device.  Downloads are queued into staging
+ * (pipelined by blocks) and waited for by their events: the host reads
+ * them.  Memory of the host buffer type is copied to and from directly,
+ * and waited for (the caller may reuse it on return).  Copies between
+ * two CUDA backend objects are queued on the destination's stream after
+ * an event of the source's, whose stream then waits for the copy (no
+ * host round trip; peer copies between devices). */
+int rgcu_transfer_init(rgcu_ctx *c, char *why, size_t len);
+void rgcu_transfer_fini(rgcu_ctx *c);
+int rgcu_download(const rg_buffer_type *bt, void *host, const void *src, size_t n);
+int rgcu_upload(const rg_buffer_type *bt, void *dst, const void *host, size_t n);
+int rgcu_copy_from(const rg_buffer_type *bt, void *dst, const rg_buffer_type *from, const void *src, size_t n);
+int rgcu_order(const rg_buffer_type *earlier, const rg_buffer_type *later);
 
 /* A strided copy on the device (src and dst of the same shape, any
  * strides and dtypes, converting as a cast does), queued on the stream. */

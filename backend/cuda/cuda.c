@@ -12,15 +12,17 @@
  * device, no NVRTC).
  *
  * A backend object ("cuda" or "cuda:N") holds the device's primary
- * context, one blocking stream, a caching allocator and the kernels it has
+ * context, one blocking stream, a caching allocator, pinned staging for
+ * copies, pinned host memory to hand out, and the kernels it has
  * loaded (keyed by their source; the device code of each comes from the
  * disk cache or one NVRTC compilation for the device's architecture).
  * Kernels run asynchronously on the stream in schedule order; the buffers
  * a released value leaves go back to the allocator's free list and are
  * reused by later kernels of the same stream, which the stream orders.
- * Copies use the synchronous driver calls, which wait for the blocking
- * stream: a value read by the host is complete, and host memory handed to
- * an upload may be freed when the call returns.
+ * Copies are queued on the stream too (transfer.c): uploads through
+ * pinned staging, so the host does not wait for them; downloads waited
+ * for by events, so a value read by the host is complete; copies between
+ * backend objects ordered by events of both streams.
  *
  * What runs here: every elementwise node (but integer pow, whose errors
  * only the CPU reports) and fused group, the reductions and softmax
@@ -49,18 +51,25 @@
 /* Loads the driver and binds the entry points used. */
 static bool drv_open(rgcu_drv *d, char *why, size_t len) {
   memset(d, 0, sizeof *d);
-  d->dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!d->dl) return rg_say(why, len, "no CUDA driver (libcuda.so.1 cannot be loaded)");
+  const char *lib = getenv("RELGRAPH_CUDA_DRIVER"); /* another implementation of the driver API */
+  if (!lib || !*lib) lib = "libcuda.so.1";
+  d->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!d->dl) return rg_say(why, len, "no CUDA driver (%s cannot be loaded)", lib);
 #define SYM(f, name) (*(void **)&d->f = dlsym(d->dl, name)) != NULL
   bool ok = SYM(init, "cuInit") && SYM(count, "cuDeviceGetCount") && SYM(get, "cuDeviceGet") &&
             SYM(attr, "cuDeviceGetAttribute") && SYM(retain, "cuDevicePrimaryCtxRetain") &&
             SYM(release, "cuDevicePrimaryCtxRelease_v2") && SYM(set_current, "cuCtxSetCurrent") &&
             SYM(stream_create, "cuStreamCreate") && SYM(stream_destroy, "cuStreamDestroy_v2") &&
             SYM(sync, "cuStreamSynchronize") && SYM(alloc, "cuMemAlloc_v2") &&
-            SYM(free, "cuMemFree_v2") && SYM(htod, "cuMemcpyHtoD_v2") && SYM(dtoh, "cuMemcpyDtoH_v2") &&
+            SYM(free, "cuMemFree_v2") &&
             SYM(load, "cuModuleLoadData") && SYM(function, "cuModuleGetFunction") &&
             SYM(unload, "cuModuleUnload") && SYM(launch, "cuLaunchKernel") &&
-            SYM(error, "cuGetErrorString");
+            SYM(error, "cuGetErrorString") && SYM(host_alloc, "cuMemHostAlloc") &&
+            SYM(host_free, "cuMemFreeHost") && SYM(htod_async, "cuMemcpyHtoDAsync_v2") &&
+            SYM(dtoh_async, "cuMemcpyDtoHAsync_v2") && SYM(dtod_async, "cuMemcpyDtoDAsync_v2") &&
+            SYM(peer_async, "cuMemcpyPeerAsync") && SYM(event_create, "cuEventCreate") &&
+            SYM(event_destroy, "cuEventDestroy_v2") && SYM(event_record, "cuEventRecord") &&
+            SYM(event_sync, "cuEventSynchronize") && SYM(stream_wait, "cuStreamWaitEvent");
 #undef SYM
   if (!ok) {
     dlclose(d->dl);
@@ -132,18 +141,6 @@ static void cu_free(const rg_buffer_type *bt, void *base, size_t n) {
   else c->d.free((CUdeviceptr)(uintptr_t)base);
 }
 
-static int cu_download(const rg_buffer_type *bt, void *host, const void *src, size_t n) {
-  rgcu_ctx *c = bt->ctx;
-  if (c->d.set_current(c->cu)) return RG_ERR;
-  return c->d.dtoh(host, (CUdeviceptr)(uintptr_t)src, n) ? RG_ERR : 0;
-}
-
-static int cu_upload(const rg_buffer_type *bt, void *dst, const void *host, size_t n) {
-  rgcu_ctx *c = bt->ctx;
-  if (c->d.set_current(c->cu)) return RG_ERR;
-  return c->d.htod((CUdeviceptr)(uintptr_t)dst, host, n) ? RG_ERR : 0;
-}
-
 /* ------------------------------------------------------------------ init and fini */
 
 static void cuda_fini(void *ctx) {
@@ -151,6 +148,7 @@ static void cuda_fini(void *ctx) {
   if (!c) return;
   if (c->cu) c->d.set_current(c->cu);
   if (c->stream) c->d.sync(c->stream);
+  rgcu_transfer_fini(c);
   for (int i = 0; i < c->nfree; i++) c->d.free(c->freel[i].p);
   for (int i = 0; i < c->nkernels; i++) {
     c->d.unload(c->kernels[i].mod);
@@ -207,14 +205,19 @@ static int cuda_init(const char *spec, void **ctx, rg_device *device, char *why,
   }
   snprintf(c->name, sizeof c->name, "cuda:%d", c->ordinal);
   c->buft = (rg_buffer_type){.name = c->name, .device = RG_DEVICE_CUDA(c->ordinal), .ctx = c,
-                             .alloc = cu_alloc, .free = cu_free, .download = cu_download,
-                             .upload = cu_upload};
+                             .alloc = cu_alloc, .free = cu_free, .download = rgcu_download,
+                             .upload = rgcu_upload, .copy_from = rgcu_copy_from, .order = rgcu_order};
+  if (rgcu_transfer_init(c, why, len)) {
+    cuda_fini(c);
+    return RG_ERR;
+  }
   *ctx = c;
   *device = c->buft.device;
   return 0;
 }
 
 static const rg_buffer_type *cuda_buffer_type(void *ctx) { return &((rgcu_ctx *)ctx)->buft; }
+static const rg_buffer_type *cuda_host_buffer_type(void *ctx) { return &((rgcu_ctx *)ctx)->host_buft; }
 
 /* ------------------------------------------------------------------ kernels */
 
@@ -550,6 +553,7 @@ const rgb_backend rgb_cuda_backend = {
     .init = cuda_init,
     .fini = cuda_fini,
     .buffer_type = cuda_buffer_type,
+    .host_buffer_type = cuda_host_buffer_type,
     .supports = cuda_supports,
     .bind = cuda_bind,
     .synchronize = cuda_synchronize,

@@ -195,6 +195,11 @@ rg_device rg_backend_device(const rg_backend *b);
 /* The buffer type of its values (NULL: host memory), to make tensors on
  * its device with rg_tensor_empty_on / rg_tensor_to_device. */
 const rg_buffer_type *rg_backend_buffer_type(const rg_backend *b);
+/* Its pinned (page-locked) host memory, NULL when it has none (the CPU,
+ * the mirror): tensors made there (rg_tensor_empty_on) are host tensors
+ * the CPU reads and writes directly, and the device copies into them
+ * without staging (rg_tensor_copy_to from a device tensor). */
+const rg_buffer_type *rg_backend_host_buffer_type(const rg_backend *b);
 /* Waits until everything queued on the backend (kernels run
  * asynchronously on a GPU) is done: time a function that keeps its
  * outputs on the device by a call followed by this.  0 or an error. */

@@ -222,10 +222,13 @@ int rg_npy_write(rg_ctx *C, const rg_tensor *t, bool fortran, void **out, size_t
 
 /* A buffer type: where a storage lives and how its bytes move to and from
  * host memory (ggml's buffer types).  A tensor whose storage belongs to a
- * buffer type other than the host's may not be read through `data` by the
- * host: move it with rg_tensor_to_host().  A buffer type must outlive the
- * tensors allocated from it; the backends' buffer types live as long as
- * the program. */
+ * buffer type on a device (device != RG_DEVICE_HOST) may not be read
+ * through `data` by the host: move it with rg_tensor_to_host().  A buffer
+ * type whose device is the host (a GPU backend's pinned, page-locked host
+ * memory: rg_backend_host_buffer_type) is host memory the host reads and
+ * writes directly, which its device copies to and from without staging.
+ * A buffer type must outlive the tensors allocated from it; the backends'
+ * buffer types live as long as the backend object. */
 typedef struct rg_buffer_type rg_buffer_type;
 struct rg_buffer_type {
   const char *name;   /* "mirror", "cuda:0" */
@@ -236,7 +239,22 @@ struct rg_buffer_type {
   /* Copies nbytes between the device and host memory; 0 or an error status. */
   int (*download)(const rg_buffer_type *bt, void *host, const void *src, size_t nbytes);
   int (*upload)(const rg_buffer_type *bt, void *dst, const void *host, size_t nbytes);
+  /* (optional) Copies nbytes from src, memory of buffer type `from`, into
+   * dst, memory of bt, without going through the host: 0, an error
+   * status, or RG_ERR_TYPE when it cannot (from is another kind of
+   * device; the caller then goes through host memory). */
+  int (*copy_from)(const rg_buffer_type *bt, void *dst, const rg_buffer_type *from, const void *src,
+                   size_t nbytes);
+  /* (optional) Orders two queues of work (a GPU backend's streams): what
+   * is queued from now on by `later`'s owner waits for what was queued
+   * so far by `earlier`'s, so that memory either writes may be read by
+   * the other.  The host does not wait.  Both of the same kind (the same
+   * `order`); 0 or an error status. */
+  int (*order)(const rg_buffer_type *earlier, const rg_buffer_type *later);
 };
+/* Whether t's values live on a device (the host reads them only through
+ * rg_tensor_to_host), rather than in host memory of any buffer type. */
+bool rg_tensor_on_device(const rg_tensor *t);
 /* An uninitialised C-contiguous tensor in a buffer of bt (NULL: host). */
 rg_tensor *rg_tensor_empty_on(const rg_buffer_type *bt, rg_dtype dt, int ndim, const int64_t *shape);
 /* Wraps memory of bt's device (NULL: the host) that the caller keeps
