@@ -3,7 +3,8 @@
  * elementwise and fused kernels over 10^7 and 10^8 float32 against the
  * device-to-device copy bandwidth measured in the same run, and matrix
  * products through a compiled function against cuBLAS called directly on
- * the same device buffers.
+ * the same device buffers; copies between the host (ordinary and pinned
+ * memory) and the device against the driver's own synchronous copies.
  *
  *   bench_cuda [--reps N] [--max-n N]
  *
@@ -34,6 +35,8 @@ typedef struct refs {
   int (*set_current)(void *);
   int (*sync)(void);
   int (*d2d)(unsigned long long, unsigned long long, size_t);
+  int (*h2d)(unsigned long long, const void *, size_t);
+  int (*d2h)(void *, unsigned long long, size_t);
   void *blas;  /* cublasHandle_t, NULL without cuBLAS */
   int (*sgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *,
                int, const float *, float *, int);
@@ -45,7 +48,8 @@ static bool refs_open(refs *r) {
 #define SYM(h, f, name) (*(void **)&r->f = dlsym(h, name)) != NULL
   if (!(SYM(dl, init, "cuInit") && SYM(dl, get, "cuDeviceGet") &&
         SYM(dl, retain, "cuDevicePrimaryCtxRetain") && SYM(dl, set_current, "cuCtxSetCurrent") &&
-        SYM(dl, sync, "cuCtxSynchronize") && SYM(dl, d2d, "cuMemcpyDtoD_v2")))
+        SYM(dl, sync, "cuCtxSynchronize") && SYM(dl, d2d, "cuMemcpyDtoD_v2") &&
+        SYM(dl, h2d, "cuMemcpyHtoD_v2") && SYM(dl, d2h, "cuMemcpyDtoH_v2")))
     return false;
   int dev;
   void *ctx;
@@ -105,6 +109,24 @@ static void sgemm_once(void *ud) {
                   (const float *)j->in[0]->data, n, &zero, (float *)j->dst->data, n))
     exit(1);
   sync_or_die(j->r);
+}
+
+/* Host and device copies: rg_tensor_copy_to from src to dst, then the
+ * device waited for; the driver's synchronous copy between the same
+ * buffers (its own staging of ordinary host memory). */
+static void xfer_once(void *ud) {
+  job *j = ud;
+  if (rg_tensor_copy_to(j->dst, j->src) != RG_OK) exit(1);
+  sync_or_die(j->r);
+}
+
+static void driver_xfer_once(void *ud) {
+  job *j = ud;
+  size_t bytes = (size_t)rg_tensor_numel(j->src) * 4;
+  bool up = rg_tensor_on_device(j->dst);
+  if (up ? j->r->h2d((uintptr_t)j->dst->data, j->src->data, bytes)
+         : j->r->d2h(j->dst->data, (uintptr_t)j->src->data, bytes))
+    exit(1);
 }
 
 /* ------------------------------------------------------------------ the cases */
@@ -186,6 +208,34 @@ static void elementwise(refs *r, rg_backend *b, int64_t n, int reps) {
   for (int i = 0; i < 4; i++) rg_tensor_free(vals[i]);
 }
 
+/* Copies of n float32 between the device and ordinary or pinned host
+ * memory (the backend's staging and direct paths), against the driver's
+ * synchronous copy from and to the same ordinary memory. */
+static void transfers(refs *r, rg_backend *b, int64_t n, int reps) {
+  const rg_buffer_type *bt = rg_backend_buffer_type(b), *hb = rg_backend_host_buffer_type(b);
+  rg_tensor *dev = random_on(bt, 1, &n), *host = random_on(NULL, 1, &n);
+  rg_tensor *pin = rg_tensor_empty_on(hb, RG_FLOAT32, 1, &n);
+  if (!pin || rg_tensor_copy_to(pin, host) != RG_OK) {
+    printf("transfers: no pinned memory for %lld float32\n", (long long)n);
+    return;
+  }
+  double gb = (double)n * 4 / 1e9;
+  struct { const char *name; rg_tensor *dst, *src; bool driver; } cases[] = {
+      {"upload, ordinary memory", dev, host, false}, {"upload, pinned memory", dev, pin, false},
+      {"upload, driver's copy", dev, host, true},    {"download, ordinary memory", host, dev, false},
+      {"download, pinned memory", pin, dev, false},  {"download, driver's copy", host, dev, true},
+  };
+  printf("transfers of %lld float32 (%.0f MB):\n", (long long)n, gb * 1e3);
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    job j = {.r = r, .src = cases[k].src, .dst = cases[k].dst};
+    double t = bu_time(cases[k].driver ? driver_xfer_once : xfer_once, &j, reps);
+    printf("  %-26s %8.3f ms  %6.1f GB/s\n", cases[k].name, t * 1e3, gb / t);
+  }
+  rg_tensor_free(pin);
+  rg_tensor_free(host);
+  rg_tensor_free(dev);
+}
+
 /* dot(A, B) of n x n float32 through a compiled function, and cublasSgemm. */
 static void sgemm(refs *r, rg_backend *b, int n, int reps) {
   const rg_buffer_type *bt = rg_backend_buffer_type(b);
@@ -227,6 +277,7 @@ int main(int argc, char **argv) {
   }
   for (int64_t n = 10000000; n <= max_n; n *= 10) elementwise(&r, b, n, reps);
   for (int n = 1024; n <= 4096; n *= 2) sgemm(&r, b, n, reps);
+  transfers(&r, b, 1 << 26, reps);
   rg_backend_free(b);
   return 0;
 }
