@@ -197,6 +197,7 @@ static int run_needed(rgb_program *p, const int32_t *want, int nwant) {
  * must be ordered (two CUDA backend objects of one device: two streams). */
 static bool two_queues(rgb_program *p, int32_t c, const rg_tensor *v, const rg_buffer_type **mine,
                        const rg_buffer_type **theirs) {
+  if (p->cell_dev[c] == RG_DEVICE_HOST) return false; /* host memory: one queue, the caller's */
   *theirs = rg_tensor_buffer_type(v);
   if (!*theirs || !(*theirs)->order || !rg_tensor_on_device(v)) return false;
   *mine = rgb_program_backend_on(p, p->cell_dev[c])->buft;
@@ -225,7 +226,7 @@ static int bind_inputs(rgb_program *p, rg_tensor *const *inputs) {
     int32_t c = p->in_cells[i];
     rg_tensor *v = inputs[i];
     const rg_buffer_type *mine, *theirs;
-    if (v && rg_tensor_device(v) == p->cell_dev[c] && two_queues(p, c, v, &mine, &theirs) &&
+    if (v && two_queues(p, c, v, &mine, &theirs) && rg_tensor_device(v) == p->cell_dev[c] &&
         theirs->order(theirs, mine)) {
       snprintf(p->rt->err, sizeof p->rt->err, "cannot order input %d after the work writing it", i);
       return p->rt->errcode = RG_ERR;
