@@ -183,7 +183,8 @@ typedef struct rgb_backend {
    * host); NULL: none */
   const rg_buffer_type *(*host_buffer_type)(void *ctx);
   bool (*supports)(void *ctx, const rgb_node *n);    /* can it run this node? */
-  int (*bind)(void *ctx, const rgb_node *n, rgb_bound *out); /* 0, or an error */
+  /* 0, or an error with the reason in why ("" when it has none to give) */
+  int (*bind)(void *ctx, const rgb_node *n, rgb_bound *out, char *why, size_t len);
   /* the inner graphs of the composites it runs are linked for the CPU
    * (its kernels only read them); else for itself.  A Scan's inner graph
    * is always linked for the backend running the Scan. */

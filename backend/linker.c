@@ -262,7 +262,9 @@ static bool bind_node(linker *L, rgb_node *bn, const rg_node *n, const rg_backen
   if (!bn->inner && rgb_node_link_inner(bn, n, ib, L->o->nthreads, L->err, L->errlen))
     return inner_error(L, bn);
   if (n->op->code == RG_OP_IFELSE) return true;
-  if (b->iface->bind(b->ctx, bn, bound)) return lerr(L, "the %s backend cannot bind %s", b->name, bn->label);
+  char why[512] = "";
+  if (b->iface->bind(b->ctx, bn, bound, why, sizeof why))
+    return lerr(L, "the %s backend cannot bind %s%s%s", b->name, bn->label, why[0] ? ": " : "", why);
   return true;
 }
 

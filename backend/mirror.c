@@ -165,8 +165,8 @@ static int mirror_copy(rgb_exec *x, rg_tensor *dst, const rg_tensor *src) {
 
 static int mirror_scan(rgb_exec *x) { return rgbc_scan_with(x, mirror_copy); }
 
-static int mirror_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
-  (void)ctx;
+static int mirror_bind(void *ctx, const rgb_node *n, rgb_bound *out, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
   if (n->code == RG_OP_SCAN) {
     *out = (rgb_bound){.fn = mirror_scan};
     return 0;

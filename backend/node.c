@@ -107,7 +107,7 @@ int rgb_eval_node(const rg_node *n, rg_tensor *const *inputs, rg_tensor **output
     return rc;
   }
   rgb_bound bound = {0};
-  rgb_kernel k = !rgb_cpu_backend.bind(NULL, &bn, &bound) ? bound.fn : NULL; /* ifelse: none */
+  rgb_kernel k = !rgb_cpu_backend.bind(NULL, &bn, &bound, NULL, 0) ? bound.fn : NULL; /* ifelse: none */
   if (!k) {
     snprintf(err, errlen, "%s: the CPU backend cannot run this op on its own", bn.label);
     rgb_node_clear(&bn);

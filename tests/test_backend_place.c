@@ -478,7 +478,7 @@ static void test_errors(void **st) {
   rgb_bound b;
   rgb_node bn;
   assert_int_equal(rgb_node_init(&bn, y->owner), 0);
-  assert_int_equal(rgb_mirror_backend.bind(NULL, &bn, &b), 0);
+  assert_int_equal(rgb_mirror_backend.bind(NULL, &bn, &b, NULL, 0), 0);
   rg_tensor *h = vec_f64(3, (double[]){1, 2, 3}), *outv = NULL;
   rg_tensor **in[1] = {&h}, **outp[1] = {&outv};
   rgb_runtime *rt = rgb_runtime_new(1, false);

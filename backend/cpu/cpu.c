@@ -16,8 +16,8 @@ static bool cpu_supports(void *ctx, const rgb_node *n) {
   return (unsigned)n->code < RG_OP_COUNT && rgb_cpu_kernels[n->code] != NULL;
 }
 
-static int cpu_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
-  (void)ctx;
+static int cpu_bind(void *ctx, const rgb_node *n, rgb_bound *out, char *why, size_t len) {
+  (void)ctx, (void)why, (void)len;
   *out = (rgb_bound){.fn = rgb_cpu_kernels[n->code]};
   if (n->code == RG_OP_COMPOSITE && n->inner) rgbc_composite_prepare(n);
   return out->fn ? 0 : RG_ERR_TYPE;

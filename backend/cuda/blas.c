@@ -71,9 +71,12 @@ rgcu_blas *rgcu_blas_open(rgcu_ctx *c, char *why, size_t len) {
   rgcu_blas *b = rg_calloc(1, sizeof *b);
   if (!b) return rg_say(why, len, "out of memory"), NULL;
   static const char *const names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0] && !b->dl; i++)
-    b->dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!b->dl) return rg_free(b), rg_say(why, len, "cuBLAS is not installed (no libcublas.so found)"), NULL;
+  const char *lib;
+  if (!(b->dl = rgcu_dlopen("RELGRAPH_CUBLAS", names, 3, &lib))) {
+    rg_free(b);
+    if (lib == names[2]) return rg_say(why, len, "cuBLAS is not installed (no libcublas.so found)"), NULL;
+    return rg_say(why, len, "cuBLAS: %s cannot be loaded", lib), NULL;
+  }
   int st = -1;
   if (!bind_all(b) || c->d.set_current(c->cu) || (st = b->create(&b->h)) ||
       (st = b->set_stream(b->h, c->stream))) {

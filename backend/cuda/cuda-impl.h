@@ -108,6 +108,14 @@ int64_t rgcu_red_split_factor(const rgb_node *n, rg_dtype in_dtype, const rgcu_r
 void rgcu_red_split_args(const rgcu_red_args *a, int64_t P, int64_t esz, char *scratch, rgcu_red_args *one,
                          rgcu_red_args *two);
 
+/* ------------------------------------------------------------------ loading CUDA's libraries */
+
+/* Opens the library the environment variable `env` names, when set
+ * (another implementation of the API: the tests' host implementation in
+ * tests/cuda-host), else the first of names[0..n) found; *name receives
+ * what was tried (for messages).  NULL when none loads. */
+void *rgcu_dlopen(const char *env, const char *const *names, int n, const char **name);
+
 /* ------------------------------------------------------------------ NVRTC */
 
 /* NVRTC, loaded from the toolkit's shared library.  A handle is owned by

@@ -48,12 +48,22 @@
 
 /* ------------------------------------------------------------------ the driver API */
 
+void *rgcu_dlopen(const char *env, const char *const *names, int n, const char **name) {
+  const char *lib = getenv(env);
+  if (lib && *lib) return *name = lib, dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  for (int i = 0; i < n; i++) {
+    void *dl = dlopen(*name = names[i], RTLD_NOW | RTLD_LOCAL);
+    if (dl) return dl;
+  }
+  return NULL;
+}
+
 /* Loads the driver and binds the entry points used. */
 static bool drv_open(rgcu_drv *d, char *why, size_t len) {
   memset(d, 0, sizeof *d);
-  const char *lib = getenv("RELGRAPH_CUDA_DRIVER"); /* another implementation of the driver API */
-  if (!lib || !*lib) lib = "libcuda.so.1";
-  d->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  static const char *const names[] = {"libcuda.so.1"};
+  const char *lib;
+  d->dl = rgcu_dlopen("RELGRAPH_CUDA_DRIVER", names, 1, &lib);
   if (!d->dl) return rg_say(why, len, "no CUDA driver (%s cannot be loaded)", lib);
 #define SYM(f, name) (*(void **)&d->f = dlsym(d->dl, name)) != NULL
   bool ok = SYM(init, "cuInit") && SYM(count, "cuDeviceGetCount") && SYM(get, "cuDeviceGet") &&
@@ -505,9 +515,8 @@ static int cuda_run(rgb_exec *x) {
   return s->kind == K_RED || s->kind == K_SOFTMAX ? run_red(x, s) : run_ew(x, s);
 }
 
-static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
+static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out, char *why, size_t len) {
   rgcu_ctx *c = ctx;
-  char why[512];
   int kind = kind_of(n);
   if (kind == K_VIEW) { /* views: the CPU's kernels, which only read shapes and strides */
     *out = (rgb_bound){.fn = rgb_cpu_kernels[n->code]};
@@ -516,21 +525,22 @@ static int cuda_bind(void *ctx, const rgb_node *n, rgb_bound *out) {
   if (kind == K_BLAS || kind == K_ALLOC || kind == K_SHAPE || kind == K_SCAN ||
       (kind == K_UPDATE && n->code == RG_OP_SET_SUBTENSOR)) {
     cuda_state *s = rg_malloc(sizeof *s);
-    if (!s || (kind == K_BLAS && !c->blas && !(c->blas = rgcu_blas_open(c, why, sizeof why))))
-      return rg_free(s), RG_ERR;
+    if (!s) return rg_say(why, len, "out of memory"), RG_ERR;
+    if (kind == K_BLAS && !c->blas && !(c->blas = rgcu_blas_open(c, why, len))) return rg_free(s), RG_ERR;
     *s = (cuda_state){.c = c, .kind = kind};
     *out = (rgb_bound){.fn = cuda_run, .state = s, .free_state = rg_free};
     return 0;
   }
-  char *src = source_of(n, why, sizeof why);
+  char *src = source_of(n, why, len);
   if (!src) return RG_ERR;
   cuda_state *s = rg_malloc(sizeof *s);
   /* elementwise kernels keep their 64-bit form for launches too large for 32-bit indices */
   bool ew = kind == K_EW || kind == K_FUSED || kind == K_UPDATE;
   char *wide = s && ew ? rgcu_widen(src) : NULL;
   const char *cache_dir = n->codegen ? n->codegen->cache_dir : NULL;
-  CUfunction fn = s ? kernel_for(c, src, cache_dir, why, sizeof why) : (rg_free(src), NULL);
+  CUfunction fn = s ? kernel_for(c, src, cache_dir, why, len) : (rg_free(src), NULL);
   if (!fn || (ew && !wide)) {
+    if (fn) rg_say(why, len, "out of memory");
     rg_free(wide);
     rg_free(s);
     return RG_ERR;

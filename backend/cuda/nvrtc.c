@@ -40,11 +40,11 @@ struct rgcu_nvrtc {
 
 static void *open_lib(char *why, size_t len) {
   static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-    void *dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (dl) return dl;
-  }
-  if (why && len) snprintf(why, len, "NVRTC is not installed (no libnvrtc.so found)");
+  const char *lib;
+  void *dl = rgcu_dlopen("RELGRAPH_NVRTC", names, 3, &lib);
+  if (dl) return dl;
+  if (why && len && lib == names[2]) snprintf(why, len, "NVRTC is not installed (no libnvrtc.so found)");
+  else if (why && len) snprintf(why, len, "NVRTC: %s cannot be loaded", lib);
   return NULL;
 }
 

@@ -1,7 +1,8 @@
 /*
  * driver.c — the CUDA driver calls the backend makes, implemented on the
- * host, for tests of the CUDA backend's transfers without a GPU
- * (tests/test_cuda_transfers.c loads it through RELGRAPH_CUDA_DRIVER).
+ * host, for tests of the CUDA backend without a GPU
+ * (tests/test_cuda_transfers.c and test_cuda_host.c load it through
+ * RELGRAPH_CUDA_DRIVER; its NVRTC and cuBLAS are nvrtc.c and cublas.c).
  *
  * It is the least forgiving driver the API allows: work queued on a
  * stream (copies, event records, waits for other streams' events) is
@@ -13,22 +14,27 @@
  * sees the wrong values, and missing order between two streams shows.
  *
  * Two devices, compute capability 9.0, one primary context each.  Device
- * memory is host memory.  No kernel runs: cuLaunchKernel fails.
+ * memory is host memory.  A module is a shared object of host code made
+ * by nvrtc.c; a launch is queued and runs the kernel's host code on the
+ * arguments as they were at the launch.
  *
  * What it saw is counted in rgtest_cuda_stats (stats.h), which the test
  * reads: host waits, queued copies, queued copies whose
  * host side is not pinned (the real driver would not overlap them), and
- * device pointers outside any allocation.
+ * device pointers outside any allocation, kernels and cuBLAS calls.
  */
-#include "stats.h"
+#include "host.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
-enum { OK = 0, INVALID = 1, NOT_READY = 600, NO_KERNELS = 999 };
+enum { OK = 0, INVALID = 1, NOT_READY = 600, BAD_IMAGE = 200, NOT_FOUND = 500 };
 
 /* ------------------------------------------------------------------ memory */
 
@@ -61,8 +67,7 @@ static bool inside(const regions *r, const void *p, size_t n) {
 
 /* ------------------------------------------------------------------ streams and events */
 
-enum { OP_COPY, OP_MARK, OP_WAIT };
-typedef struct stream stream;
+enum { OP_COPY, OP_MARK, OP_WAIT, OP_CALL };
 typedef struct op {
   int kind;
   char *dst;
@@ -70,6 +75,8 @@ typedef struct op {
   size_t n;
   stream *other; /* OP_WAIT: complete `other` up to op `upto` */
   long upto;
+  void (*fn)(void *); /* OP_CALL: fn(closure), then free(closure) */
+  void *closure;
 } op;
 struct stream {
   op *q;
@@ -95,8 +102,16 @@ static void complete(stream *s, long upto) {
     op o = s->q[s->done++];
     if (o.kind == OP_COPY) memcpy(o.dst, o.src, o.n);
     else if (o.kind == OP_WAIT) complete(o.other, o.upto);
+    else if (o.kind == OP_CALL) o.fn(o.closure), free(o.closure);
   }
 }
+
+void rgtest_queue_call(stream *s, void (*fn)(void *), void *closure) {
+  push(s, (op){.kind = OP_CALL, .fn = fn, .closure = closure});
+}
+
+void rgtest_complete(stream *s) { complete(s, s->n - 1); }
+void rgtest_count(int stat) { stats[stat]++; }
 
 static void complete_all(void) {
   for (int i = 0; i < nstreams; i++)
@@ -224,19 +239,63 @@ API CUresult cuStreamWaitEvent(stream *s, event *e, unsigned f) {
   return OK;
 }
 
-API CUresult cuModuleLoadData(void **m, const void *image) { return (void)image, *m = (void *)1, OK; }
-API CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-  return (void)m, (void)name, *f = (void *)1, OK;
+/* A module: the kernel's host code, loaded from the image nvrtc.c made. */
+typedef struct module {
+  void *dl;
+  void (*launch)(const void *args);
+  unsigned long (*args_size)(void);
+} module;
+
+API CUresult cuModuleLoadData(module **m, const void *image) {
+  const rgtest_image *h = image;
+  if (memcmp(h->magic, RGTEST_IMAGE_MAGIC, 8)) return BAD_IMAGE;
+  const char *tmp = getenv("TMPDIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/rgtest-kernel-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  int fd = mkstemp(path);
+  if (fd < 0) return BAD_IMAGE;
+  bool ok = write(fd, h + 1, h->size) == (ssize_t)h->size;
+  close(fd);
+  void *dl = ok ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  unlink(path);
+  if (!dl) return BAD_IMAGE;
+  *m = calloc(1, sizeof **m);
+  (*m)->dl = dl;
+  *(void **)&(*m)->launch = dlsym(dl, "rg_host_launch");
+  *(void **)&(*m)->args_size = dlsym(dl, "rg_host_args_size");
+  return (*m)->launch && (*m)->args_size ? OK : BAD_IMAGE;
 }
-API CUresult cuModuleUnload(void *m) { return (void)m, OK; }
-API CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+API CUresult cuModuleGetFunction(module **f, module *m, const char *name) {
+  return strcmp(name, "rg_kernel") ? NOT_FOUND : (*f = m, OK);
+}
+API CUresult cuModuleUnload(module *m) {
+  dlclose(m->dl);
+  free(m);
+  return OK;
+}
+
+/* A queued launch: the kernel and a copy of its arguments. */
+typedef struct launch_args { void (*launch)(const void *); char args[]; } launch_args;
+static void run_launch(void *p) {
+  launch_args *l = p;
+  l->launch(l->args);
+}
+
+API CUresult cuLaunchKernel(module *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                             unsigned bz, unsigned shared, stream *s, void **params, void **extra) {
-  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)s;
-  (void)params, (void)extra;
-  return NO_KERNELS;
+  (void)shared, (void)extra;
+  if (!gx || !gy || !gz || !bx || !by || !bz || gx > 65535 || bx * by * bz > 1024) return INVALID;
+  size_t n = f->args_size();
+  launch_args *l = malloc(sizeof *l + n);
+  l->launch = f->launch;
+  memcpy(l->args, params[0], n);
+  stats[RGTEST_LAUNCHES]++;
+  rgtest_queue_call(s, run_launch, l);
+  return OK;
 }
 API CUresult cuGetErrorString(CUresult r, const char **s) {
-  *s = r == NO_KERNELS ? "this test driver runs no kernels" : r == NOT_READY ? "not ready" : "invalid value";
+  *s = r == NOT_READY ? "not ready" : r == BAD_IMAGE ? "a device code image this driver cannot load"
+      : r == NOT_FOUND ? "no such kernel" : "invalid value";
   return OK;
 }
 

@@ -1,0 +1,201 @@
+/*
+ * test_cuda_host.c — the CUDA backend end to end without a GPU: programs
+ * compiled for `cuda` run against the host implementation of CUDA's
+ * driver, NVRTC and cuBLAS (tests/cuda-host, named by
+ * RELGRAPH_CUDA_DRIVER, RELGRAPH_NVRTC and RELGRAPH_CUBLAS) and agree with
+ * the CPU backend.
+ *
+ * What runs is the backend's own code: placement and transfers, the
+ * generated kernels (compiled for the host by the host compiler and run
+ * by one thread: they are grid-stride loops), their launch arguments,
+ * views, the caching allocator, cuBLAS's operands, the Scan executor
+ * driving loops on the device, ifelse reading its condition back, and
+ * the copies of transfer.c, all through a driver that does queued work
+ * only when something waits for it.  What it cannot show is what only a
+ * GPU does: many threads at once, the device's arithmetic, speed.
+ *
+ * Skipped (77) where the variables are unset or no host compiler (c++)
+ * is found.
+ */
+#include "tests/cuda-host/host.h"
+#include "testutil.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static rg_ctx *C;
+static rg_backend *B;
+static void (*driver_stats)(long *);
+
+static long stat_of(int k) {
+  long s[RGTEST_NSTATS];
+  driver_stats(s);
+  return s[k];
+}
+
+/* a and b agree: equal for integers and booleans, within a tolerance
+ * relative to 1 + |a| for floats: 1e-4 for float32, tol64 for float64
+ * (1e-10, or float32's where a float64 output is computed from float32
+ * values). */
+static void agree(const char *what, int j, const rg_tensor *a, const rg_tensor *b, double tol64) {
+  if (a->dtype != b->dtype || a->ndim != b->ndim) fail_msg("%s output %d: dtype or rank differs", what, j);
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d]) fail_msg("%s output %d: shape differs in dimension %d", what, j, d);
+  double tol = a->dtype == RG_FLOAT32 ? 1e-4 : a->dtype == RG_FLOAT64 ? tol64 : 0;
+  for (int64_t i = 0; i < rg_tensor_numel(a); i++) {
+    double x = rg_tensor_get_f64(a, i), y = rg_tensor_get_f64(b, i);
+    if (!(fabs(x - y) <= tol * (1 + fabs(x))) && !(isnan(x) && isnan(y)))
+      fail_msg("%s output %d element %lld: cpu %.17g, cuda %.17g", what, j, (long long)i, x, y);
+  }
+}
+
+/* Runs graph text on the CPU and on CUDA with the same inputs (values
+ * from tu_value, unknown sizes 3) and compares every output; returns the
+ * kernels the CUDA run launched. */
+static long cpu_and_cuda(const char *what, const char *text, double tol64) {
+  rg_fgraph *fg = rg_graph_read(C, what, text, strlen(text));
+  if (!fg) fail_msg("%s: %s", what, rg_errmsg(C));
+  int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+  rg_variable *in[16], *out[16];
+  rg_tensor *vals[16], *ref[16], *got[16];
+  for (int i = 0; i < nin; i++) {
+    in[i] = rg_fgraph_input(fg, i);
+    vals[i] = tu_value(in[i]->type, 17 + (uint64_t)i, -1.5, 3);
+  }
+  for (int j = 0; j < nout; j++) out[j] = rg_fgraph_output(fg, j);
+  rg_function *f = rg_compile(C, nin, in, nout, out, NULL);
+  rg_compile_opts o = {.backend = B};
+  rg_function *g = rg_compile(C, nin, in, nout, out, &o);
+  if (!f || !g) fail_msg("%s: compile: %s", what, rg_errmsg(C));
+  if (!strstr(tu_function_dump(g), "cuda:0")) fail_msg("%s: nothing placed on cuda:0", what);
+  long launches = stat_of(RGTEST_LAUNCHES) + stat_of(RGTEST_BLAS_CALLS);
+  if (rg_function_call(f, vals, ref) != RG_OK) fail_msg("%s on the cpu: %s", what, rg_function_errmsg(f));
+  if (rg_function_call(g, vals, got) != RG_OK) fail_msg("%s on cuda: %s", what, rg_function_errmsg(g));
+  launches = stat_of(RGTEST_LAUNCHES) + stat_of(RGTEST_BLAS_CALLS) - launches;
+  for (int j = 0; j < nout; j++) {
+    assert_int_equal(rg_tensor_device(got[j]), RG_DEVICE_HOST);
+    agree(what, j, ref[j], got[j], tol64);
+    rg_tensor_free(ref[j]);
+    rg_tensor_free(got[j]);
+  }
+  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
+  rg_function_free(f);
+  rg_function_free(g);
+  return launches;
+}
+
+static void test_elementwise_and_reductions(void **st) {
+  (void)st;
+  long k = cpu_and_cuda("pointwise",
+                        "(graph (input a float32 (6 5)) (input b float32 (5)) (input c float64 (6 1))"
+                        " (output (add (exp a) (mul b (tanh a))))"
+                        " (output (sub ((cast float64) ((dimshuffle 1 0) a)) (constant float64 () (0.5))))"
+                        " (output (mul c ((cast float64) (sigmoid a))))"
+                        " (output (switch (gt a b) a (neg b))))",
+                        1e-4);
+  assert_true(k > 0);
+  cpu_and_cuda("reductions",
+               "(graph (input a float64 (7 40 3)) (input m float32 (33 1500))"
+               " (output ((sum 1) a)) (output ((max 0 2) a)) (output ((argmax 1) a)) (output ((mean) a))"
+               " (output ((sum 1) m)) (output ((softmax 1) m)) (output ((log_softmax 0) a)))",
+               1e-10);
+}
+
+static void test_products(void **st) {
+  (void)st;
+  cpu_and_cuda("products",
+               "(graph (input A float32 (20 30)) (input B float32 (30 7)) (input v float32 (30))"
+               " (input w float64 (9)) (input D float64 (9 4))"
+               " (output (dot A B)) (output (dot A v)) (output (dot ((dimshuffle 1 0) B) v))"
+               " (output (dot w D)) (output (outer w w)) (output (dot v v)))",
+               1e-10);
+}
+
+static void test_shapes_and_updates(void **st) {
+  (void)st;
+  cpu_and_cuda("shapes",
+               "(graph (input a float32 (4 6)) (input b float32 (4 2))"
+               " (define (p q) ((split 1 2) a (constant int64 (2) (2 4))))"
+               " (output ((join 1) q b p)) (output ((reshape 2) a (constant int64 (2) (3 8))))"
+               " (output ((subtensor (1 3) (none none -2)) a))"
+               " (output ((inc_subtensor (1 3)) a (exp ((subtensor (0 2)) a))))"
+               " (output (alloc (constant float32 () (2.5)) (constant int64 () (3)) (constant int64 () (2)))))",
+               1e-10);
+}
+
+/* The text of a file of the source tree (malloc'd). */
+static char *source_text(const char *rel) {
+  char *text = NULL;
+  size_t n = 0;
+  FILE *f = fopen(tu_source_path(rel), "r");
+  if (!f) fail_msg("cannot read %s", rel);
+  if (getdelim(&text, &n, 0, f) <= 0) fail_msg("%s is empty", rel);
+  fclose(f);
+  return text;
+}
+
+static void test_ifelse_and_scan(void **st) {
+  (void)st;
+  cpu_and_cuda("ifelse", "(graph (input a float64 (5)) (input s float64 ())"
+                         " (output (ifelse (gt s (constant float64 () (0))) (exp a) (neg a))))",
+               1e-10);
+  char *lstm = source_text("examples/graphs/lstm.graph");
+  long k = cpu_and_cuda("lstm", lstm, 1e-10);
+  assert_true(k > 3 * 10); /* every step's product and cell on the device */
+  free(lstm);
+}
+
+/* The example graphs: loops, gradients (of an MLP, an RNN, the LSTM's
+ * loss through its Scan), a matrix chain. */
+static void test_examples(void **st) {
+  (void)st;
+  static const char *const names[] = {"cumsum", "dot_sum", "grad", "loop", "lstm_loss",
+                                      "matrix_chain", "mlp", "mlp_loss", "pow16", "rnn"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "examples/graphs/%s.graph", names[i]);
+    char *text = source_text(rel);
+    assert_true(cpu_and_cuda(names[i], text, 1e-9) > 0);
+    free(text);
+  }
+}
+
+int main(void) {
+  const char *lib = getenv("RELGRAPH_CUDA_DRIVER");
+  if (!lib || !*lib || !getenv("RELGRAPH_NVRTC") || !getenv("RELGRAPH_CUBLAS")) {
+    printf("skipped: RELGRAPH_CUDA_DRIVER, RELGRAPH_NVRTC and RELGRAPH_CUBLAS must name the host implementation\n");
+    return 77;
+  }
+  const char *cxx = getenv("CXX");
+  char probe[512];
+  snprintf(probe, sizeof probe, "%s --version > /dev/null 2>&1", cxx && *cxx ? cxx : "c++");
+  if (system(probe) != 0) {
+    printf("skipped: no C++ compiler (c++) to compile the kernels for the host\n");
+    return 77;
+  }
+  rg_init();
+  C = rg_ctx_new();
+  char why[256];
+  if (!(B = rg_backend_new("cuda", why, sizeof why))) {
+    printf("cuda: %s\n", why);
+    return 1;
+  }
+  void *dl = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  if (!dl || !(*(void **)&driver_stats = dlsym(dl, "rgtest_cuda_stats"))) {
+    printf("%s is not the host implementation\n", lib);
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_elementwise_and_reductions),
+      cmocka_unit_test(test_products),
+      cmocka_unit_test(test_shapes_and_updates),
+      cmocka_unit_test(test_ifelse_and_scan),
+      cmocka_unit_test(test_examples),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  rg_backend_free(B);
+  return rc;
+}
