@@ -20,6 +20,7 @@
  * floats (the host's scalar libm against glibc's vector functions: 4 ULP).
  * Without a C++ compiler the test is skipped (exit status 77).
  */
+#include "tests/cuda-host/host.h"
 #include "tests/testutil.h"
 
 #include <dlfcn.h>
@@ -188,12 +189,8 @@ static void fused_cases(void) {
 
 /* ------------------------------------------------------------------ compiling on the host */
 
-static const char prelude[] =
-    "#include <math.h>\n"
-    "#define __global__\n#define __device__\n"
-    "struct rg_dim3 { unsigned x; };\n"
-    "static const rg_dim3 blockIdx = {0}, blockDim = {1}, gridDim = {1}, threadIdx = {0};\n"
-    "using std::signbit;\n";
+/* CUDA C as host C++, run by one thread (tests/cuda-host/host.h). */
+static const char prelude[] = RGTEST_PRELUDE;
 
 /* Compiles every case into a shared object; its handle, or NULL. */
 static void *compile_all(const char *dir) {
