@@ -4,7 +4,9 @@
  *
  * For each backend compiled in and usable here other than the CPU (the
  * mirror always; CUDA where a device is present, else reported as
- * skipped), every elementwise op runs on every dtype it accepts, over
+ * skipped; CUDA without a device in test_backend_ops_cuda_host, which
+ * runs this program against the host implementation of CUDA's libraries
+ * in tests/cuda-host), every elementwise op runs on every dtype it accepts, over
  * random shapes with broadcasting and empty tensors, with inputs given as
  * contiguous host values, as reversed host views, and as reversed views of
  * values already on the backend's device (inputs typed on that device);

@@ -151,9 +151,12 @@ API CUresult cuCtxSetCurrent(void *ctx) { return (void)ctx, OK; }
 
 API CUresult cuStreamCreate(stream **s, unsigned f) {
   (void)f;
-  if (nstreams == MAX_STREAMS) return INVALID;
+  int i = 0;
+  while (i < nstreams && streams[i]) i++; /* a destroyed stream's place */
+  if (i == MAX_STREAMS) return INVALID;
   *s = calloc(1, sizeof **s);
-  streams[nstreams++] = *s;
+  streams[i] = *s;
+  if (i == nstreams) nstreams++;
   return OK;
 }
 API CUresult cuStreamDestroy_v2(stream *s) {
