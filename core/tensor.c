@@ -546,17 +546,17 @@ static int device_copy_to(rg_tensor *dst, const rg_tensor *h) {
   return rc;
 }
 
-/* dst = src for contiguous tensors where a buffer type can copy without
- * staging in ordinary host memory: between devices (copy_from), or from a
- * device straight into host memory of a buffer type (pinned).  *done
- * false when neither applies. */
+/* dst = src for contiguous tensors where no host copy of src is needed:
+ * from a device straight into host memory (ordinary or pinned: the
+ * buffer type's download), or between devices (copy_from).  *done false
+ * when neither applies. */
 static int copy_direct(rg_tensor *dst, const rg_tensor *src, bool *done) {
   *done = false;
   if (!on_device(src->storage) || !rg_tensor_is_c_contiguous(dst) || !rg_tensor_is_c_contiguous(src)) return 0;
   const rg_buffer_type *sb = src->storage->buft, *db = dst->storage->buft;
   size_t n = (size_t)rg_tensor_numel(src) * rg_dtype_size(src->dtype);
   int rc = RG_ERR_TYPE;
-  if (db && db->device == RG_DEVICE_HOST) rc = sb->download(sb, dst->data, src->data, n);
+  if (!db || db->device == RG_DEVICE_HOST) rc = sb->download(sb, dst->data, src->data, n);
   else if (db && db->copy_from) rc = db->copy_from(db, dst->data, sb, src->data, n);
   *done = rc != RG_ERR_TYPE;
   return rc ? RG_ERR_NOMEM : RG_OK;
