@@ -187,8 +187,8 @@ bool rg_backend_available(const char *name, char *why, size_t len);
  * with the reason in why when the backend cannot run here. */
 typedef struct rg_backend rg_backend;
 rg_backend *rg_backend_new(const char *name, char *why, size_t len);
-/* Frees the backend: the functions using it and the tensors on its device
- * must be freed first. */
+/* Frees the backend: the functions using it, the tensors on its device
+ * and those in its pinned host memory must be freed first. */
 void rg_backend_free(rg_backend *b);
 const char *rg_backend_label(const rg_backend *b);   /* "cpu", "cuda:0" */
 rg_device rg_backend_device(const rg_backend *b);
