@@ -148,6 +148,45 @@ static void test_ifelse_and_scan(void **st) {
   free(lstm);
 }
 
+/* A loop on the device is driven from the host with no host wait and no
+ * copy through the host per step: the host waits for the outputs only,
+ * however many steps run (the LSTM of examples/graphs, 4 and 40 steps). */
+static void test_loop_without_host_waits(void **st) {
+  (void)st;
+  char *text = source_text("examples/graphs/lstm.graph");
+  rg_fgraph *fg = rg_graph_read(C, "lstm", text, strlen(text));
+  free(text);
+  assert_non_null(fg);
+  int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+  rg_variable *in[8], *out[2];
+  for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(fg, i);
+  for (int j = 0; j < nout; j++) out[j] = rg_fgraph_output(fg, j);
+  rg_compile_opts o = {.backend = B};
+  rg_function *g = rg_compile(C, nin, in, nout, out, &o);
+  assert_non_null(g);
+  long waits[2], copies[2];
+  for (int r = 0; r < 2; r++) {
+    int64_t steps = r ? 40 : 4;
+    rg_tensor *vals[8], *res[2];
+    for (int i = 0; i < nin; i++) {
+      const rg_type *t = in[i]->type;
+      if (i == 0) t = rg_type_new(t->dtype, t->ndim, (int64_t[]){steps, t->shape[1], t->shape[2]});
+      vals[i] = tu_value(t, 5 + (uint64_t)i, -1, 2);
+    }
+    long w0 = stat_of(RGTEST_HOST_WAITS), c0 = stat_of(RGTEST_ASYNC_COPIES);
+    assert_int_equal(rg_function_call(g, vals, res), RG_OK);
+    waits[r] = stat_of(RGTEST_HOST_WAITS) - w0;
+    copies[r] = stat_of(RGTEST_ASYNC_COPIES) - c0;
+    assert_int_equal(res[0]->shape[0], steps);
+    for (int j = 0; j < nout; j++) rg_tensor_free(res[j]);
+    for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
+  }
+  assert_int_equal(waits[1], waits[0]);
+  assert_int_equal(copies[1], copies[0]);
+  assert_true(waits[0] <= nout + 1);
+  rg_function_free(g);
+}
+
 /* The example graphs: loops, gradients (of an MLP, an RNN, the LSTM's
  * loss through its Scan), a matrix chain. */
 static void test_examples(void **st) {
@@ -193,6 +232,7 @@ int main(void) {
       cmocka_unit_test(test_products),
       cmocka_unit_test(test_shapes_and_updates),
       cmocka_unit_test(test_ifelse_and_scan),
+      cmocka_unit_test(test_loop_without_host_waits),
       cmocka_unit_test(test_examples),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
