@@ -167,7 +167,8 @@ static void release(operand *a, operand *b) {
 }
 
 /* The scalars alpha, beta (n of them, input indices idx) and the pointer
- * mode that passes them. */
+ * mode that passes them.  Invariant: in host mode p[i] points into this
+ * struct's own f32 or f64, so a scalars is filled in place, never copied. */
 typedef struct scalars {
   int mode;
   const void *p[2];
@@ -197,10 +198,12 @@ static int scalars_of(rgb_exec *x, rgcu_ctx *c, rg_dtype dt, int n, const int *i
   return RG_OK;
 }
 
-static scalars host_scalars(rg_dtype dt, double alpha, double beta) {
-  scalars s = {.mode = MODE_HOST, .f32 = {(float)alpha, (float)beta}, .f64 = {alpha, beta}};
-  for (int i = 0; i < 2; i++) s.p[i] = dt == RG_FLOAT32 ? (const void *)&s.f32[i] : (const void *)&s.f64[i];
-  return s;
+/* Host scalars alpha and beta in *s, which its pointers point into (so
+ * it is filled in place: a copy's pointers would still point at the
+ * original). */
+static void host_scalars(scalars *s, rg_dtype dt, double alpha, double beta) {
+  *s = (scalars){.mode = MODE_HOST, .f32 = {(float)alpha, (float)beta}, .f64 = {alpha, beta}};
+  for (int i = 0; i < 2; i++) s->p[i] = dt == RG_FLOAT32 ? (const void *)&s->f32[i] : (const void *)&s->f64[i];
 }
 
 static int check(rgb_exec *x, const rgcu_blas *b, int st, const char *what) {
@@ -252,7 +255,8 @@ static int run_dot(rgb_exec *x, rgcu_ctx *c) {
   rg_dtype dt = out->dtype;
   if (m == 0 || n == 0) return RG_OK;
   operand A = {0}, B = {0};
-  scalars s = host_scalars(dt, 1, 0);
+  scalars s;
+  host_scalars(&s, dt, 1, 0);
   int rc;
   if (a->ndim == 2 && bt->ndim == 2) {
     if (!(rc = matrix(x, c, a, dt, &A)) && !(rc = matrix(x, c, bt, dt, &B)))
@@ -282,7 +286,8 @@ static int run_outer(rgb_exec *x, rgcu_ctx *c) {
   if (!out) return x->rt->errcode;
   if (shape[0] == 0 || shape[1] == 0) return RG_OK;
   operand U = {0}, V = {0};
-  scalars s = host_scalars(dt, 1, 0);
+  scalars s;
+  host_scalars(&s, dt, 1, 0);
   int rc = vector(x, c, u, dt, &U);
   if (!rc) rc = vector(x, c, v, dt, &V);
   if (!rc) {
