@@ -187,6 +187,46 @@ static void test_loop_without_host_waits(void **st) {
   rg_function_free(g);
 }
 
+/* Outputs kept on the device, and outputs written into tensors the
+ * caller gives (on the host, strided, and on the device). */
+static void test_device_outputs_and_targets(void **st) {
+  (void)st;
+  int64_t n = 300;
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT64, 1, &n));
+  rg_variable *y = rg_mul(rg_exp(x), x);
+  rg_tensor *v = tu_value(x->type, 3, -1, 2), *ref;
+  rg_function *f = rg_compile(C, 1, &x, 1, &y, NULL);
+  assert_int_equal(rg_function_call(f, &v, &ref), RG_OK);
+  rg_compile_opts o = {.backend = B, .device_outputs = true};
+  rg_function *g = rg_compile(C, 1, &x, 1, &y, &o);
+  rg_tensor *d;
+  assert_int_equal(rg_function_call(g, &v, &d), RG_OK);
+  assert_int_equal(rg_tensor_device(d), RG_DEVICE_CUDA(0));
+  rg_tensor *h = rg_tensor_to_host(d);
+  agree("device output", 0, ref, h, 1e-12);
+  /* into a host tensor, into every other element of one, into a device one */
+  rg_tensor *host = rg_tensor_new(RG_FLOAT64, 1, &n), *wide = rg_tensor_new(RG_FLOAT64, 1, (int64_t[]){2 * n});
+  rg_tensor *strided = rg_tensor_view(wide, 1, &n, (int64_t[]){16}, 0);
+  rg_tensor *dev = rg_tensor_empty_on(rg_backend_buffer_type(B), RG_FLOAT64, 1, &n);
+  rg_tensor *targets[3] = {host, strided, dev};
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(rg_function_call_into(g, &v, &targets[k]), RG_OK);
+    rg_tensor *t = rg_tensor_to_host(targets[k]);
+    agree("into a target", k, ref, t, 1e-12);
+    rg_tensor_free(t);
+  }
+  rg_tensor_free(dev);
+  rg_tensor_free(strided);
+  rg_tensor_free(wide);
+  rg_tensor_free(host);
+  rg_tensor_free(h);
+  rg_tensor_free(d);
+  rg_tensor_free(ref);
+  rg_tensor_free(v);
+  rg_function_free(f);
+  rg_function_free(g);
+}
+
 /* The example graphs: loops, gradients (of an MLP, an RNN, the LSTM's
  * loss through its Scan), a matrix chain. */
 static void test_examples(void **st) {
@@ -233,6 +273,7 @@ int main(void) {
       cmocka_unit_test(test_shapes_and_updates),
       cmocka_unit_test(test_ifelse_and_scan),
       cmocka_unit_test(test_loop_without_host_waits),
+      cmocka_unit_test(test_device_outputs_and_targets),
       cmocka_unit_test(test_examples),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
