@@ -1018,7 +1018,7 @@ static int blas_add(rg_rewrite_run *run, rg_node *node, rg_variable **out, void 
     /* z a row broadcast over the product (gemm), its last axis kept */
     const rg_type *ft = f.node->outputs[0]->type, *nt = node->outputs[0]->type;
     rg_variable *row = f.node->nin == 5 && ft->ndim == 2 && z->type->dtype == dt ? row_of(C, z) : NULL;
-    int64_t n = ft->shape[1];
+    int64_t n = row ? ft->shape[1] : -1; /* ft has two dimensions where row is set */
     if (!row || n < 0 || row->type->shape[0] != n || nt->shape[nt->ndim - 1] != n || nt->dtype != dt) return 0;
     rg_variable *acc = broadcast_like(C, row, f.node);
     rg_variable *g = acc ? reform(C, &f, acc, f.alpha, beta) : NULL;
