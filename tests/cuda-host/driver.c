@@ -18,10 +18,10 @@
  * by nvrtc.c; a launch is queued and runs the kernel's host code on the
  * arguments as they were at the launch.
  *
- * What it saw is counted in rgtest_cuda_stats (stats.h), which the test
- * reads: host waits, queued copies, queued copies whose
- * host side is not pinned (the real driver would not overlap them), and
- * device pointers outside any allocation, kernels and cuBLAS calls.
+ * What it saw is counted in rgtest_cuda_stats (host.h), which the tests
+ * read: host waits, queued copies, queued copies whose host side is not
+ * pinned (the real driver would not overlap them), device pointers
+ * outside any allocation, kernels and cuBLAS calls.
  */
 #include "host.h"
 
