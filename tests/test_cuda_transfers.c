@@ -79,12 +79,14 @@ static void test_upload_queued_download_waits(void **st) {
   rg_backend *b = backend("cuda");
   const rg_buffer_type *bt = rg_backend_buffer_type(b);
   long waits = stat_of(RGTEST_HOST_WAITS), queued = stat_of(RGTEST_ASYNC_COPIES);
+  long pinned = stat_of(RGTEST_PINNED_ALLOCS);
   rg_tensor *t = ints(3 << 20, 5); /* 12 MiB: three staging blocks */
   rg_tensor *d = rg_tensor_to_device(t, bt);
   assert_non_null(d);
   assert_true(rg_tensor_on_device(d));
   assert_int_equal(stat_of(RGTEST_HOST_WAITS), waits);
   assert_int_equal(stat_of(RGTEST_ASYNC_COPIES) - queued, 3);
+  assert_int_equal(stat_of(RGTEST_PINNED_ALLOCS) - pinned, 3); /* the fourth block not yet reached */
   memset(t->data, 0, (size_t)rg_tensor_numel(t) * 4); /* the staged bytes are the device's now */
   rg_tensor_free(t);
   assert_true(holds(d, 5));

@@ -196,7 +196,8 @@ typedef struct rgcu_block { CUdeviceptr p; size_t size; } rgcu_block;
 
 /* Pinned staging of copies between the stream and ordinary host memory
  * (transfer.c): RGCU_STAGES blocks of RGCU_STAGE_BYTES of page-locked
- * memory, filled in turn from offset 0 up.  Invariant: stage_ev[i] is
+ * memory (each allocated when the ring first reaches it), filled in turn
+ * from offset 0 up.  Invariant: stage_ev[i] is
  * recorded on the stream after the last copy queued that reads or writes
  * block i, and the host writes or reads block i again only once that
  * event has completed (a block is waited for when the ring comes back

@@ -44,25 +44,17 @@ static int stage_wait(rgcu_ctx *c, int i) {
   return c->d.event_sync(c->stage.ev[i]) ? RG_ERR : 0;
 }
 
-/* Allocates the staging blocks on first use. */
-static int stage_ready(rgcu_ctx *c) {
-  if (c->stage.block[0]) return 0;
-  for (int i = 0; i < RGCU_STAGES; i++)
-    if (c->d.host_alloc((void **)&c->stage.block[i], RGCU_STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE)) {
-      for (int j = 0; j < i; j++) c->d.host_free(c->stage.block[j]);
-      memset(c->stage.block, 0, sizeof c->stage.block);
-      return RG_ERR_NOMEM;
-    }
-  c->stage.cur = 0;
-  c->stage.used = 0;
-  return 0;
+/* Block i, allocated the first time the ring reaches it (a program of
+ * small values uses one block). */
+static int stage_block(rgcu_ctx *c, int i) {
+  void **p = (void **)&c->stage.block[i];
+  return *p || !c->d.host_alloc(p, RGCU_STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) ? 0 : RG_ERR_NOMEM;
 }
 
 /* n bytes (at most a block) of staging the host may write or read now:
  * in the current block if they fit, else at the start of the next, once
  * its last copies are done.  *blk receives the block. */
 static char *stage_take(rgcu_ctx *c, size_t n, int *blk) {
-  if (stage_ready(c)) return NULL;
   rgcu_stage *s = &c->stage;
   n = (n + 255) & ~(size_t)255;
   if (s->used + n > RGCU_STAGE_BYTES) {
@@ -70,6 +62,7 @@ static char *stage_take(rgcu_ctx *c, size_t n, int *blk) {
     s->used = 0;
     if (stage_wait(c, s->cur)) return NULL;
   }
+  if (stage_block(c, s->cur)) return NULL;
   char *p = s->block[s->cur] + s->used;
   s->used += n;
   *blk = s->cur;
