@@ -187,6 +187,26 @@ static void test_loop_without_host_waits(void **st) {
   rg_function_free(g);
 }
 
+/* cuBLAS named but missing: compiling a product says so. */
+static void test_missing_cublas(void **st) {
+  (void)st;
+  char *saved = strdup(getenv("RELGRAPH_CUBLAS"));
+  setenv("RELGRAPH_CUBLAS", "/nonexistent/libcublas-missing.so", 1);
+  char why[256];
+  rg_backend *b = rg_backend_new("cuda", why, sizeof why); /* a fresh one: cuBLAS opens on first use */
+  assert_non_null(b);
+  int64_t sh[2] = {4, 4};
+  rg_variable *a = rg_input(C, "a", rg_type_new(RG_FLOAT32, 2, sh));
+  rg_variable *p = rg_dot(a, a);
+  rg_compile_opts o = {.backend = b, .mode = {.query = "none"}};
+  assert_null(rg_compile(C, 1, &a, 1, &p, &o));
+  assert_non_null(strstr(rg_errmsg(C), "the cuda backend cannot bind dot: cuBLAS: "
+                                       "/nonexistent/libcublas-missing.so cannot be loaded"));
+  setenv("RELGRAPH_CUBLAS", saved, 1);
+  free(saved);
+  rg_backend_free(b);
+}
+
 /* Outputs kept on the device, and outputs written into tensors the
  * caller gives (on the host, strided, and on the device). */
 static void test_device_outputs_and_targets(void **st) {
@@ -274,6 +294,7 @@ int main(void) {
       cmocka_unit_test(test_ifelse_and_scan),
       cmocka_unit_test(test_loop_without_host_waits),
       cmocka_unit_test(test_device_outputs_and_targets),
+      cmocka_unit_test(test_missing_cublas),
       cmocka_unit_test(test_examples),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -68,6 +68,11 @@ static void test_missing_driver(void **st) {
   assert_non_null(strstr(why, "cannot be loaded"));
   setenv("RELGRAPH_CUDA_DRIVER", saved, 1);
   free(saved);
+  /* NVRTC named but missing: the same */
+  setenv("RELGRAPH_NVRTC", "/nonexistent/libnvrtc-missing.so", 1);
+  assert_false(rg_backend_available("cuda", why, sizeof why));
+  assert_string_equal(why, "NVRTC: /nonexistent/libnvrtc-missing.so cannot be loaded");
+  unsetenv("RELGRAPH_NVRTC");
   assert_null(rg_backend_new("cuda:7", why, sizeof why));
   assert_string_equal(why, "no CUDA device 7 (2 present)");
 }

@@ -74,8 +74,8 @@ rgcu_blas *rgcu_blas_open(rgcu_ctx *c, char *why, size_t len) {
   const char *lib;
   if (!(b->dl = rgcu_dlopen("RELGRAPH_CUBLAS", names, 3, &lib))) {
     rg_free(b);
-    if (lib == names[2]) return rg_say(why, len, "cuBLAS is not installed (no libcublas.so found)"), NULL;
-    return rg_say(why, len, "cuBLAS: %s cannot be loaded", lib), NULL;
+    if (lib) return rg_say(why, len, "cuBLAS: %s cannot be loaded", lib), NULL;
+    return rg_say(why, len, "cuBLAS is not installed (no libcublas.so found)"), NULL;
   }
   int st = -1;
   if (!bind_all(b) || c->d.set_current(c->cu) || (st = b->create(&b->h)) ||

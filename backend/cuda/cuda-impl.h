@@ -112,9 +112,10 @@ void rgcu_red_split_args(const rgcu_red_args *a, int64_t P, int64_t esz, char *s
 
 /* Opens the library the environment variable `env` names, when set
  * (another implementation of the API: the tests' host implementation in
- * tests/cuda-host), else the first of names[0..n) found; *name receives
- * what was tried (for messages).  NULL when none loads. */
-void *rgcu_dlopen(const char *env, const char *const *names, int n, const char **name);
+ * tests/cuda-host), else the first of names[0..n) found.  *named receives
+ * the variable's library, NULL when the names were searched (for
+ * messages).  NULL when none loads. */
+void *rgcu_dlopen(const char *env, const char *const *names, int n, const char **named);
 
 /* ------------------------------------------------------------------ NVRTC */
 

@@ -48,11 +48,12 @@
 
 /* ------------------------------------------------------------------ the driver API */
 
-void *rgcu_dlopen(const char *env, const char *const *names, int n, const char **name) {
+void *rgcu_dlopen(const char *env, const char *const *names, int n, const char **named) {
   const char *lib = getenv(env);
-  if (lib && *lib) return *name = lib, dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  *named = lib && *lib ? lib : NULL;
+  if (*named) return dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   for (int i = 0; i < n; i++) {
-    void *dl = dlopen(*name = names[i], RTLD_NOW | RTLD_LOCAL);
+    void *dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (dl) return dl;
   }
   return NULL;
@@ -64,7 +65,7 @@ static bool drv_open(rgcu_drv *d, char *why, size_t len) {
   static const char *const names[] = {"libcuda.so.1"};
   const char *lib;
   d->dl = rgcu_dlopen("RELGRAPH_CUDA_DRIVER", names, 1, &lib);
-  if (!d->dl) return rg_say(why, len, "no CUDA driver (%s cannot be loaded)", lib);
+  if (!d->dl) return rg_say(why, len, "no CUDA driver (%s cannot be loaded)", lib ? lib : names[0]);
 #define SYM(f, name) (*(void **)&d->f = dlsym(d->dl, name)) != NULL
   bool ok = SYM(init, "cuInit") && SYM(count, "cuDeviceGetCount") && SYM(get, "cuDeviceGet") &&
             SYM(attr, "cuDeviceGetAttribute") && SYM(retain, "cuDevicePrimaryCtxRetain") &&

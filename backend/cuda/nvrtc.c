@@ -43,8 +43,8 @@ static void *open_lib(char *why, size_t len) {
   const char *lib;
   void *dl = rgcu_dlopen("RELGRAPH_NVRTC", names, 3, &lib);
   if (dl) return dl;
-  if (why && len && lib == names[2]) snprintf(why, len, "NVRTC is not installed (no libnvrtc.so found)");
-  else if (why && len) snprintf(why, len, "NVRTC: %s cannot be loaded", lib);
+  if (why && len && lib) snprintf(why, len, "NVRTC: %s cannot be loaded", lib);
+  else if (why && len) snprintf(why, len, "NVRTC is not installed (no libnvrtc.so found)");
   return NULL;
 }
 
