@@ -35,19 +35,25 @@ typedef struct eg_head {
  * after a rebuild they are canonical (union-find roots); `cls` is a class
  * it belongs to (find(cls) is its class); `dead` marks a node found equal
  * to another after canonicalization (kept for ids, skipped by matching and
- * extraction). */
+ * extraction); born <= iter. */
 typedef struct eg_node {
   uint32_t head, nch, ch, cls;
   uint32_t dead : 1, iter : 31;   /* iteration that added it, moved it to
                                      another class or re-canonicalized its
                                      children (semi-naive matching) */
+  uint32_t born;                  /* iteration that added it or moved it
+                                     to another class */
 } eg_node;
 
 /* A growable array of ids (manual memory). */
 typedef struct eg_ids { uint32_t *v; uint32_t n, cap; } eg_ids;
 void eg_ids_push(eg_ids *a, uint32_t x);
+/* Appends k ids to be written at the pointer returned. */
+uint32_t *eg_ids_extend(eg_ids *a, uint32_t k);
 
-/* An e-class, meaningful at its union-find root only: its nodes and the
+/* An e-class, meaningful at its union-find root only: its nodes (in
+ * nondecreasing `born` order: a node joins a list only when added or
+ * moved, stamped with the iteration then) and the
  * nodes using it (parents; may hold stale duplicates until a rebuild),
  * and its smallest node id (its representative node: every child class of
  * that node has a node of smaller id, so representatives are well

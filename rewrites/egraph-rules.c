@@ -55,6 +55,7 @@ typedef struct pat {
   bool opv;
   int out;                      /* P_OP: the op's output, (nth OUT (op ...)) */
   int depth;                    /* ops on the longest path down (P_OP: >= 1) */
+  bool leafop;                  /* P_OP whose children are all P_VAR */
   uint32_t head;
   rg_opcode code;
   rg_term hpat, lit;
@@ -145,6 +146,16 @@ static void note_param_vars(eg_rule *r, rg_term t) {
 
 static pat *compile(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs);
 
+/* Sets an op pattern's depth and leafop from its compiled children. */
+static void op_shape(pat *p) {
+  p->depth = 1;
+  p->leafop = true;
+  for (int i = 0; i < p->nch; i++) {
+    if (p->ch[i]->depth + 1 > p->depth) p->depth = p->ch[i]->depth + 1;
+    if (p->ch[i]->kind != P_VAR) p->leafop = false;
+  }
+}
+
 static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs, int out) {
   rg_ctx *C = eg->C;
   int64_t n = rg_list_length(t) - 1;
@@ -178,11 +189,9 @@ static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs, int out) 
   p->out = out;
   p->ch = rg_gc_alloc((size_t)(n ? n : 1) * sizeof *p->ch);
   rg_term a = rg_cdr(t);
-  p->depth = 1;
-  for (int i = 0; i < n; i++, a = rg_cdr(a)) {
+  for (int i = 0; i < n; i++, a = rg_cdr(a))
     if (!(p->ch[i] = compile(eg, r, rg_car(a), rhs))) return NULL;
-    if (p->ch[i]->depth + 1 > p->depth) p->depth = p->ch[i]->depth + 1;
-  }
+  op_shape(p);
   return p;
 }
 
@@ -235,6 +244,10 @@ typedef struct matcher {
   bool by_node;                 /* only e-nodes' stamps make a match new (a rule
                                    with no literal and no guard); else a
                                    merged class does too */
+  bool linear;                  /* by_node, and no class variable appears
+                                   twice in the pattern: a node matched by
+                                   a leafop pattern is new only when it was
+                                   added or moved (`born`), see ematch */
   bool tagged;                  /* each match records `tag` after its root */
   uint32_t tag;
 } matcher;
@@ -268,14 +281,35 @@ static bool match_params(matcher *m, rg_term pt, rg_term t, int *undo, int *nund
 
 static void ematch(matcher *m, const goal *t);
 
-/* Continues the match below e-node id (which p's op matched). */
+/* Continues the match below e-node id (which p's op matched).  With
+ * by_node, a variable child is bound (or checked) here, not pending: a
+ * variable's class never makes the match new then. */
 static void match_kids(matcher *m, const goal *t, uint32_t id) {
   const pat *p = t->p;
-  goal kids[p->nch ? p->nch : 1];
+  int n = p->nch ? p->nch : 1, nk = 0, nb = 0;
+  goal kids[n];
+  int bound[n];
   const uint32_t *k = eg_kids(m->eg, id);
-  for (int i = 0; i < p->nch; i++)
-    kids[i] = (goal){p->ch[i], k[i], i + 1 < p->nch ? &kids[i + 1] : t->next};
-  ematch(m, p->nch ? &kids[0] : t->next);
+  for (int i = 0; i < p->nch; i++) {
+    const pat *q = p->ch[i];
+    if (!m->by_node || q->kind != P_VAR) {
+      kids[nk++] = (goal){q, k[i], NULL};
+      continue;
+    }
+    uint32_t c = eg_find(m->eg, k[i]), *b = &m->binds[q->var];
+    if (*b == EG_NONE) {
+      *b = c;
+      bound[nb++] = q->var;
+    } else if (eg_find(m->eg, *b) != c) {
+      nk = -1;
+      break;
+    }
+  }
+  if (nk >= 0) {
+    for (int i = 0; i < nk; i++) kids[i].next = i + 1 < nk ? &kids[i + 1] : t->next;
+    ematch(m, nk ? &kids[0] : t->next);
+  }
+  for (int i = 0; i < nb; i++) m->binds[bound[i]] = EG_NONE;
 }
 
 /* An op variable meets e-node id: binds it to the node's head, or checks
@@ -299,7 +333,7 @@ static void match_node(matcher *m, const goal *t, uint32_t id) {
   const eg_node *x = &eg->nodes[id];
   const pat *p = t->p;
   if (x->dead || (int)x->nch != p->nch) return;
-  int fresh = x->iter >= m->since;
+  int fresh = (m->linear && p->leafop ? x->born : x->iter) >= m->since;
   m->fresh += fresh;
   if (p->opv) {
     match_opvar(m, t, id);
@@ -324,8 +358,20 @@ static void match_node(matcher *m, const goal *t, uint32_t id) {
  * its pattern's depth changed since the rule's last search. */
 static bool may_be_fresh(const matcher *m, const goal *t) {
   for (; t; t = t->next)
-    if (eg_level(m->eg, eg_find(m->eg, t->c), t->p->depth) >= m->since) return true;
+    if ((!m->by_node || t->p->kind != P_VAR) && eg_level(m->eg, eg_find(m->eg, t->c), t->p->depth) >= m->since)
+      return true;
   return false;
+}
+
+/* Where the nodes of class list ns that can make a new match start: with
+ * nothing new on the path or in the pending pairs after this one, and a
+ * leafop pattern of a linear rule, only the nodes added or moved since the
+ * rule's last search; the list is in `born` order, so they are its tail. */
+static uint32_t first_candidate(const matcher *m, const goal *t, const eg_ids *ns) {
+  if (!m->linear || !t->p->leafop || m->fresh || may_be_fresh(m, t->next)) return 0;
+  uint32_t i = ns->n;
+  while (i > 0 && m->eg->nodes[ns->v[i - 1]].born >= m->since) i--;
+  return i;
 }
 
 static void ematch(matcher *m, const goal *t) {
@@ -353,7 +399,7 @@ static void ematch(matcher *m, const goal *t) {
     if (class_has_lit(eg, c, p->lit)) ematch(m, t->next);
   } else {
     const eg_ids *ns = &eg->cls[c].nodes;
-    for (uint32_t i = 0; i < ns->n; i++) match_node(m, t, ns->v[i]);
+    for (uint32_t i = first_candidate(m, t, ns); i < ns->n; i++) match_node(m, t, ns->v[i]);
   }
   m->fresh -= fresh;
 }
@@ -379,9 +425,10 @@ static void on_match(matcher *m) {
   if (!m->fresh) return;
   if (r->guard && !guard_ok(m)) return;
   m->count++;
-  eg_ids_push(&r->m, m->root);
-  if (m->tagged) eg_ids_push(&r->m, m->tag);
-  for (int i = 0; i < r->nvars; i++) eg_ids_push(&r->m, m->binds[i]);
+  uint32_t *w = eg_ids_extend(&r->m, 1 + m->tagged + (uint32_t)r->nvars);
+  *w++ = m->root;
+  if (m->tagged) *w++ = m->tag;
+  memcpy(w, m->binds, (size_t)r->nvars * sizeof *w);
   if (m->tbinds) {
     rg_term l = RG_NIL;
     for (int i = r->nvars - 1; i >= 0; i--) l = rg_cons(m->tbinds[i] ? m->tbinds[i] : RG_NIL, l);
@@ -430,12 +477,27 @@ static bool match_roots(matcher *m, const pat *lhs, const eg_ids *ns, bool track
   return true;
 }
 
+/* Whether no class variable appears twice in p (seen: one flag per
+ * variable, cleared). */
+static bool pattern_linear(const pat *p, bool *seen) {
+  if (p->kind == P_VAR) {
+    if (seen[p->var]) return false;
+    return seen[p->var] = true;
+  }
+  for (int i = 0; p->kind == P_OP && i < p->nch; i++)
+    if (!pattern_linear(p->ch[i], seen)) return false;
+  return true;
+}
+
 static void search_pattern(rg_egraph *eg, eg_rule *r, int64_t limit) {
   uint32_t binds[r->nvars ? r->nvars : 1];
   rg_term *tb = has_params(r->lhs) ? rg_gc_alloc((size_t)(r->nvars + 1) * sizeof *tb) : NULL;
   matcher m = {.eg = eg, .r = r, .binds = binds, .tbinds = tb, .limit = limit, .since = r->since,
                .by_node = !r->guard && !has_lit(r->lhs)};
   for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
+  bool seen[r->nvars ? r->nvars : 1];
+  memset(seen, 0, sizeof seen);
+  m.linear = m.by_node && pattern_linear(r->lhs, seen);
   match_roots(&m, r->lhs, &eg->byop[r->lhs->code], false);
   r->nmatches = m.count;
 }
@@ -466,8 +528,11 @@ static uint32_t instantiate_op(rg_egraph *eg, eg_rule *r, const pat *p, const ui
     head = eg_intern_op(eg, op, p->out);
   }
   uint32_t ch[p->nch ? p->nch : 1];
-  for (int i = 0; i < p->nch; i++)
-    if ((ch[i] = instantiate(eg, r, p->ch[i], binds, tb, EG_NONE)) == EG_NONE) return EG_NONE;
+  for (int i = 0; i < p->nch; i++) {
+    const pat *q = p->ch[i];
+    ch[i] = q->kind == P_VAR ? binds[q->var] : instantiate(eg, r, q, binds, tb, EG_NONE);
+    if (ch[i] == EG_NONE) return EG_NONE;
+  }
   return into == EG_NONE ? eg_add(eg, head, p->nch, ch) : eg_add_into(eg, head, p->nch, ch, into);
 }
 
@@ -1040,12 +1105,10 @@ static pat *tpl_pat(tpl_ctx *x, const rgk_tx *t, int level) {
   for (; l && l->op == TX_CONS; l = l->b) p->nch++;
   if (!l || l->op != TX_CONST || l->k != RG_NIL) return NULL;
   p->ch = rg_gc_alloc((size_t)(p->nch ? p->nch : 1) * sizeof *p->ch);
-  p->depth = 1;
   l = t->b;
-  for (int i = 0; i < p->nch; i++, l = l->b) {
+  for (int i = 0; i < p->nch; i++, l = l->b)
     if (!(p->ch[i] = tpl_pat(x, l->a, level))) return NULL;
-    if (p->ch[i]->depth + 1 > p->depth) p->depth = p->ch[i]->depth + 1;
-  }
+  op_shape(p);
   return p;
 }
 
@@ -1086,7 +1149,9 @@ static bool by_templates(const eg_rule *r, const rg_search_opts *o) {
  * records its root's class, k, then the bindings. */
 static void search_templates(rg_egraph *eg, eg_rule *r, int64_t limit) {
   uint32_t binds[TPL_MAXVARS];
-  matcher m = {.eg = eg, .r = r, .binds = binds, .limit = limit, .since = r->since, .by_node = true, .tagged = true};
+  /* templates are linear: tpl_pat refuses a variable seen twice */
+  matcher m = {.eg = eg, .r = r, .binds = binds, .limit = limit, .since = r->since, .by_node = true,
+               .linear = true, .tagged = true};
   for (int k = 0; k < 2 * r->ntpl; k++) {
     for (int i = 0; i < r->nvars; i++) binds[i] = EG_NONE;
     const pat *lhs = r->tpl[k];

@@ -45,6 +45,16 @@ void eg_ids_push(eg_ids *a, uint32_t x) {
   a->v[a->n++] = x;
 }
 
+uint32_t *eg_ids_extend(eg_ids *a, uint32_t k) {
+  if (a->n + k > a->cap) {
+    size_t cap = a->cap;
+    a->v = grow(a->v, &cap, (size_t)a->n + k, sizeof *a->v);
+    a->cap = (uint32_t)cap;
+  }
+  a->n += k;
+  return a->v + a->n - k;
+}
+
 static void *gc_grow(void *p, size_t n, size_t cap, size_t elem) {
   void *q = rg_gc_alloc(cap * elem);
   if (n) memcpy(q, p, n * elem);
@@ -283,7 +293,7 @@ static uint32_t new_node(rg_egraph *eg, size_t s, uint32_t h, uint32_t head, uin
   }
   eg->kids = grow(eg->kids, &eg->capkids, eg->nkids + n, sizeof *eg->kids);
   uint32_t id = eg->nnodes++;
-  eg->nodes[id] = (eg_node){head, n, (uint32_t)eg->nkids, c, 0, eg->iter};
+  eg->nodes[id] = (eg_node){head, n, (uint32_t)eg->nkids, c, 0, eg->iter, eg->iter};
   if (n) memcpy(eg->kids + eg->nkids, ch, n * sizeof *ch);
   eg->nkids += n;
   eg_ids_push(&eg->cls[c].nodes, id);
@@ -483,12 +493,29 @@ static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_
   return c;
 }
 
+/* The class of head(ch) for at most two children when the table holds
+ * it under that head, else EG_NONE: the common case of a rule's result,
+ * one probe with no node read.  (A head infer would make canonical, and
+ * every miss, take add_node's way.) */
+static inline uint32_t lookup_small(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
+  uint32_t k[2] = {n > 0 ? eg_find_compress(eg, ch[0]) : 0, n > 1 ? eg_find_compress(eg, ch[1]) : 0};
+  uint32_t hn = headn_of(head, n);
+  size_t mask = eg->capmemo - 1;
+  for (size_t s = node_hash(head, n, k) & mask;; s = (s + 1) & mask) {
+    const eg_slot *e = &eg->memo[s];
+    if (e->cls == EG_NONE) return EG_NONE;
+    if (e->headn == hn && e->k0 == k[0] && e->k1 == k[1] && e->cls != EG_TOMB) return eg_find_compress(eg, e->cls);
+  }
+}
+
 uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch) {
-  return add_node(eg, head, (uint32_t)nch, ch, NULL, EG_NONE);
+  uint32_t c = nch <= 2 ? lookup_small(eg, head, (uint32_t)nch, ch) : EG_NONE;
+  return c != EG_NONE ? c : add_node(eg, head, (uint32_t)nch, ch, NULL, EG_NONE);
 }
 
 uint32_t eg_add_into(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch, uint32_t into) {
-  uint32_t c = add_node(eg, head, (uint32_t)nch, ch, NULL, into);
+  uint32_t c = nch <= 2 ? lookup_small(eg, head, (uint32_t)nch, ch) : EG_NONE;
+  if (c == EG_NONE) c = add_node(eg, head, (uint32_t)nch, ch, NULL, into);
   return c == EG_NONE || eg_union(eg, into, c) ? c : EG_NONE;
 }
 
@@ -633,7 +660,8 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
     eg_class *X = A; A = B; B = X;
   }
   eg->uf[b] = a;
-  for (uint32_t i = 0; i < B->nodes.n; i++) eg->nodes[B->nodes.v[i]].iter = eg->iter; /* moved */
+  for (uint32_t i = 0; i < B->nodes.n; i++) /* moved */
+    eg->nodes[B->nodes.v[i]].iter = eg->nodes[B->nodes.v[i]].born = eg->iter;
   append_ids(&A->nodes, &B->nodes);
   append_ids(&A->parents, &B->parents);
   if (B->minnode < A->minnode) A->minnode = B->minnode;

@@ -669,6 +669,25 @@ static void test_match_made_by_merge(void **st) {
   }
 }
 
+/* A repeated variable can match only after a merge re-canonicalizes the
+ * node's children: sub(add(x, 0), x) becomes sub(x, x) when add-zero
+ * merges add(x, 0) with x.  The node is neither added nor moved, so a
+ * rule whose pattern repeats a variable must count the new children as
+ * new (a pattern without repeats needs only added or moved nodes). */
+static void test_repeat_made_by_merge(void **st) {
+  rg_fgraph *fg = graph("(graph (input x float64 ()) (output (sub (add x 0.0) x)))");
+  rg_egraph *eg = rg_egraph_new(fg);
+  rg_egraph_add_rules(eg, rules("(defrule add-zero (pattern (add ?a 0.0) ?a))"
+                                "(defrule sub-self (pattern (sub ?a ?a) 0.0))",
+                                NULL));
+  assert_int_equal(rg_egraph_run(eg, NULL), RG_SEARCH_SATURATED);
+  rg_fgraph *best;
+  double cost;
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_flops(), 1, &best, &cost, NULL), 1);
+  assert_near(cost, 0, 1e-9);
+  rg_egraph_free(eg);
+}
+
 /* ------------------------------------------------------------------ relations as e-matching */
 
 #define TEMPLATE_RULES                                                                            \
@@ -842,6 +861,7 @@ int main(void) {
       cmocka_unit_test_setup(test_rebuild_congruence, fresh),
       cmocka_unit_test_setup(test_ac_saturates_exactly, fresh),
       cmocka_unit_test_setup(test_match_made_by_merge, fresh),
+      cmocka_unit_test_setup(test_repeat_made_by_merge, fresh),
       cmocka_unit_test_setup(test_templates_as_ematching, fresh),
       cmocka_unit_test_setup(test_templates_conde, fresh),
       cmocka_unit_test_setup(test_templates_not_compiled, fresh),
