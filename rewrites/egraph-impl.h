@@ -184,6 +184,23 @@ uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch);
  * into's type goes straight into it, with no class of its own); its class
  * or EG_NONE (ill-typed, or a merge refused). */
 uint32_t eg_add_into(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch, uint32_t into);
+/* A small term to add, as a rule's result is: its ops in postorder, the
+ * last one the root.  An op's head is `head`, or binds[opvar] when opvar
+ * >= 0; a child is binds[ref] for ref >= 0, else the class of op -1 - ref
+ * (an earlier one).  Invariants: nops <= EG_TERM_MAX, nch <= 2. */
+#define EG_TERM_MAX 8
+typedef struct eg_term_op {
+  uint32_t head, nch;
+  int32_t opvar, ch[2];
+} eg_term_op;
+typedef struct eg_term {
+  int nops;
+  eg_term_op op[EG_TERM_MAX];
+} eg_term;
+/* Adds term t under bindings binds and merges its root with class `into`
+ * (none: EG_NONE); the root's class, or EG_NONE (ill-typed, an error, or
+ * a merge refused).  Each op already in the e-graph costs one probe. */
+uint32_t eg_add_term(rg_egraph *eg, const eg_term *t, const uint32_t *binds, uint32_t into);
 /* Adds everything variable v computes; its class or EG_NONE. */
 uint32_t eg_add_var(rg_egraph *eg, rg_variable *v);
 /* The class of v if the e-graph has it (without adding), else EG_NONE. */

@@ -79,8 +79,10 @@ struct eg_rule {
   bool track_all;
   uint64_t tracks[(RG_OP_COUNT + 63) / 64];
   rg_term rel;
+  eg_term *term;                /* rhs as a term, when it is one (compile_term) */
   pat **tpl;                    /* a relation of unification templates: ntpl
                                    pairs of patterns, in and out (else NULL) */
+  eg_term **tterm;              /* tpl[k] as a term, or NULL */
   int ntpl;
   bool templated;               /* this iteration searched tpl (by_templates) */
   rg_query *Q[2];               /* forwards, backwards */
@@ -305,9 +307,12 @@ static void match_kids(matcher *m, const goal *t, uint32_t id) {
       break;
     }
   }
-  if (nk >= 0) {
+  if (nk > 0) {
     for (int i = 0; i < nk; i++) kids[i].next = i + 1 < nk ? &kids[i + 1] : t->next;
-    ematch(m, nk ? &kids[0] : t->next);
+    ematch(m, &kids[0]);
+  } else if (nk == 0) {
+    if (t->next) ematch(m, t->next);
+    else if (m->count <= m->limit) on_match(m);
   }
   for (int i = 0; i < nb; i++) m->binds[bound[i]] = EG_NONE;
 }
@@ -547,8 +552,38 @@ static uint32_t instantiate(rg_egraph *eg, eg_rule *r, const pat *p, const uint3
   return instantiate_op(eg, r, p, binds, tb, into);
 }
 
+/* Appends p's ops to t in postorder; p's reference (a binding, or -1 -
+ * its op), or INT32_MIN when p is no term: a literal, an op with
+ * parameters or more than two children, more than EG_TERM_MAX ops. */
+static int32_t term_ref(const pat *p, eg_term *t) {
+  if (p->kind == P_VAR) return p->var;
+  if (p->kind != P_OP || p->hpat || p->nch > 2) return INT32_MIN;
+  eg_term_op o = {p->head, (uint32_t)p->nch, p->opv ? p->var : -1, {0, 0}};
+  for (int i = 0; i < p->nch; i++)
+    if ((o.ch[i] = term_ref(p->ch[i], t)) == INT32_MIN) return INT32_MIN;
+  if (t->nops == EG_TERM_MAX) return INT32_MIN;
+  t->op[t->nops] = o;
+  return -1 - t->nops++;
+}
+
+/* Result pattern p as a term for eg_add_term, or NULL (a variable, or
+ * what term_ref refuses: instantiate builds those). */
+static eg_term *compile_term(const pat *p) {
+  eg_term t = {0};
+  if (p->kind != P_OP || term_ref(p, &t) == INT32_MIN) return NULL;
+  eg_term *c = rg_gc_alloc(sizeof *c);
+  *c = t;
+  return c;
+}
+
 static int apply_pattern(rg_egraph *eg, eg_rule *r) {
   size_t stride = (size_t)r->nvars + 1;
+  if (r->term) {
+    for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride)
+      if (eg_add_term(eg, r->term, r->m.v + i + 1, r->m.v[i]) == EG_NONE && rg_errcode(eg->C))
+        return rg_errcode(eg->C);
+    return RG_OK;
+  }
   rg_term tl = RG_NIL;  /* term bindings were pushed in reverse */
   for (rg_term l = r->mterms; rg_is_pair(l); l = rg_cdr(l)) tl = rg_cons(rg_car(l), tl);
   for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
@@ -1133,6 +1168,8 @@ static void compile_templates(rg_egraph *eg, eg_rule *r) {
     if (vars[0] != vars[1]) return;
   }
   if (x.opvars & x.argvars) return;
+  r->tterm = rg_gc_alloc((size_t)(2 * n) * sizeof *r->tterm);
+  for (int k = 0; k < 2 * n; k++) r->tterm[k] = compile_term(p[k]);
   r->tpl = p;
   r->ntpl = n;
   r->nvars = x.nvars;
@@ -1170,8 +1207,10 @@ cut:
 static int apply_templates(rg_egraph *eg, eg_rule *r) {
   size_t stride = (size_t)r->nvars + 2;
   for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
-    const pat *rhs = r->tpl[r->m.v[i + 1] ^ 1];
-    if (instantiate(eg, r, rhs, r->m.v + i + 2, RG_NIL, r->m.v[i]) != EG_NONE) continue;
+    uint32_t k = r->m.v[i + 1] ^ 1;
+    if (r->tterm[k] ? eg_add_term(eg, r->tterm[k], r->m.v + i + 2, r->m.v[i]) != EG_NONE
+                    : instantiate(eg, r, r->tpl[k], r->m.v + i + 2, RG_NIL, r->m.v[i]) != EG_NONE)
+      continue;
     if (rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;
     rg_clear_error(eg->C); /* ill-typed: no answer, as for a relation's */
   }
@@ -1432,6 +1471,7 @@ static eg_rule *pattern_rule(rg_egraph *eg, rg_rewriter *rw, const rgr_rule_part
     rg_error(eg->C, RG_ERR_SYNTAX, "rule %s: the pattern must be an expression", r->name);
     return NULL;
   }
+  r->term = compile_term(r->rhs);
   if (pp->guard) {
     r->guard = pp->guard;
     r->ngvars = (int)rg_list_length(pp->guard_vars);

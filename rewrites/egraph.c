@@ -513,10 +513,31 @@ uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch) {
   return c != EG_NONE ? c : add_node(eg, head, (uint32_t)nch, ch, NULL, EG_NONE);
 }
 
+/* Merges the class c just found or added with `into`. */
+static inline uint32_t merge_into(rg_egraph *eg, uint32_t c, uint32_t into) {
+  if (c == EG_NONE || into == EG_NONE || eg_find(eg, into) == c) return c;
+  return eg_union(eg, into, c) ? c : EG_NONE;
+}
+
 uint32_t eg_add_into(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch, uint32_t into) {
   uint32_t c = nch <= 2 ? lookup_small(eg, head, (uint32_t)nch, ch) : EG_NONE;
   if (c == EG_NONE) c = add_node(eg, head, (uint32_t)nch, ch, NULL, into);
-  return c == EG_NONE || eg_union(eg, into, c) ? c : EG_NONE;
+  return merge_into(eg, c, into);
+}
+
+uint32_t eg_add_term(rg_egraph *eg, const eg_term *t, const uint32_t *binds, uint32_t into) {
+  uint32_t cls[EG_TERM_MAX], c = EG_NONE;
+  for (int j = 0; j < t->nops; j++) {
+    const eg_term_op *o = &t->op[j];
+    uint32_t ch[2], head = o->opvar >= 0 ? binds[o->opvar] : o->head;
+    for (uint32_t i = 0; i < o->nch; i++) ch[i] = o->ch[i] >= 0 ? binds[o->ch[i]] : cls[-1 - o->ch[i]];
+    uint32_t to = j + 1 == t->nops ? into : EG_NONE;
+    if ((c = lookup_small(eg, head, o->nch, ch)) == EG_NONE &&
+        (c = add_node(eg, head, o->nch, ch, NULL, to)) == EG_NONE)
+      return EG_NONE;
+    cls[j] = c;
+  }
+  return merge_into(eg, c, into);
 }
 
 static uint32_t var_class(rg_egraph *eg, rg_variable *v) {
