@@ -379,6 +379,32 @@ static uint32_t first_candidate(const matcher *m, const goal *t, const eg_ids *n
   return i;
 }
 
+/* Writes the match now bound (the caller checked that it is new). */
+static void record_match(matcher *m) {
+  eg_rule *r = m->r;
+  m->count++;
+  uint32_t *w = eg_ids_extend(&r->m, 1 + m->tagged + (uint32_t)r->nvars);
+  *w++ = m->root;
+  if (m->tagged) *w++ = m->tag;
+  for (int i = 0; i < r->nvars; i++) w[i] = m->binds[i];
+}
+
+/* The innermost loop of a linear rule, without a call per node: leafop
+ * pattern p (a plain op, variable children) meets the nodes ns->v[from..]
+ * with no pair pending after it, so each node of p's head is a match,
+ * binding its children; it is new when the path was or the node is. */
+static void match_leaves(matcher *m, const pat *p, const eg_ids *ns, uint32_t from) {
+  rg_egraph *eg = m->eg;
+  for (uint32_t i = from; i < ns->n && m->count <= m->limit; i++) {
+    const eg_node *x = &eg->nodes[ns->v[i]];
+    if (x->dead || x->head != p->head || (int)x->nch != p->nch || (!m->fresh && x->born < m->since)) continue;
+    const uint32_t *k = eg->kids + x->ch;
+    for (int j = 0; j < p->nch; j++) m->binds[p->ch[j]->var] = eg_find(eg, k[j]);
+    record_match(m);
+  }
+  for (int j = 0; j < p->nch; j++) m->binds[p->ch[j]->var] = EG_NONE;
+}
+
 static void ematch(matcher *m, const goal *t) {
   if (m->count > m->limit) return;
   if (!t) {
@@ -404,7 +430,11 @@ static void ematch(matcher *m, const goal *t) {
     if (class_has_lit(eg, c, p->lit)) ematch(m, t->next);
   } else {
     const eg_ids *ns = &eg->cls[c].nodes;
-    for (uint32_t i = first_candidate(m, t, ns); i < ns->n; i++) match_node(m, t, ns->v[i]);
+    uint32_t i = first_candidate(m, t, ns);
+    if (m->linear && p->leafop && !p->opv && !p->hpat && !t->next && !m->tbinds)
+      match_leaves(m, p, ns, i);
+    else
+      for (; i < ns->n; i++) match_node(m, t, ns->v[i]);
   }
   m->fresh -= fresh;
 }
@@ -429,11 +459,7 @@ static void on_match(matcher *m) {
   eg_rule *r = m->r;
   if (!m->fresh) return;
   if (r->guard && !guard_ok(m)) return;
-  m->count++;
-  uint32_t *w = eg_ids_extend(&r->m, 1 + m->tagged + (uint32_t)r->nvars);
-  *w++ = m->root;
-  if (m->tagged) *w++ = m->tag;
-  memcpy(w, m->binds, (size_t)r->nvars * sizeof *w);
+  record_match(m);
   if (m->tbinds) {
     rg_term l = RG_NIL;
     for (int i = r->nvars - 1; i >= 0; i--) l = rg_cons(m->tbinds[i] ? m->tbinds[i] : RG_NIL, l);
