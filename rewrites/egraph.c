@@ -135,12 +135,12 @@ const char *eg_head_str(const rg_egraph *eg, uint32_t head) {
 
 /* ------------------------------------------------------------------ the hash-cons table */
 
+/* Multiplicative: each child is folded into the low half and multiplied,
+ * which carries it into every higher bit; the high half is the hash. */
 static inline uint32_t node_hash(uint32_t head, uint32_t n, const uint32_t *ch) {
-  uint64_t h = mix(0x51ed27, head);
-  for (uint32_t i = 0; i < n; i++) h = mix(h, ch[i]);
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  return (uint32_t)(h ^ (h >> 29));
+  uint64_t h = ((uint64_t)head << 8 ^ n) * 0x9e3779b97f4a7c15ull;
+  for (uint32_t i = 0; i < n; i++) h = (h ^ ch[i]) * 0xff51afd7ed558ccdull;
+  return (uint32_t)(h >> 32);
 }
 
 static inline bool node_is(const rg_egraph *eg, uint32_t id, uint32_t head, uint32_t n, const uint32_t *ch) {
