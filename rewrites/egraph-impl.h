@@ -197,10 +197,13 @@ typedef struct eg_term {
   int nops;
   eg_term_op op[EG_TERM_MAX];
 } eg_term;
-/* Adds term t under bindings binds and merges its root with class `into`
- * (none: EG_NONE); the root's class, or EG_NONE (ill-typed, an error, or
- * a merge refused).  Each op already in the e-graph costs one probe. */
-uint32_t eg_add_term(rg_egraph *eg, const eg_term *t, const uint32_t *binds, uint32_t into);
+/* Adds term t for each of n matches and merges its root with the match's
+ * class: match i is m[i * stride], the class, then its bindings from
+ * m[i * stride + boff].  An op not made (ill-typed, a merge refused) skips
+ * the rest of its match; returns RG_OK or the first error.  Each op
+ * already in the e-graph costs one probe. */
+int eg_add_terms(rg_egraph *eg, const eg_term *t, const uint32_t *m, uint32_t n, uint32_t stride,
+                 uint32_t boff);
 /* Adds everything variable v computes; its class or EG_NONE. */
 uint32_t eg_add_var(rg_egraph *eg, rg_variable *v);
 /* The class of v if the e-graph has it (without adding), else EG_NONE. */

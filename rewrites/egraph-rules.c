@@ -592,7 +592,7 @@ static int32_t term_ref(const pat *p, eg_term *t) {
   return -1 - t->nops++;
 }
 
-/* Result pattern p as a term for eg_add_term, or NULL (a variable, or
+/* Result pattern p as a term for eg_add_terms, or NULL (a variable, or
  * what term_ref refuses: instantiate builds those). */
 static eg_term *compile_term(const pat *p) {
   eg_term t = {0};
@@ -602,12 +602,17 @@ static eg_term *compile_term(const pat *p) {
   return c;
 }
 
+#define TERM_CHUNK 1024 /* matches given to eg_add_terms at once (a multiple of 256) */
+
 static int apply_pattern(rg_egraph *eg, eg_rule *r) {
   size_t stride = (size_t)r->nvars + 1;
-  if (r->term) {
-    for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride)
-      if (eg_add_term(eg, r->term, r->m.v + i + 1, r->m.v[i]) == EG_NONE && rg_errcode(eg->C))
-        return rg_errcode(eg->C);
+  if (r->term) { /* in chunks, the deadline looked at between them */
+    size_t n = r->m.n / stride;
+    for (size_t i = 0; i < n && !out_of_time(eg, r, i); i += TERM_CHUNK) {
+      int rc = eg_add_terms(eg, r->term, r->m.v + i * stride, (uint32_t)(n - i < TERM_CHUNK ? n - i : TERM_CHUNK),
+                            (uint32_t)stride, 1);
+      if (rc) return rc;
+    }
     return RG_OK;
   }
   rg_term tl = RG_NIL;  /* term bindings were pushed in reverse */
@@ -1234,7 +1239,7 @@ static int apply_templates(rg_egraph *eg, eg_rule *r) {
   size_t stride = (size_t)r->nvars + 2;
   for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
     uint32_t k = r->m.v[i + 1] ^ 1;
-    if (r->tterm[k] ? eg_add_term(eg, r->tterm[k], r->m.v + i + 2, r->m.v[i]) != EG_NONE
+    if (r->tterm[k] ? !eg_add_terms(eg, r->tterm[k], r->m.v + i, 1, (uint32_t)stride, 2)
                     : instantiate(eg, r, r->tpl[k], r->m.v + i + 2, RG_NIL, r->m.v[i]) != EG_NONE)
       continue;
     if (rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;

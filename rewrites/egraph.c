@@ -322,12 +322,18 @@ static uint64_t tc_hash(uint32_t head, uint32_t n, const rg_type *const *in) {
   return h ? h : 1;
 }
 
+static inline bool same_types(const rg_type *const *a, const rg_type *const *b, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 static eg_tcache *tc_slot(rg_egraph *eg, uint64_t h, uint32_t head, uint32_t n, const rg_type *const *in) {
   size_t mask = eg->captc - 1;
   for (size_t s = h & mask;; s = (s + 1) & mask) {
     eg_tcache *e = &eg->tcache[s];
     if (!e->hash) return e;
-    if (e->hash == h && e->head == head && e->nch == n && !memcmp(e->in, in, n * sizeof *in)) return e;
+    if (e->hash == h && e->head == head && e->nch == n && same_types(e->in, in, n)) return e;
   }
 }
 
@@ -525,19 +531,51 @@ uint32_t eg_add_into(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch, 
   return merge_into(eg, c, into);
 }
 
-uint32_t eg_add_term(rg_egraph *eg, const eg_term *t, const uint32_t *binds, uint32_t into) {
-  uint32_t cls[EG_TERM_MAX], c = EG_NONE;
-  for (int j = 0; j < t->nops; j++) {
+/* The children of op o of a term under bindings b, its earlier ops'
+ * classes in cls; false when one of those was not made. */
+static inline bool term_kids(const eg_term_op *o, const uint32_t *b, const uint32_t *cls, uint32_t *ch) {
+  for (uint32_t i = 0; i < o->nch; i++)
+    if ((ch[i] = o->ch[i] >= 0 ? b[o->ch[i]] : cls[-1 - o->ch[i]]) == EG_NONE) return false;
+  return true;
+}
+
+/* Asks for the hash-cons slot where op o of a term would be found. */
+static inline void prefetch_op(const rg_egraph *eg, const eg_term_op *o, const uint32_t *b, const uint32_t *cls) {
+  uint32_t ch[2] = {0, 0};
+  if (!term_kids(o, b, cls, ch)) return;
+  for (uint32_t i = 0; i < o->nch; i++) ch[i] = eg_find(eg, ch[i]);
+  uint32_t head = o->opvar >= 0 ? b[o->opvar] : o->head;
+  __builtin_prefetch(&eg->memo[node_hash(head, o->nch, ch) & (eg->capmemo - 1)]);
+}
+
+/* Terms are added op by op across all the matches: the slots the next
+ * matches' same op probes are asked for PREFETCH matches ahead, which an
+ * op's dependence on the one before it would not allow match by match. */
+#define PREFETCH 8
+
+int eg_add_terms(rg_egraph *eg, const eg_term *t, const uint32_t *m, uint32_t n, uint32_t stride,
+                 uint32_t boff) {
+  uint32_t nops = (uint32_t)t->nops, *cls = malloc((size_t)n * nops * sizeof *cls);
+  if (!cls) abort();
+  int rc = RG_OK;
+  for (uint32_t j = 0; j < nops && !rc; j++) {
     const eg_term_op *o = &t->op[j];
-    uint32_t ch[2], head = o->opvar >= 0 ? binds[o->opvar] : o->head;
-    for (uint32_t i = 0; i < o->nch; i++) ch[i] = o->ch[i] >= 0 ? binds[o->ch[i]] : cls[-1 - o->ch[i]];
-    uint32_t to = j + 1 == t->nops ? into : EG_NONE;
-    if ((c = lookup_small(eg, head, o->nch, ch)) == EG_NONE &&
-        (c = add_node(eg, head, o->nch, ch, NULL, to)) == EG_NONE)
-      return EG_NONE;
-    cls[j] = c;
+    for (uint32_t i = 0; i < n; i++) {
+      const uint32_t *b = m + (size_t)i * stride + boff, *done = cls + (size_t)i * nops;
+      if (i + PREFETCH < n) prefetch_op(eg, o, b + (size_t)PREFETCH * stride, done + PREFETCH * nops);
+      uint32_t ch[2], c = EG_NONE, into = j + 1 == nops ? m[(size_t)i * stride] : EG_NONE;
+      if (term_kids(o, b, done, ch)) {
+        uint32_t head = o->opvar >= 0 ? b[o->opvar] : o->head;
+        if ((c = lookup_small(eg, head, o->nch, ch)) == EG_NONE &&
+            (c = add_node(eg, head, o->nch, ch, NULL, into)) == EG_NONE && (rc = rg_errcode(eg->C)))
+          break;
+        c = merge_into(eg, c, into);
+      }
+      cls[(size_t)i * nops + j] = c;
+    }
   }
-  return merge_into(eg, c, into);
+  free(cls);
+  return rc;
 }
 
 static uint32_t var_class(rg_egraph *eg, rg_variable *v) {
