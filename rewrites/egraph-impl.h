@@ -45,8 +45,12 @@ typedef struct eg_node {
                                      to another class */
 } eg_node;
 
-/* A growable array of ids (manual memory). */
+/* A growable array of ids: manual memory, except that a class's list of
+ * capacity EG_LIST_FIRST is a piece of the e-graph's arena (every other
+ * list grows from 16 ids, so the capacity tells them apart). */
 typedef struct eg_ids { uint32_t *v; uint32_t n, cap; } eg_ids;
+#define EG_LIST_FIRST 4
+#define EG_ARENA_BLOCK 16384
 void eg_ids_push(eg_ids *a, uint32_t x);
 /* Appends k ids to be written at the pointer returned. */
 uint32_t *eg_ids_extend(eg_ids *a, uint32_t k);
@@ -136,6 +140,10 @@ struct rg_egraph {
   eg_tcache *tcache;
   size_t captc, ntc;
   int64_t tc_hits, tc_misses;
+  /* blocks of EG_ARENA_BLOCK ids that classes' first lists are cut from
+   * (arena_used ids of the last one taken) */
+  uint32_t **arena;
+  uint32_t narena, arena_used;
   /* nodes by opcode, for e-matching roots */
   eg_ids byop[RG_OP_COUNT];
   /* classes merged since the last rebuild */

@@ -36,23 +36,54 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
   return q;
 }
 
-void eg_ids_push(eg_ids *a, uint32_t x) {
-  if (a->n == a->cap) {
-    size_t cap = a->cap;
-    a->v = grow(a->v, &cap, (size_t)a->n + 1, sizeof *a->v);
-    a->cap = (uint32_t)cap;
+/* Makes room for `need` ids; a list of EG_LIST_FIRST ids (the arena's)
+ * moves to manual memory instead of being reallocated. */
+static void ids_reserve(eg_ids *a, size_t need) {
+  if (need <= a->cap) return;
+  size_t cap = a->cap;
+  if (cap == EG_LIST_FIRST) {
+    cap = 0;
+    uint32_t *v = grow(NULL, &cap, need, sizeof *v);
+    memcpy(v, a->v, a->n * sizeof *v);
+    a->v = v;
+  } else {
+    a->v = grow(a->v, &cap, need, sizeof *a->v);
   }
+  a->cap = (uint32_t)cap;
+}
+
+static void ids_free(eg_ids *a) {
+  if (a->cap != EG_LIST_FIRST) free(a->v);
+  *a = (eg_ids){0};
+}
+
+void eg_ids_push(eg_ids *a, uint32_t x) {
+  if (a->n == a->cap) ids_reserve(a, (size_t)a->n + 1);
   a->v[a->n++] = x;
 }
 
 uint32_t *eg_ids_extend(eg_ids *a, uint32_t k) {
-  if (a->n + k > a->cap) {
-    size_t cap = a->cap;
-    a->v = grow(a->v, &cap, (size_t)a->n + k, sizeof *a->v);
-    a->cap = (uint32_t)cap;
-  }
+  ids_reserve(a, (size_t)a->n + k);
   a->n += k;
   return a->v + a->n - k;
+}
+
+/* Appends x to a class's list, which starts in the arena (a class costs
+ * no allocation of its own until a list outgrows EG_LIST_FIRST ids). */
+static void class_push(rg_egraph *eg, eg_ids *a, uint32_t x) {
+  if (!a->cap) {
+    if (!eg->narena || eg->arena_used + EG_LIST_FIRST > EG_ARENA_BLOCK) {
+      uint32_t **blocks = realloc(eg->arena, (eg->narena + 1) * sizeof *blocks);
+      if (!blocks || !(blocks[eg->narena] = malloc(EG_ARENA_BLOCK * sizeof(uint32_t)))) abort();
+      eg->arena = blocks;
+      eg->narena++;
+      eg->arena_used = 0;
+    }
+    a->v = eg->arena[eg->narena - 1] + eg->arena_used;
+    a->cap = EG_LIST_FIRST;
+    eg->arena_used += EG_LIST_FIRST;
+  }
+  eg_ids_push(a, x);
 }
 
 static void *gc_grow(void *p, size_t n, size_t cap, size_t elem) {
@@ -296,9 +327,9 @@ static uint32_t new_node(rg_egraph *eg, size_t s, uint32_t h, uint32_t head, uin
   eg->nodes[id] = (eg_node){head, n, (uint32_t)eg->nkids, c, 0, eg->iter, eg->iter};
   if (n) memcpy(eg->kids + eg->nkids, ch, n * sizeof *ch);
   eg->nkids += n;
-  eg_ids_push(&eg->cls[c].nodes, id);
+  class_push(eg, &eg->cls[c].nodes, id);
   if (eg->cls[c].minnode == EG_NONE) eg->cls[c].minnode = id;
-  for (uint32_t i = 0; i < n; i++) eg_ids_push(&eg->cls[ch[i]].parents, id);
+  for (uint32_t i = 0; i < n; i++) class_push(eg, &eg->cls[ch[i]].parents, id);
   const eg_head *hd = &eg->heads[head];
   if (!hd->leaf) eg_ids_push(&eg->byop[hd->code], id);
   memo_put(eg, s, head, n, ch, id, c);
@@ -681,17 +712,20 @@ static bool reject(rg_egraph *eg, uint32_t a, uint32_t b) {
   return false;
 }
 
+/* Moves the ids of `from` to the end of `to` (an empty `to` takes
+ * from's memory). */
 static void append_ids(eg_ids *to, eg_ids *from) {
-  if (from->n) {
-    if (to->n + from->n > to->cap) {
-      size_t cap = to->cap;
-      to->v = grow(to->v, &cap, (size_t)to->n + from->n, sizeof *to->v);
-      to->cap = (uint32_t)cap;
-    }
-    if (from->n) memcpy(to->v + to->n, from->v, from->n * sizeof *from->v);
+  if (!to->n) {
+    ids_free(to);
+    *to = *from;
+  } else if (from->n) {
+    ids_reserve(to, (size_t)to->n + from->n);
+    memcpy(to->v + to->n, from->v, from->n * sizeof *from->v);
     to->n += from->n;
+    ids_free(from);
+  } else {
+    ids_free(from);
   }
-  free(from->v);
   *from = (eg_ids){0};
 }
 
@@ -840,9 +874,11 @@ void rg_egraph_free(rg_egraph *eg) {
   if (!eg) return;
   eg_rules_free(eg);
   for (uint32_t c = 0; c < eg->ncls; c++) {
-    free(eg->cls[c].nodes.v);
-    free(eg->cls[c].parents.v);
+    ids_free(&eg->cls[c].nodes);
+    ids_free(&eg->cls[c].parents);
   }
+  for (uint32_t i = 0; i < eg->narena; i++) free(eg->arena[i]);
+  free(eg->arena);
   for (int i = 0; i < RG_OP_COUNT; i++) free(eg->byop[i].v);
   free(eg->cls);
   free(eg->uf);
