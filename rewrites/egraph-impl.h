@@ -144,8 +144,10 @@ struct rg_egraph {
    * (arena_used ids of the last one taken) */
   uint32_t **arena;
   uint32_t narena, arena_used;
-  /* nodes by opcode, for e-matching roots */
+  /* nodes by opcode, for e-matching roots; dead ones are dropped once
+   * ndead (those died since the last drop) is a quarter of all nodes */
   eg_ids byop[RG_OP_COUNT];
+  uint32_t ndead;
   /* classes merged since the last rebuild */
   eg_ids pending;
   /* level stamps (semi-naive matching), valid from eg_stamp_levels to the

@@ -493,6 +493,21 @@ static bool has_lit(const pat *p) {
 
 static bool tracks_head(const eg_rule *r, const eg_head *h);
 
+/* Whether e-node x can be the root of a new match of lhs: with by_node,
+ * it is new itself or a class the pattern descends into changed within
+ * the pattern's depth (the check ematch would make one call later; most
+ * roots of a large e-graph fail it). */
+static bool root_may_match(const matcher *m, const pat *lhs, const eg_node *x) {
+  if (x->dead || (int)x->nch != lhs->nch) return false;
+  if (!m->by_node || (m->linear && lhs->leafop ? x->born : x->iter) >= m->since) return true;
+  const uint32_t *k = m->eg->kids + x->ch;
+  for (int i = 0; i < lhs->nch; i++) {
+    const pat *q = lhs->ch[i];
+    if (q->kind != P_VAR && eg_level(m->eg, eg_find(m->eg, k[i]), q->depth) >= m->since) return true;
+  }
+  return false;
+}
+
 /* Matches lhs from every e-node of ns (with `tracked`, those the rule
  * tracks).  False when the deadline cut it short. */
 static bool match_roots(matcher *m, const pat *lhs, const eg_ids *ns, bool tracked) {
@@ -501,6 +516,7 @@ static bool match_roots(matcher *m, const pat *lhs, const eg_ids *ns, bool track
   for (uint32_t i = 0, n = ns->n; i < n && m->count <= m->limit; i++) {
     if (out_of_time(eg, m->r, i)) return false;
     uint32_t id = ns->v[i];
+    if (!root_may_match(m, lhs, &eg->nodes[id])) continue;
     if (tracked && !tracks_head(m->r, &eg->heads[eg->nodes[id].head])) continue;
     m->root = root.c = eg_find(eg, eg->nodes[id].cls);
     match_node(m, &root, id);

@@ -534,15 +534,19 @@ static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_
  * it under that head, else EG_NONE: the common case of a rule's result,
  * one probe with no node read.  (A head infer would make canonical, and
  * every miss, take add_node's way.) */
-static inline uint32_t lookup_small(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
-  uint32_t k[2] = {n > 0 ? eg_find_compress(eg, ch[0]) : 0, n > 1 ? eg_find_compress(eg, ch[1]) : 0};
+static inline uint32_t lookup_hashed(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *k, uint32_t h) {
   uint32_t hn = headn_of(head, n);
   size_t mask = eg->capmemo - 1;
-  for (size_t s = node_hash(head, n, k) & mask;; s = (s + 1) & mask) {
+  for (size_t s = h & mask;; s = (s + 1) & mask) {
     const eg_slot *e = &eg->memo[s];
     if (e->cls == EG_NONE) return EG_NONE;
     if (e->headn == hn && e->k0 == k[0] && e->k1 == k[1] && e->cls != EG_TOMB) return eg_find_compress(eg, e->cls);
   }
+}
+
+static inline uint32_t lookup_small(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
+  uint32_t k[2] = {n > 0 ? eg_find_compress(eg, ch[0]) : 0, n > 1 ? eg_find_compress(eg, ch[1]) : 0};
+  return lookup_hashed(eg, head, n, k, node_hash(head, n, k));
 }
 
 uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch) {
@@ -570,43 +574,64 @@ static inline bool term_kids(const eg_term_op *o, const uint32_t *b, const uint3
   return true;
 }
 
-/* Asks for the hash-cons slot where op o of a term would be found. */
-static inline void prefetch_op(const rg_egraph *eg, const eg_term_op *o, const uint32_t *b, const uint32_t *cls) {
-  uint32_t ch[2] = {0, 0};
-  if (!term_kids(o, b, cls, ch)) return;
-  for (uint32_t i = 0; i < o->nch; i++) ch[i] = eg_find(eg, ch[i]);
-  uint32_t head = o->opvar >= 0 ? b[o->opvar] : o->head;
-  __builtin_prefetch(&eg->memo[node_hash(head, o->nch, ch) & (eg->capmemo - 1)]);
+/* One op of one match, prepared PREFETCH matches ahead: its head, its
+ * children canonical then, their hash; ok false when a child was not
+ * made.  The slot it hashes to is asked for then. */
+typedef struct term_probe {
+  uint32_t head, k[2], h;
+  bool ok;
+} term_probe;
+
+static inline void probe_prepare(const rg_egraph *eg, const eg_term_op *o, const uint32_t *b, const uint32_t *done,
+                                 term_probe *p) {
+  p->k[0] = p->k[1] = 0;
+  if (!(p->ok = term_kids(o, b, done, p->k))) return;
+  for (uint32_t i = 0; i < o->nch; i++) p->k[i] = eg_find(eg, p->k[i]);
+  p->head = o->opvar >= 0 ? b[o->opvar] : o->head;
+  p->h = node_hash(p->head, o->nch, p->k);
+  __builtin_prefetch(&eg->memo[p->h & (eg->capmemo - 1)]);
 }
 
-/* Terms are added op by op across all the matches: the slots the next
- * matches' same op probes are asked for PREFETCH matches ahead, which an
- * op's dependence on the one before it would not allow match by match. */
+/* The class of prepared op p, found or added (merged with `into`). */
+static inline uint32_t probe_add(rg_egraph *eg, uint32_t nch, term_probe *p, uint32_t into) {
+  if (!p->ok) return EG_NONE;
+  bool moved = false; /* a merge since it was prepared */
+  for (uint32_t i = 0; i < nch; i++)
+    if (eg->uf[p->k[i]] != p->k[i]) p->k[i] = eg_find_compress(eg, p->k[i]), moved = true;
+  if (moved) p->h = node_hash(p->head, nch, p->k);
+  uint32_t c = lookup_hashed(eg, p->head, nch, p->k, p->h);
+  if (c == EG_NONE) c = add_node(eg, p->head, nch, p->k, NULL, into);
+  return merge_into(eg, c, into);
+}
+
+/* Terms are added op by op across all the matches: each op's probe is
+ * prepared, and its slot asked for, PREFETCH matches ahead, which an op's
+ * dependence on the one before it would not allow match by match. */
 #define PREFETCH 8
 
 int eg_add_terms(rg_egraph *eg, const eg_term *t, const uint32_t *m, uint32_t n, uint32_t stride,
                  uint32_t boff) {
   uint32_t nops = (uint32_t)t->nops, *cls = malloc((size_t)n * nops * sizeof *cls);
   if (!cls) abort();
-  int rc = RG_OK;
-  for (uint32_t j = 0; j < nops && !rc; j++) {
+  term_probe ring[PREFETCH];
+  for (uint32_t j = 0; j < nops; j++) {
     const eg_term_op *o = &t->op[j];
+    for (uint32_t i = 0; i < n && i < PREFETCH; i++)
+      probe_prepare(eg, o, m + (size_t)i * stride + boff, cls + (size_t)i * nops, &ring[i]);
     for (uint32_t i = 0; i < n; i++) {
-      const uint32_t *b = m + (size_t)i * stride + boff, *done = cls + (size_t)i * nops;
-      if (i + PREFETCH < n) prefetch_op(eg, o, b + (size_t)PREFETCH * stride, done + PREFETCH * nops);
-      uint32_t ch[2], c = EG_NONE, into = j + 1 == nops ? m[(size_t)i * stride] : EG_NONE;
-      if (term_kids(o, b, done, ch)) {
-        uint32_t head = o->opvar >= 0 ? b[o->opvar] : o->head;
-        if ((c = lookup_small(eg, head, o->nch, ch)) == EG_NONE &&
-            (c = add_node(eg, head, o->nch, ch, NULL, into)) == EG_NONE && (rc = rg_errcode(eg->C)))
-          break;
-        c = merge_into(eg, c, into);
+      uint32_t into = j + 1 == nops ? m[(size_t)i * stride] : EG_NONE;
+      uint32_t c = probe_add(eg, o->nch, &ring[i % PREFETCH], into);
+      if (c == EG_NONE && rg_errcode(eg->C)) {
+        free(cls);
+        return rg_errcode(eg->C);
       }
       cls[(size_t)i * nops + j] = c;
+      size_t ahead = (size_t)i + PREFETCH;
+      if (ahead < n) probe_prepare(eg, o, m + ahead * stride + boff, cls + ahead * nops, &ring[i % PREFETCH]);
     }
   }
   free(cls);
-  return rc;
+  return RG_OK;
 }
 
 static uint32_t var_class(rg_egraph *eg, rg_variable *v) {
@@ -795,6 +820,7 @@ static void repair(rg_egraph *eg, uint32_t c) {
       size_t s = memo_probe(eg, h, x->head, x->nch, k, &found);
       if (found) {
         eg->nodes[p].dead = 1;
+        eg->ndead++;
         eg_union(eg, eg->nodes[p].cls, eg->memo[s].cls);
         continue;
       }
@@ -804,6 +830,20 @@ static void repair(rg_egraph *eg, uint32_t c) {
   }
   ps.n = kept;
   append_ids(&eg->cls[eg_find_compress(eg, c)].parents, &ps);
+}
+
+/* Drops dead nodes from the lists by op once they are a quarter of them
+ * (matching visits every node of a list). */
+static void drop_dead(rg_egraph *eg) {
+  if (eg->ndead * 4 < eg->nnodes) return;
+  for (int op = 0; op < RG_OP_COUNT; op++) {
+    eg_ids *a = &eg->byop[op];
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < a->n; i++)
+      if (!eg->nodes[a->v[i]].dead) a->v[kept++] = a->v[i];
+    a->n = kept;
+  }
+  eg->ndead = 0;
 }
 
 void eg_rebuild(rg_egraph *eg) {
@@ -816,6 +856,7 @@ void eg_rebuild(rg_egraph *eg) {
     }
     free(dirty.v);
   }
+  drop_dead(eg);
 }
 
 /* ------------------------------------------------------------------ level stamps */
