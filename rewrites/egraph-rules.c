@@ -1251,15 +1251,37 @@ cut:
 }
 
 /* Template k's match: its other side (k ^ 1) into the root's class. */
-static int apply_templates(rg_egraph *eg, eg_rule *r) {
-  size_t stride = (size_t)r->nvars + 2;
-  for (size_t i = 0; i + stride <= r->m.n && !out_of_time(eg, r, i / stride); i += stride) {
-    uint32_t k = r->m.v[i + 1] ^ 1;
-    if (r->tterm[k] ? !eg_add_terms(eg, r->tterm[k], r->m.v + i, 1, (uint32_t)stride, 2)
-                    : instantiate(eg, r, r->tpl[k], r->m.v + i + 2, RG_NIL, r->m.v[i]) != EG_NONE)
+/* Template k's matches i .. j - 1 (of `stride` ids each), one by one:
+ * an ill-typed result is no answer, as for a relation's. */
+static int apply_template_matches(rg_egraph *eg, eg_rule *r, uint32_t k, size_t i, size_t j, size_t stride) {
+  for (; i < j && !out_of_time(eg, r, i); i++) {
+    const uint32_t *mi = r->m.v + i * stride;
+    if (r->tterm[k] ? !eg_add_terms(eg, r->tterm[k], mi, 1, (uint32_t)stride, 2)
+                    : instantiate(eg, r, r->tpl[k], mi + 2, RG_NIL, mi[0]) != EG_NONE)
       continue;
     if (rg_errcode(eg->C) == RG_ERR_NAME) return RG_ERR_NAME;
-    rg_clear_error(eg->C); /* ill-typed: no answer, as for a relation's */
+    rg_clear_error(eg->C);
+  }
+  return RG_OK;
+}
+
+/* Template k's match: its other side (k ^ 1) into the root's class.  The
+ * matches of one template are consecutive (search_templates); a run
+ * whose other side is a term is added in chunks, and one that meets an
+ * error is done again one by one (adding a term twice changes nothing). */
+static int apply_templates(rg_egraph *eg, eg_rule *r) {
+  size_t stride = (size_t)r->nvars + 2, n = r->m.n / stride;
+  for (size_t i = 0, j; i < n; i = j) {
+    uint32_t k = r->m.v[i * stride + 1] ^ 1;
+    j = i + 1;
+    while (j < n && (r->m.v[j * stride + 1] ^ 1) == k) j++;
+    int rc = RG_OK;
+    for (size_t c = i; r->tterm[k] && c < j && !rc && !out_of_time(eg, r, 0); c += TERM_CHUNK)
+      rc = eg_add_terms(eg, r->tterm[k], r->m.v + c * stride, (uint32_t)(j - c < TERM_CHUNK ? j - c : TERM_CHUNK),
+                        (uint32_t)stride, 2);
+    if (rc == RG_ERR_NAME) return rc;
+    if (rc) rg_clear_error(eg->C);
+    if ((rc || !r->tterm[k]) && (rc = apply_template_matches(eg, r, k, i, j, stride))) return rc;
   }
   return RG_OK;
 }

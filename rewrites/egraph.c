@@ -611,7 +611,8 @@ static inline uint32_t probe_add(rg_egraph *eg, uint32_t nch, term_probe *p, uin
 
 int eg_add_terms(rg_egraph *eg, const eg_term *t, const uint32_t *m, uint32_t n, uint32_t stride,
                  uint32_t boff) {
-  uint32_t nops = (uint32_t)t->nops, *cls = malloc((size_t)n * nops * sizeof *cls);
+  uint32_t nops = (uint32_t)t->nops, small[4 * EG_TERM_MAX];
+  uint32_t *cls = (size_t)n * nops <= 4 * EG_TERM_MAX ? small : malloc((size_t)n * nops * sizeof *cls);
   if (!cls) abort();
   term_probe ring[PREFETCH];
   for (uint32_t j = 0; j < nops; j++) {
@@ -622,7 +623,7 @@ int eg_add_terms(rg_egraph *eg, const eg_term *t, const uint32_t *m, uint32_t n,
       uint32_t into = j + 1 == nops ? m[(size_t)i * stride] : EG_NONE;
       uint32_t c = probe_add(eg, o->nch, &ring[i % PREFETCH], into);
       if (c == EG_NONE && rg_errcode(eg->C)) {
-        free(cls);
+        if (cls != small) free(cls);
         return rg_errcode(eg->C);
       }
       cls[(size_t)i * nops + j] = c;
@@ -630,7 +631,7 @@ int eg_add_terms(rg_egraph *eg, const eg_term *t, const uint32_t *m, uint32_t n,
       if (ahead < n) probe_prepare(eg, o, m + ahead * stride + boff, cls + ahead * nops, &ring[i % PREFETCH]);
     }
   }
-  free(cls);
+  if (cls != small) free(cls);
   return RG_OK;
 }
 
