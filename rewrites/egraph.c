@@ -530,10 +530,10 @@ static uint32_t add_node(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_
   return c;
 }
 
-/* The class of head(ch) for at most two children when the table holds
- * it under that head, else EG_NONE: the common case of a rule's result,
- * one probe with no node read.  (A head infer would make canonical, and
- * every miss, take add_node's way.) */
+/* The class of head(k), canonical children k of at most two hashing to
+ * h, when the table holds it under that head, else EG_NONE: the common
+ * case of a rule's result, one probe with no node read.  (A head infer
+ * would make canonical, and every miss, take add_node's way.) */
 static inline uint32_t lookup_hashed(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *k, uint32_t h) {
   uint32_t hn = headn_of(head, n);
   size_t mask = eg->capmemo - 1;
@@ -544,6 +544,7 @@ static inline uint32_t lookup_hashed(rg_egraph *eg, uint32_t head, uint32_t n, c
   }
 }
 
+/* lookup_hashed for children ch, canonicalized here. */
 static inline uint32_t lookup_small(rg_egraph *eg, uint32_t head, uint32_t n, const uint32_t *ch) {
   uint32_t k[2] = {n > 0 ? eg_find_compress(eg, ch[0]) : 0, n > 1 ? eg_find_compress(eg, ch[1]) : 0};
   return lookup_hashed(eg, head, n, k, node_hash(head, n, k));
@@ -833,8 +834,9 @@ static void repair(rg_egraph *eg, uint32_t c) {
   append_ids(&eg->cls[eg_find_compress(eg, c)].parents, &ps);
 }
 
-/* Drops dead nodes from the lists by op once they are a quarter of them
- * (matching visits every node of a list). */
+/* Drops dead nodes from the lists by op once those that died since the
+ * last drop are a quarter of all nodes (matching visits every node of a
+ * list). */
 static void drop_dead(rg_egraph *eg) {
   if (eg->ndead * 4 < eg->nnodes) return;
   for (int op = 0; op < RG_OP_COUNT; op++) {
