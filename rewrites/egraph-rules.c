@@ -10,7 +10,9 @@
  * E-matching starts from every live e-node of the root's op and walks the
  * children with a stack of pending (pattern, class) pairs on the C stack,
  * trying every e-node of each class: every match is found.  A guard runs
- * its relation on the bound classes' representative variables.
+ * its relation on the bound classes' representative variables.  A rule's
+ * result of small ops is compiled into a term (eg_term) and the matches'
+ * results are added op by op across chunks of matches (eg_add_terms).
  *
  * Relational rules are equalities: on an e-node the rule tracks, terms are
  * built down to a depth (every e-node of each child class to that depth,
@@ -1250,7 +1252,6 @@ cut:
   r->nmatches = m.count;
 }
 
-/* Template k's match: its other side (k ^ 1) into the root's class. */
 /* Template k's matches i .. j - 1 (of `stride` ids each), one by one:
  * an ill-typed result is no answer, as for a relation's. */
 static int apply_template_matches(rg_egraph *eg, eg_rule *r, uint32_t k, size_t i, size_t j, size_t stride) {

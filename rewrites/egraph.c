@@ -19,6 +19,11 @@
  * Two classes of different types never merge: the merge is refused and
  * recorded with the rule that asked for it.  Types that differ only where
  * one knows a size the other does not merge, keeping the known size.
+ *
+ * Rules' results come in batches (eg_add_terms): each op of a term is
+ * added across a chunk of matches at once, its hash-cons probes prepared
+ * and their slots fetched a few matches ahead, since the table is larger
+ * than the caches and the next op of a match needs this one's class.
  */
 #include "rewrites/egraph-impl.h"
 
