@@ -335,12 +335,19 @@ static void match_opvar(matcher *m, const goal *t, uint32_t id) {
   }
 }
 
+/* Whether e-node x, meeting op pattern p, is new to the search: changed
+ * in any way since the rule's last search, or for a leafop pattern of a
+ * linear rule only added or moved (see matcher.linear). */
+static inline bool node_new(const matcher *m, const pat *p, const eg_node *x) {
+  return (m->linear && p->leafop ? x->born : x->iter) >= m->since;
+}
+
 static void match_node(matcher *m, const goal *t, uint32_t id) {
   rg_egraph *eg = m->eg;
   const eg_node *x = &eg->nodes[id];
   const pat *p = t->p;
   if (x->dead || (int)x->nch != p->nch) return;
-  int fresh = (m->linear && p->leafop ? x->born : x->iter) >= m->since;
+  int fresh = node_new(m, p, x);
   m->fresh += fresh;
   if (p->opv) {
     match_opvar(m, t, id);
@@ -399,7 +406,7 @@ static void match_leaves(matcher *m, const pat *p, const eg_ids *ns, uint32_t fr
   rg_egraph *eg = m->eg;
   for (uint32_t i = from; i < ns->n && m->count <= m->limit; i++) {
     const eg_node *x = &eg->nodes[ns->v[i]];
-    if (x->dead || x->head != p->head || (int)x->nch != p->nch || (!m->fresh && x->born < m->since)) continue;
+    if (x->dead || x->head != p->head || (int)x->nch != p->nch || (!m->fresh && !node_new(m, p, x))) continue;
     const uint32_t *k = eg->kids + x->ch;
     for (int j = 0; j < p->nch; j++) m->binds[p->ch[j]->var] = eg_find(eg, k[j]);
     record_match(m);
@@ -501,7 +508,7 @@ static bool tracks_head(const eg_rule *r, const eg_head *h);
  * roots of a large e-graph fail it). */
 static bool root_may_match(const matcher *m, const pat *lhs, const eg_node *x) {
   if (x->dead || (int)x->nch != lhs->nch) return false;
-  if (!m->by_node || (m->linear && lhs->leafop ? x->born : x->iter) >= m->since) return true;
+  if (!m->by_node || node_new(m, lhs, x)) return true;
   const uint32_t *k = m->eg->kids + x->ch;
   for (int i = 0; i < lhs->nch; i++) {
     const pat *q = lhs->ch[i];
