@@ -268,15 +268,51 @@ static int reference(kcase *k, rg_tensor **in, rg_tensor **out, char *err, size_
 }
 
 typedef void (*ew_kernel)(rgcu_ew_args);
+/* Launches by the rank of their merged layout: the kernels address ranks
+ * 1 and 2 with registers and other ranks from their arguments. */
+static int by_rank[RGCU_MAXND + 1];
 typedef void (*red_kernel)(rgcu_red_args);
 
+/* The same elements addressed through one more dimension: dimension d
+ * (of even size) split in two, (s / 2, 2), with its divisors; false when
+ * no dimension splits. */
+static bool split_dim(rgcu_ew_args *a, int nops) {
+  int d = a->nd - 1;
+  while (d >= 0 && a->shape[d] % 2) d--;
+  if (d < 0 || a->nd == RGCU_MAXND) return false;
+  for (int e = a->nd; e > d + 1; e--) {
+    a->shape[e] = a->shape[e - 1];
+    for (int k = 0; k < nops; k++) a->st[k][e] = a->st[k][e - 1];
+  }
+  a->shape[d] /= 2, a->shape[d + 1] = 2;
+  for (int k = 0; k < nops; k++) a->st[k][d + 1] = a->st[k][d], a->st[k][d] *= 2;
+  a->nd++;
+  for (int e = 0; e < a->nd; e++) rgcu_divisor(a->shape[e], &a->mag[e], &a->sh[e]);
+  return true;
+}
+
 /* An elementwise or fused case computed by its kernel, with the arguments
- * the backend lays out (rgcu_ew_args_of). */
+ * the backend lays out (rgcu_ew_args_of); then again with its layout
+ * split into three or more dimensions, which the kernel addresses from its
+ * arguments rather than from registers: the same bits. */
 static void run_ew(kcase *k, void *fn, rg_tensor **in, rg_tensor **got, const rg_tensor *like) {
-  for (int j = 0; j < k->bn.nout; j++) got[j] = rg_tensor_new(k->bn.out[j].dtype, like->ndim, like->shape);
+  int nout = k->bn.nout, nops = nout + k->bn.nin;
+  rg_tensor *again[RGCU_MAXOPS];
+  for (int j = 0; j < nout; j++) got[j] = rg_tensor_new(k->bn.out[j].dtype, like->ndim, like->shape);
   rgcu_ew_args a;
-  rgcu_ew_args_of(&a, like->ndim, like->shape, k->bn.nout, got, k->bn.nin, in);
+  rgcu_ew_args_of(&a, like->ndim, like->shape, nout, got, k->bn.nin, in);
+  by_rank[a.nd]++;
   ((ew_kernel)fn)(a);
+  while (a.nd < 3 && split_dim(&a, nops)) {}
+  if (a.nd < 3) return;
+  for (int j = 0; j < nout; j++) a.p[j] = (again[j] = rg_tensor_new(got[j]->dtype, like->ndim, like->shape))->data;
+  by_rank[a.nd]++;
+  ((ew_kernel)fn)(a);
+  for (int j = 0; j < nout; j++) {
+    if (memcmp(again[j]->data, got[j]->data, (size_t)rg_tensor_numel(got[j]) * rg_dtype_size(got[j]->dtype)))
+      fail_msg("%s: the kernel differs from itself over %d dimensions\n%s", k->label, a.nd, k->src);
+    rg_tensor_free(again[j]);
+  }
 }
 
 /* A reduction or softmax, with the backend's arguments (rgcu_red_args_of),
@@ -322,6 +358,7 @@ static int joined_mismatches(kcase *k, void *fn, rg_tensor **in, rg_tensor **wan
   for (int j = 0; j < n; j++) part[j] = rg_tensor_view(all, nd, like->shape, all->strides, j * row);
   rgcu_ew_args a;
   rgcu_ew_args_of(&a, nd, like->shape, n, part, k->bn.nin, in);
+  by_rank[a.nd]++;
   ((ew_kernel)fn)(a);
   for (int j = 0; j < n; j++) {
     bad += !close_enough(want[j], part[j]);
@@ -396,6 +433,11 @@ static void test_generated_kernels_on_the_host(void **st) {
   assert_true(njoined >= 1);
   assert_true(kinds[K_EW] > 250 && kinds[K_RED] > 100 && kinds[K_FUSED] >= 4 &&
               kinds[K_COPY] == RG_NDTYPES * RG_NDTYPES);
+  int higher = 0;
+  for (int d = 3; d <= RGCU_MAXND; d++) higher += by_rank[d];
+  printf("launches by merged rank: %d of 0, %d of 1, %d of 2, %d of more\n", by_rank[0], by_rank[1],
+         by_rank[2], higher);
+  assert_true(by_rank[1] > 0 && by_rank[2] > 0 && higher > 0);
   for (int i = 0; i < S.n; i++) {
     rg_free(S.c[i].src);
     if (S.c[i].kind != K_FUSED) rgb_node_clear(&S.c[i].bn);
@@ -428,6 +470,48 @@ static void test_index_width(void **st) {
   rg_free(w);
 }
 
+/* rgcu_divisor's numbers divide exactly: every divisor up to 4096 and
+ * others up to 2^31 against dividends at and around multiples of the
+ * divisor, small ones, and the largest a narrow kernel meets. */
+static void check_divisor(int64_t d) {
+  uint32_t mag;
+  int sh;
+  rgcu_divisor(d, &mag, &sh);
+  int64_t probes[] = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, INT32_MAX, INT32_MAX - 1,
+                      INT32_MAX - d, (INT32_MAX / d) * d, (INT32_MAX / d) * d - 1};
+  for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+    int64_t r = probes[i];
+    if (r < 0 || r > INT32_MAX) continue;
+    uint32_t hi = (uint32_t)(((uint64_t)(uint32_t)r * mag) >> 32);
+    int64_t q = (int64_t)(((uint64_t)hi + (uint64_t)r) >> sh);
+    if (q != r / d) fail_msg("%lld / %lld: %lld, not %lld", (long long)r, (long long)d, (long long)q, (long long)(r / d));
+  }
+}
+
+static void test_divisor(void **st) {
+  (void)st;
+  for (int64_t d = 1; d <= 4096; d++) check_divisor(d);
+  uint64_t s = 12345;
+  for (int i = 0; i < 100000; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    check_divisor(1 + (int64_t)(s % ((uint64_t)1 << (1 + i % 31))));
+  }
+  check_divisor((int64_t)1 << 31);
+  check_divisor(INT32_MAX);
+  for (int64_t r = 0; r < 1 << 20; r++) { /* every dividend of one divisor, and of a prime */
+    uint32_t mag;
+    int sh;
+    rgcu_divisor(1000, &mag, &sh);
+    assert_int_equal((((uint64_t)(uint32_t)(((uint64_t)r * mag) >> 32) + (uint64_t)r) >> sh), r / 1000);
+    rgcu_divisor(65521, &mag, &sh);
+    assert_int_equal((((uint64_t)(uint32_t)(((uint64_t)r * mag) >> 32) + (uint64_t)r) >> sh), r / 65521);
+  }
+  uint32_t mag;
+  int sh;
+  rgcu_divisor(0, &mag, &sh); /* outside the range: nothing */
+  assert_true(mag == 0 && sh == 0);
+}
+
 int main(void) {
   rg_init();
   C = rg_ctx_new();
@@ -438,6 +522,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_generated_kernels_on_the_host),
       cmocka_unit_test(test_index_width),
+      cmocka_unit_test(test_divisor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

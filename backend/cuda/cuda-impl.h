@@ -61,6 +61,8 @@ typedef struct rgcu_ew_args {
   int64_t shape[RGCU_MAXND];
   int64_t st[RGCU_MAXOPS][RGCU_MAXND];    /* bytes; outputs first, then inputs */
   char *p[RGCU_MAXOPS];
+  uint32_t mag[RGCU_MAXND];               /* division by shape[d] in 32 bits: rgcu_divisor */
+  int sh[RGCU_MAXND];
 } rgcu_ew_args;
 typedef struct rgcu_red_args {
   int64_t nout;                           /* output elements (rows, for softmax) */
@@ -80,14 +82,29 @@ typedef struct rgcu_red_args {
  * rank are addressed as one dimension. */
 void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg_tensor *const *outs,
                      int nin, rg_tensor *const *ins);
-/* Elementwise kernels index in 32 bits (their source declares rg_idx with
- * RGCU_NARROW): cheaper on a GPU, whose 64-bit integer arithmetic is
- * emulated.  rgcu_ew_narrow says whether a launch fits (the element count
- * and every operand's reach in bytes under 2^31); otherwise the backend
- * runs the same kernel widened to 64 bits (rgcu_widen: the source with
- * RGCU_WIDE instead, rg_malloc'd; NULL if it has no RGCU_NARROW). */
-#define RGCU_NARROW "typedef int rg_idx;"
-#define RGCU_WIDE "typedef long long rg_idx;"
+/* Elementwise kernels index in 32 bits (their source declares rg_idx and
+ * rg_div with RGCU_NARROW): cheaper on a GPU, whose 64-bit integer
+ * arithmetic is emulated.  rgcu_ew_narrow says whether a launch fits (the
+ * element count and every operand's reach in bytes under 2^31);
+ * otherwise the backend runs the same kernel widened to 64 bits
+ * (rgcu_widen: the source with RGCU_WIDE instead, rg_malloc'd; NULL if it
+ * has no RGCU_NARROW).  rg_div(r, mag, sh, d) is r / d: in 32 bits a
+ * multiply-high, an add and a shift with rgcu_divisor's numbers, in 64
+ * bits the division. */
+#define RGCU_NARROW                                                                         \
+  "typedef int rg_idx;\n"                                                                   \
+  "static __device__ inline rg_idx rg_div(rg_idx r, unsigned mag, int sh, rg_idx d) {"     \
+  " return (rg_idx)((__umulhi((unsigned)r, mag) + (unsigned)r) >> sh); }"
+#define RGCU_WIDE                                                                           \
+  "typedef long long rg_idx;\n"                                                             \
+  "static __device__ inline rg_idx rg_div(rg_idx r, unsigned mag, int sh, rg_idx d) {"     \
+  " return r / d; }"
+/* The numbers that divide by d (1 <= d <= 2^31) in 32 bits: for every
+ * 0 <= r < 2^31, r / d == (umulhi(r, mag) + r) >> sh, where sh is the
+ * least with 2^sh >= d and mag = floor(2^32 (2^sh - d) / d) + 1
+ * (Granlund and Montgomery's round-up multiplier; r < 2^31 keeps the sum
+ * under 2^32).  Outside that range of d, mag = sh = 0. */
+void rgcu_divisor(int64_t d, uint32_t *mag, int *sh);
 char *rgcu_widen(const char *src);
 bool rgcu_ew_narrow(const rgcu_ew_args *a, int nops);
 /* Reductions (the node's axes) and softmax (its axis): in reduced into out. */

@@ -137,22 +137,26 @@ static void put_types(rg_strbuf *b, const char *what, int n, const rgb_vtype *t)
   for (int k = 0; k < n; k++) rg_strbuf_put(b, "typedef %s %s%d;\n", ctype(t[k].dtype), what, k);
 }
 
-/* The argument struct and the kernel around rg_body: a grid-stride loop
- * over the n elements of the output shape, RGCU_UNROLL elements a thread
- * per pass (elements step apart, so a warp's accesses stay contiguous).
+/* The grid-stride loop around rg_body: RGCU_UNROLL elements a thread per
+ * pass (elements step apart, so a warp's accesses stay contiguous).
  * Every load of a pass is issued before any value is used: a thread has
  * several loads in flight, which a memory-bound kernel needs to approach
  * the device's bandwidth.  Operand k (outputs first) is at
  * p[k] + sum(idx[d] * st[k][d]); the outermost dimension needs no
- * division. */
-static void put_ew_kernel(rg_strbuf *b, int nout, int nin) {
+ * division, and the others divide by multiplying (rg_div).
+ *
+ * `fixed`: the loop of rg_fixed<ND>, whose dimension loop unrolls, so the
+ * compiler knows which argument each stride is and reads it once; else
+ * the loop of rg_any, for any nd, which indexes the arguments by a
+ * variable.  When every element read its strides that way and divided,
+ * the index arithmetic was about a third of a fused kernel's
+ * instructions: enough to make a kernel of a few transcendental functions
+ * wait on issue rather than on memory. */
+static void put_ew_loop(rg_strbuf *b, int nout, int nin, bool fixed) {
   int nops = nout + nin;
-  rg_strbuf_put(b, "struct rg_ew_args { long long n; int nd; long long shape[%d];"
-                   " long long st[%d][%d]; char *p[%d]; };\n",
-                RGCU_MAXND, RGCU_MAXOPS, RGCU_MAXND, RGCU_MAXOPS);
-  rg_strbuf_put(b, RGCU_NARROW "\n"
-                   "extern \"C\" __global__ void rg_kernel(const rg_ew_args a) {\n"
-                   "  const rg_idx step = (rg_idx)blockDim.x * gridDim.x, n = (rg_idx)a.n;\n"
+  rg_strbuf_put(b, fixed ? "template <int ND> static __device__ inline void rg_fixed(const rg_ew_args &a) {\n"
+                         : "static __device__ inline void rg_any(const rg_ew_args &a) {\n");
+  rg_strbuf_put(b, "  const rg_idx step = (rg_idx)blockDim.x * gridDim.x, n = (rg_idx)a.n;\n"
                    "  for (rg_idx i0 = (rg_idx)blockIdx.x * blockDim.x + threadIdx.x; i0 < n;"
                    " i0 += %d * step) {\n"
                    "    rg_idx oo[%d][%d];\n", RGCU_UNROLL, nout, RGCU_UNROLL);
@@ -162,14 +166,18 @@ static void put_ew_kernel(rg_strbuf *b, int nout, int nin) {
                    "      const rg_idx i = i0 + u * step;\n"
                    "      if (i >= n) break;\n"
                    "      rg_idx off[%d], r = i;\n"
+                   "#pragma unroll\n"
                    "      for (int k = 0; k < %d; k++) off[k] = 0;\n"
-                   "      for (int d = a.nd - 1; d > 0; d--) {\n"
-                   "        const rg_idx q = r / (rg_idx)a.shape[d], j = r - q * (rg_idx)a.shape[d];\n"
+                   "%s"
+                   "      for (int d = %s - 1; d > 0; d--) {\n"
+                   "        const rg_idx q = rg_div(r, a.mag[d], a.sh[d], (rg_idx)a.shape[d]), j = r - q * (rg_idx)a.shape[d];\n"
                    "        r = q;\n"
+                   "#pragma unroll\n"
                    "        for (int k = 0; k < %d; k++) off[k] += j * (rg_idx)a.st[k][d];\n"
                    "      }\n"
-                   "      if (a.nd > 0) for (int k = 0; k < %d; k++) off[k] += r * (rg_idx)a.st[k][0];\n",
-                RGCU_UNROLL, nops, nops, nops, nops);
+                   "      %sfor (int k = 0; k < %d; k++) off[k] += r * (rg_idx)a.st[k][0];\n",
+                RGCU_UNROLL, nops, nops, fixed ? "#pragma unroll\n" : "", fixed ? "ND" : "a.nd", nops,
+                fixed ? "" : "if (a.nd > 0) ", nops);
   for (int j = 0; j < nout; j++) rg_strbuf_put(b, "      oo[%d][u] = off[%d];\n", j, j);
   for (int k = 0; k < nin; k++)
     rg_strbuf_put(b, "      x%d[u] = *(const IN%d *)(a.p[%d] + off[%d]);\n", k, k, nout + k, nout + k);
@@ -184,6 +192,25 @@ static void put_ew_kernel(rg_strbuf *b, int nout, int nin) {
   rg_strbuf_put(b, ");\n");
   for (int j = 0; j < nout; j++) rg_strbuf_put(b, "      *(OUT%d *)(a.p[%d] + oo[%d][u]) = y%d;\n", j, j, j, j);
   rg_strbuf_put(b, "    }\n  }\n}\n");
+}
+
+/* The argument struct and the kernel around rg_body: operands laid out
+ * in one or two dimensions after rgcu_ew_args_of's merging (contiguous,
+ * or one stretched or transposed) take rg_fixed; any other rank, rg_any.
+ * Only ranks 1 and 2 are fixed: each fixed rank is one more copy of the
+ * loop to compile. */
+static void put_ew_kernel(rg_strbuf *b, int nout, int nin) {
+  rg_strbuf_put(b, "struct rg_ew_args { long long n; int nd; long long shape[%d];"
+                   " long long st[%d][%d]; char *p[%d]; unsigned mag[%d]; int sh[%d]; };\n",
+                RGCU_MAXND, RGCU_MAXOPS, RGCU_MAXND, RGCU_MAXOPS, RGCU_MAXND, RGCU_MAXND);
+  rg_strbuf_put(b, RGCU_NARROW "\n");
+  put_ew_loop(b, nout, nin, true);
+  put_ew_loop(b, nout, nin, false);
+  rg_strbuf_put(b, "extern \"C\" __global__ void rg_kernel(const rg_ew_args a) {\n"
+                   "  if (a.nd <= 1) rg_fixed<1>(a);\n"
+                   "  else if (a.nd == 2) rg_fixed<2>(a);\n"
+                   "  else rg_any(a);\n"
+                   "}\n");
 }
 
 static void put_ew_tail(rg_strbuf *b) { rg_strbuf_put(b, "  }\n}\n"); }
@@ -451,6 +478,15 @@ static void coalesce(rgcu_ew_args *a, int nops) {
   a->nd = nd;
 }
 
+void rgcu_divisor(int64_t d, uint32_t *mag, int *sh) {
+  *mag = 0, *sh = 0;
+  if (d < 1 || d > ((int64_t)1 << 31)) return;
+  int l = 0;
+  while (((int64_t)1 << l) < d) l++;
+  *sh = l;
+  *mag = (uint32_t)(((((uint64_t)1 << l) - (uint64_t)d) << 32) / (uint64_t)d + 1);
+}
+
 void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg_tensor *const *outs,
                      int nin, rg_tensor *const *ins) {
   memset(a, 0, sizeof *a);
@@ -466,6 +502,7 @@ void rgcu_ew_args_of(rgcu_ew_args *a, int nd, const int64_t *shape, int nout, rg
     a->p[nout + i] = ins[i]->data;
   }
   if (a->n > 0) coalesce(a, nout + nin);
+  for (int d = 0; d < a->nd; d++) rgcu_divisor(a->shape[d], &a->mag[d], &a->sh[d]);
 }
 
 static bool is_softmax(const rgb_node *n) { return n->code == RG_OP_SOFTMAX || n->code == RG_OP_LOG_SOFTMAX; }

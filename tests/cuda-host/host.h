@@ -34,7 +34,9 @@ typedef struct rgtest_image { char magic[8]; size_t size; } rgtest_image; /* the
   "#define __global__\n#define __device__\n"                                            \
   "struct rg_dim3 { unsigned x; };\n"                                                   \
   "static const rg_dim3 blockIdx = {0}, blockDim = {1}, gridDim = {1}, threadIdx = {0};\n" \
-  "using std::signbit;\n"
+  "using std::signbit;\n"                                                               \
+  "static unsigned __umulhi(unsigned a, unsigned b) {"                                   \
+  " return (unsigned)(((unsigned long long)a * b) >> 32); }\n"
 /* The kernel's source goes in a namespace between the two (its own
  * typedefs of int64_t and friends would clash with the host's). */
 #define RGTEST_OPEN "namespace rgk {\n"
