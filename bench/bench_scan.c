@@ -19,7 +19,9 @@
  *              process's peak memory after it, against 10^5 steps with the
  *              whole trace kept (fast_run -scan_save_mem), per step
  *
- * Usage: bench_scan [reps]   (median of reps runs, default 7; one thread)
+ * Usage: bench_scan [reps] [name]   (median of reps runs, default 7; one
+ * thread; with a name, only that benchmark: save_mem, cumsum, affine,
+ * compile_rnn, compile_lstm, wide, lstm)
  */
 #include "bench/benchutil.h"
 
@@ -315,12 +317,15 @@ int main(int argc, char **argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 7;
   rg_init();
   C = rg_ctx_new();
-  bench_save_mem(reps > 3 ? 3 : reps); /* first: the process's peak memory is its own */
-  bench_cumsum(reps);
-  bench_affine(reps);
-  bench_compile("rnn", reps * 3);
-  bench_compile("lstm", reps * 3);
-  bench_wide_scan(reps > 5 ? 5 : reps);
-  bench_lstm(reps);
+  const char *only = argc > 2 ? argv[2] : NULL;
+#define WANT(name) (!only || !strcmp(name, only))
+  if (WANT("save_mem")) bench_save_mem(reps > 3 ? 3 : reps); /* first: the process's peak memory is its own */
+  if (WANT("cumsum")) bench_cumsum(reps);
+  if (WANT("affine")) bench_affine(reps);
+  if (WANT("compile_rnn")) bench_compile("rnn", reps * 3);
+  if (WANT("compile_lstm")) bench_compile("lstm", reps * 3);
+  if (WANT("wide")) bench_wide_scan(reps > 5 ? 5 : reps);
+  if (WANT("lstm")) bench_lstm(reps);
+#undef WANT
   return 0;
 }
