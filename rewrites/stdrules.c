@@ -631,19 +631,23 @@ static int refine_types(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
     for (int d = 0; d < node->outputs[k]->type->ndim; d++)
       if (node->outputs[k]->type->shape[d] == RG_DIM_UNKNOWN) unknown = true;
   if (!unknown) return 0;
+  /* the types first: most nodes tried learn nothing, and need no node */
+  const rg_type *few[8], **types = node->nout <= 8 ? few : rg_gc_alloc(sizeof *types * (size_t)node->nout);
+  int nout = rg_node_types(run->C, node->op, node->nin, node->inputs, node->nout, types);
+  if (nout < 0) rg_clear_error(run->C);
+  if (nout != node->nout) return 0;
+  bool narrower = false;
+  for (int k = 0; k < node->nout; k++) {
+    const rg_type *t = types[k], *was = node->outputs[k]->type;
+    if (!rg_type_is_subtype(t, was)) return 0;
+    narrower |= refines(t, was);
+  }
+  if (!narrower) return 0;
   rg_node *m = rg_make_node(run->C, node->op, node->nin, node->inputs);
   if (!m) {
     rg_clear_error(run->C);
     return 0;
   }
-  if (m->nout != node->nout) return 0;
-  bool narrower = false;
-  for (int k = 0; k < node->nout; k++) {
-    const rg_type *t = m->outputs[k]->type, *was = node->outputs[k]->type;
-    if (!rg_type_is_subtype(t, was)) return 0;
-    narrower |= refines(t, was);
-  }
-  if (!narrower) return 0;
   for (int k = 0; k < node->nout; k++)
     if (!readers_accept(run->C, node, k, m->outputs[k])) return 0;
   for (int k = 0; k < node->nout; k++) out[k] = m->outputs[k];

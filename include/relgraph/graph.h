@@ -562,6 +562,13 @@ uint64_t rg_constant_hash(const rg_variable *v);
  * NULL without a message).  The node's op may be a canonical form of `op`
  * (negative axes normalised).  C may be NULL when there is an input. */
 rg_node *rg_make_node(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *inputs);
+/* The output types rg_make_node would give, without making the node:
+ * returns the number of outputs (the first min(that, cap) types are
+ * written to types), or -1 as rg_make_node returns NULL (with the same
+ * message).  For rewrites that only need to know whether a node rebuilt
+ * on its inputs would be typed differently. */
+int rg_node_types(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *inputs, int cap,
+                  const rg_type **types);
 /* rg_make_node() returning output 0. */
 rg_variable *rg_apply(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *inputs);
 /* A node like `node` with other inputs of the same types (no inference). */
@@ -794,6 +801,9 @@ int rg_fgraph_noutputs(const rg_fgraph *fg);
 rg_variable *rg_fgraph_input(const rg_fgraph *fg, int i);
 rg_variable *rg_fgraph_output(const rg_fgraph *fg, int i);
 size_t rg_fgraph_nnodes(const rg_fgraph *fg);
+/* How many of its nodes have an op of this code (kept as nodes come and
+ * go: rewriters that only look at some ops skip graphs without them). */
+size_t rg_fgraph_count_op(const rg_fgraph *fg, rg_opcode code);
 /* The nodes in topological order: a cached array, valid until the next
  * change of the graph. */
 rg_node *const *rg_fgraph_toposort(rg_fgraph *fg, size_t *n);
