@@ -89,17 +89,22 @@ static problem check_list(const rg_fgraph *fg, rg_memo *uses, rgk_stack *vars) {
   rg_memo *inputs = rg_memo_new();
   for (int k = 0; k < fg->nin; k++) rg_memo_put(inputs, fg->inputs[k], fg->inputs[k]);
   size_t count = 0;
+  uint32_t bycode[RG_OP_COUNT] = {0};
   const rg_node *prev = NULL;
   for (const rg_node *n = fg->head; n; prev = n, n = n->next) {
     if (n->fgraph != fg) return rgk_sprintf("%s on the order list belongs elsewhere", node_desc(n));
     if (n->prev != prev) return "the order list is broken";
     if (prev && prev->label >= n->label) return "order labels do not increase";
     if (++count > fg->nnodes) return "more nodes on the order list than counted";
+    bycode[n->op->code]++;
     problem p = check_node(fg, n, uses, inputs, vars);
     if (p) return p;
   }
   if (prev != fg->tail) return "the order list's tail is wrong";
   if (count != fg->nnodes) return rgk_sprintf("%zu nodes on the order list, %zu counted", count, fg->nnodes);
+  for (int c = 0; c < RG_OP_COUNT; c++)
+    if (bycode[c] != fg->nbycode[c])
+      return rgk_sprintf("%u %s nodes on the order list, %u counted", bycode[c], rg_opcode_name(c), fg->nbycode[c]);
   return NULL;
 }
 

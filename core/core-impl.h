@@ -226,6 +226,7 @@ struct rg_fgraph {
   uint32_t *out_cpos;
   rg_node *head, *tail;
   size_t nnodes;
+  uint32_t nbycode[RG_OP_COUNT]; /* nodes by their op's code; they sum to nnodes */
   uint64_t version;           /* changes with every structural change */
   rg_node **topo;             /* cached order, valid when topo_version == version */
   size_t ntopo;

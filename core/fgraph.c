@@ -152,6 +152,7 @@ static void attach_node(rg_fgraph *fg, rg_node *n) {
   for (int k = 0; k < n->nout; k++) n->outputs[k]->fgraph = fg;
   for (int i = 0; i < n->nin; i++) rgc_add_client(n->inputs[i], n, i, &n->cpos[i]);
   fg->nnodes++;
+  fg->nbycode[n->op->code]++;
 }
 
 /* Where new nodes go: before `anchor` (the node that will use them) unless
@@ -226,6 +227,7 @@ static bool node_unused(const rg_node *n) {
 static void detach_node(rg_fgraph *fg, rg_node *n, rgk_stack *work) {
   rgc_order_remove(fg, n);
   fg->nnodes--;
+  fg->nbycode[n->op->code]--;
   for (int i = 0; i < n->nin; i++) {
     rgc_remove_client(n->inputs[i], n->cpos[i]);
     rgk_push(work, (rgk_word)n->inputs[i]);
@@ -612,6 +614,7 @@ void rg_fgraph_release(rg_fgraph *fg) {
   for (int k = 0; k < fg->nout; k++) release_var(fg, fg->outputs[k]);
   fg->head = fg->tail = NULL;
   fg->nnodes = 0;
+  memset(fg->nbycode, 0, sizeof fg->nbycode);
   fg->nin = fg->nout = 0;
   fg->version++;
   rg_fgraph_commit(fg);
@@ -625,6 +628,9 @@ int rg_fgraph_noutputs(const rg_fgraph *fg) { return fg->nout; }
 rg_variable *rg_fgraph_input(const rg_fgraph *fg, int i) { return i >= 0 && i < fg->nin ? fg->inputs[i] : NULL; }
 rg_variable *rg_fgraph_output(const rg_fgraph *fg, int i) { return i >= 0 && i < fg->nout ? fg->outputs[i] : NULL; }
 size_t rg_fgraph_nnodes(const rg_fgraph *fg) { return fg->nnodes; }
+size_t rg_fgraph_count_op(const rg_fgraph *fg, rg_opcode code) {
+  return code >= 0 && code < RG_OP_COUNT ? fg->nbycode[code] : 0;
+}
 rg_node *rg_fgraph_first(const rg_fgraph *fg) { return fg->head; }
 bool rg_fgraph_contains(const rg_fgraph *fg, const rg_variable *v) { return v && v->fgraph == fg; }
 

@@ -134,8 +134,17 @@ static int run_walk(walk *w) {
   return RG_OK;
 }
 
+/* Whether a walk could apply anything: some rewriter tracks an op the
+ * graph has (new nodes are only made by rewrites, so none otherwise). */
+static bool worth_walking(const navigator *nav, const rg_fgraph *fg) {
+  for (int i = 0; i < nav->n; i++)
+    if (nav->rws[i]->kind == RW_NODE && rgr_tracks_any(nav->rws[i], fg)) return true;
+  return false;
+}
+
 static int navigate(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   const navigator *nav = ud;
+  if (!worth_walking(nav, fg)) return 0;
   walk w = {.run = run, .fg = fg, .nav = nav};
   w.uses = rg_gc_alloc(((size_t)nav->n + 1) * sizeof *w.uses);
   rg_feature f = {.name = "navigator", .ud = &w, .on_import = on_import};

@@ -52,6 +52,15 @@ static inline bool rgr_tracks(const rg_rewriter *rw, const rg_node *n) {
   return false;
 }
 
+/* Whether the graph has a node the rewriter tracks (by op code: an
+ * opaque op counts as tracked whatever its name). */
+static inline bool rgr_tracks_any(const rg_rewriter *rw, const rg_fgraph *fg) {
+  if (rw->track_all) return rg_fgraph_nnodes(fg) > 0;
+  for (int c = 0; c < RG_OP_COUNT; c++)
+    if ((rw->tracks[c / 64] >> (c % 64) & 1) && rg_fgraph_count_op(fg, (rg_opcode)c)) return true;
+  return false;
+}
+
 rg_rewriter *rgr_rewriter_new(const char *name, int kind);
 void rgr_track(rg_rewriter *rw, rg_opcode c);
 

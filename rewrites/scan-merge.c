@@ -188,8 +188,7 @@ static bool try_merge(rg_rewrite_run *run, const rg_rewriter *rw, rg_fgraph *fg,
 }
 
 static int merge_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
-  int n = 0;
-  for (rg_node *x = rg_fgraph_first(fg); x; x = rg_fgraph_next(x)) n += x->op->code == RG_OP_SCAN;
+  int n = (int)rg_fgraph_count_op(fg, RG_OP_SCAN);
   if (n < 2) return 0;
   rg_node **scans = rg_gc_alloc(sizeof *scans * (size_t)n);
   int k = 0;

@@ -136,8 +136,7 @@ static bool save_mem(rg_rewrite_run *run, const rg_rewriter *rw, rg_fgraph *fg, 
 }
 
 static int save_mem_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
-  int changed = 0, n = 0;
-  for (rg_node *x = rg_fgraph_first(fg); x; x = rg_fgraph_next(x)) n += x->op->code == RG_OP_SCAN;
+  int changed = 0, n = (int)rg_fgraph_count_op(fg, RG_OP_SCAN);
   if (!n) return 0;
   rg_node **scans = rg_gc_alloc(sizeof *scans * (size_t)n);
   int k = 0;

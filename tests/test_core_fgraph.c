@@ -3,7 +3,8 @@
  * clients, features and their callbacks, replace / replace_all with
  * validation, checkpoints and revert, the incrementally maintained order
  * (randomised against the invariant checker), clone, ancestors,
- * equal_computations, merge, and a 10^6-deep chain through all of them.
+ * equal_computations, merge, the count of nodes by op, node types without
+ * a node, and a 10^6-deep chain through all of them.
  */
 #include "tests/testutil.h"
 
@@ -376,6 +377,56 @@ static void test_million_deep_chain(void **st) {
   checked(cl);
 }
 
+
+/* ------------------------------------------------------------------ counts by op, types without a node */
+
+static void test_count_op(void **st) {
+  rg_variable *x = in("x"), *y = in("y");
+  rg_variable *a = rg_exp(x), *b = rg_exp(x), *s = rg_add(a, b), *m = rg_mul(s, y);
+  rg_fgraph *fg = rg_fgraph_new(C, 2, (rg_variable *[]){x, y}, 1, &m, 0);
+  assert_non_null(fg);
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_EXP), 2);
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_ADD), 1);
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_SCAN), 0);
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_COUNT), 0); /* out of range: none */
+  assert_int_equal(rg_fgraph_count_op(fg, (rg_opcode)-1), 0);
+  /* merging prunes one exp; a replacement imports a log and prunes the add */
+  size_t merged;
+  ok(rg_fgraph_merge(fg, &merged));
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_EXP), 1);
+  ok(rg_fgraph_replace(fg, m->owner->inputs[0], rg_log(y), "test"));
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_ADD), 0);
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_EXP), 0);
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_LOG), 1);
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_MUL), 1);
+  checked(fg);
+  rg_fgraph_release(fg);
+  assert_int_equal(rg_fgraph_count_op(fg, RG_OP_MUL), 0);
+}
+
+static void test_node_types(void **st) {
+  rg_variable *x = in("x");
+  rg_variable *r = rg_input(C, "r", rg_type_new(RG_FLOAT32, 2, SHAPE(3, 4)));
+  const rg_type *t[4] = {0};
+  /* the types rg_make_node gives, broadcasting included */
+  assert_int_equal(rg_node_types(C, rg_op_get(RG_OP_ADD), 2, (rg_variable *[]){x, r}, 4, t), 1);
+  rg_node *n = rg_make_node(C, rg_op_get(RG_OP_ADD), 2, (rg_variable *[]){x, r});
+  assert_non_null(n);
+  assert_true(rg_type_equal(t[0], n->outputs[0]->type));
+  /* several outputs, fewer slots than outputs: the count, the first types */
+  rg_variable *sizes = rg_constant_data(C, RG_INT64, 1, SHAPE(2), (const int64_t[]){1, 3});
+  const rg_type *one[1] = {0};
+  assert_int_equal(rg_node_types(C, rg_op_split(1, 2), 2, (rg_variable *[]){r, sizes}, 1, one), 2);
+  assert_true(rg_type_equal(one[0], rg_type_new(RG_FLOAT32, 2, SHAPE(3, 1))));
+  /* errors: as rg_make_node's, with its message; a NULL input, no message */
+  assert_int_equal(rg_node_types(C, rg_op_get(RG_OP_EXP), 2, (rg_variable *[]){x, x}, 4, t), -1);
+  expect_msg("at most 1 input");
+  assert_int_equal(rg_node_types(C, NULL, 1, &x, 4, t), -1);
+  expect_msg("invalid op");
+  assert_int_equal(rg_node_types(C, rg_op_get(RG_OP_EXP), 1, (rg_variable *[]){NULL}, 4, t), -1);
+  assert_int_equal(rg_errcode(C), RG_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_build_and_clients),
@@ -387,6 +438,8 @@ int main(void) {
       cmocka_unit_test(test_clone_memo_ancestors),
       cmocka_unit_test(test_equal_computations),
       cmocka_unit_test(test_merge),
+      cmocka_unit_test(test_count_op),
+      cmocka_unit_test(test_node_types),
       cmocka_unit_test(test_million_deep_chain),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
