@@ -87,6 +87,7 @@ typedef struct pattern {
   rg_term guard;           /* relation or NULL */
   rg_term guard_args;      /* list of the guard's arguments (vars) */
   rg_term src_from, src_to;
+  rg_term want;            /* (to var ...), vars in the order of `vars`: what a match gives */
 } pattern;
 
 /* Sub-patterns below the root must not match variables with several
@@ -161,7 +162,7 @@ static int pattern_rule_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out
   if (!single_output(node)) return 0;
   rg_ctx *C = run->C;
   rg_term term = rg_var_term(node->outputs[0]);
-  rg_term want = rg_cons(p->to, var_list(p->vars)), got;
+  rg_term want = p->want, got;
   /* one unification first: most nodes fail it, and a guard's search is
    * only worth starting on a match */
   bool ok = rg_unify_walk(C, term, p->from, want, true, &got);
@@ -212,6 +213,7 @@ rg_rewriter *rg_pattern_rule(rg_ctx *C, const char *name, rg_term from, rg_term 
     }
     for (; rg_is_pair(acc); acc = rg_cdr(acc)) p->guard_args = rg_cons(rg_car(acc), p->guard_args);
   }
+  p->want = rg_cons(p->to, var_list(p->vars));
   const char *opaque;
   int c = root_op(from, &opaque);
   rg_opcode code = (rg_opcode)c;
