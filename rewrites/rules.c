@@ -59,6 +59,64 @@ static int root_op(rg_term pat, const char **opaque) {
   return RG_OP_OPAQUE;
 }
 
+/* ------------------------------------------------------------------ shapes of patterns */
+
+/* What a pattern asks of the graph where it can be read without building
+ * a term: the op of each sub-pattern, its number of arguments, and which
+ * arguments are literals (they match one-element constants only).  Most
+ * nodes a rule tries fail here, with no term expanded and nothing
+ * allocated; the unification decides the rest. */
+typedef struct shape shape;
+struct shape {
+  int code;      /* the op the sub-pattern applies; -1: not known */
+  int nargs;     /* its arguments */
+  bool open;     /* they end in a variable: nargs is a minimum */
+  bool *literal; /* per argument: a number or boolean */
+  shape **sub;   /* per argument: a sub-pattern's shape, NULL otherwise */
+};
+
+static int head_code(rg_term pat) {
+  rg_term h = rg_car(pat);
+  if (rg_is_pair(h)) h = rg_car(h);
+  return rg_kind_of(h) == RG_K_SYMBOL ? rg_opcode_from_name(rg_symbol_name(h)) : -1;
+}
+
+static shape *shape_of(rg_term pat) {
+  shape *s = rg_gc_alloc(sizeof *s);
+  int c = head_code(pat);
+  s->code = c == RG_OP_OPAQUE ? -1 : c;
+  rg_term a = rg_cdr(pat);
+  for (; rg_is_pair(a); a = rg_cdr(a)) s->nargs++;
+  s->open = a != RG_NIL;
+  s->literal = rg_gc_alloc(sizeof *s->literal * (size_t)(s->nargs + 1));
+  s->sub = rg_gc_alloc(sizeof *s->sub * (size_t)(s->nargs + 1));
+  int i = 0;
+  for (a = rg_cdr(pat); rg_is_pair(a); a = rg_cdr(a), i++) {
+    rg_kind k = rg_kind_of(rg_car(a));
+    s->literal[i] = k == RG_K_INT || k == RG_K_FLOAT || k == RG_K_BOOL;
+    s->sub[i] = k == RG_K_PAIR ? shape_of(rg_car(a)) : NULL;
+  }
+  return s;
+}
+
+/* Whether v may match the pattern of shape s (false: it cannot).  Below
+ * the root, a variable with several clients matches a sub-pattern only
+ * when the rule allows it (single_clients). */
+static bool fits(const shape *s, const rg_variable *v, bool root, bool shared_ok) {
+  const rg_node *n = v->owner;
+  if (!n) return false;      /* inputs and constants are atoms */
+  if (n->nout != 1) return true; /* (nth k (op ...)): left to the unification */
+  if (!root && !shared_ok && v->nclients > 1) return false;
+  if (s->code >= 0 && (int)n->op->code != s->code) return false;
+  if (s->open ? n->nin < s->nargs : n->nin != s->nargs) return false;
+  for (int i = 0; i < s->nargs; i++) {
+    const rg_variable *a = n->inputs[i];
+    if (s->literal[i] && !(rg_is_constant(a) && rg_type_numel(a->type) == 1)) return false;
+    if (s->sub[i] && !fits(s->sub[i], a, false, shared_ok)) return false;
+  }
+  return true;
+}
+
 /* ------------------------------------------------------------------ evaluating answers */
 
 /* Evaluates an answer into a graph variable; NULL when it does not
@@ -88,6 +146,7 @@ typedef struct pattern {
   rg_term guard_args;      /* list of the guard's arguments (vars) */
   rg_term src_from, src_to;
   rg_term want;            /* (to var ...), vars in the order of `vars`: what a match gives */
+  shape *shape;            /* of `from` */
 } pattern;
 
 /* Sub-patterns below the root must not match variables with several
@@ -160,6 +219,7 @@ static int pattern_rule_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out
   pattern_rule *pr = ud;
   pattern *p = &pr->p;
   if (!single_output(node)) return 0;
+  if (!fits(p->shape, node->outputs[0], true, pr->flags & RG_RULE_SHARED_OK)) return 0;
   rg_ctx *C = run->C;
   rg_term term = rg_var_term(node->outputs[0]);
   rg_term want = p->want, got;
@@ -214,6 +274,7 @@ rg_rewriter *rg_pattern_rule(rg_ctx *C, const char *name, rg_term from, rg_term 
     for (; rg_is_pair(acc); acc = rg_cdr(acc)) p->guard_args = rg_cons(rg_car(acc), p->guard_args);
   }
   p->want = rg_cons(p->to, var_list(p->vars));
+  p->shape = shape_of(p->from);
   const char *opaque;
   int c = root_op(from, &opaque);
   rg_opcode code = (rg_opcode)c;

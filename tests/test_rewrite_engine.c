@@ -1,7 +1,8 @@
 /*
  * test_rewrite_engine.c — the rewrite engine with the semantics of
  * Aesara's graph rewriting tests, written anew: pattern rules (at the root
- * and inside, nested, non-linear, constants, guards, several clients), op
+ * and inside, nested, non-linear, constants, guards, several clients, the
+ * graph's own ops with op variables, dotted tails and multi-output nodes), op
  * substitution and removal, navigators (expansions applied once per node,
  * walk orders), the equilibrium driver (chains, budgets, cycles, rejected
  * rewrites, errors), merge, queries, and bad rules.
@@ -191,6 +192,33 @@ static void test_multiple_clients(void **st) {
                       "op3(x); op4(op2(x))");
   /* the root itself may have several clients: all of them see the result */
   assert_string_equal(rewrite(GRAPH("(define s (op1 (op2 x))) (output (op4 s s))"), r), "op4(op3(x), op3(x))");
+}
+
+
+/* Patterns over the graph's own ops: a rule first compares the pattern's
+ * ops, arities and literals with the graph, then unifies; both must agree. */
+static void test_pattern_shapes(void **st) {
+  const char *g = "(graph (input x float64 (3)) (input y float64 (3)) "
+                  "(output (exp (log x))) (output (exp (sin x))) (output (sin (add x y x))) "
+                  "(output (mul (exp y) 1.0)) (output (mul (exp y) x)))";
+  /* an op variable, a dotted tail, a literal */
+  const char *r = "(defrule vh (pattern (?f (log ?x)) (?f (neg ?x))))\n"
+                  "(defrule tail (pattern (sin (add ?x . ?rest)) (cos ?x)))\n"
+                  "(defrule one (pattern (mul (exp ?x) 1) (tanh ?x)))";
+  assert_string_equal(rewrite(g, r), "exp(-x); exp(sin(x)); cos(x); tanh(y); (exp(y) * x)");
+  /* the arity must agree: (add ?x ?y) is not an add of three */
+  assert_string_equal(rewrite(g, "(defrule two (pattern (sin (add ?x ?y)) (cos ?x)))"),
+                      "exp(log(x)); exp(sin(x)); sin((x + y + x)); (exp(y) * 1.0); (exp(y) * x)");
+  /* a sub-pattern's value with several clients, unless the rule allows it */
+  const char *sh = "(graph (input x float64 (3)) (define l (log x)) (output (exp l)) (output (sin l)))";
+  assert_string_equal(rewrite(sh, "(defrule e (pattern (exp (log ?x)) ?x))"), "exp(log(x)); sin(log(x))");
+  assert_string_equal(rewrite(sh, "(defrule e (pattern (exp (log ?x)) ?x) :shared #t)"), "x; sin(log(x))");
+  /* one output of a node with several */
+  const char *sp = "(graph (input x float64 (3)) (define (a b) ((split 0 2) x (constant int64 (2) (1 2)))) "
+                   "(output (exp a)) (output (exp b)))";
+  assert_string_equal(rewrite(sp, "(defrule n (pattern (exp (nth 0 ((split 0 2) ?x ?s))) "
+                                  "(neg (nth 0 ((split 0 2) ?x ?s)))))"),
+                      "-split{0,2}(x, [1 2])[0]; exp(split{0,2}(x, [1 2])[1])");
 }
 
 /* ------------------------------------------------------------------ op rules */
@@ -511,6 +539,7 @@ int main(void) {
       cmocka_unit_test_setup(test_constants_in_patterns, fresh),
       cmocka_unit_test_setup(test_guards, fresh),
       cmocka_unit_test_setup(test_multiple_clients, fresh),
+      cmocka_unit_test_setup(test_pattern_shapes, fresh),
       cmocka_unit_test_setup(test_op_substitution, fresh),
       cmocka_unit_test_setup(test_op_removal, fresh),
       cmocka_unit_test_setup(test_equilibrium_chain, fresh),
