@@ -8,8 +8,9 @@
  * rejecting nodes no rule tracks; the full fast_run database on growing
  * graphs; and fast_run on a 14-node graph.  Each figure is the median of
  * several runs; graphs are rebuilt before every run and only rg_rewrite is
- * timed.  Usage: bench_rewrite [--reps N] [--blocks N] [ROW-NAME-SUBSTRING]
- * (--blocks: the fast_run rows on that many ten-node blocks only).
+ * timed.  Usage: bench_rewrite [--reps N] [--blocks N] [--profile] [ROW-NAME-SUBSTRING]
+ * (--blocks: the fast_run rows on that many ten-node blocks only;
+ * --profile: each row's last run's rewrite profile, on stderr).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ static rg_rewrite_db *db;
 static int reps = 11;
 static const char *only; /* run only rows whose name contains this */
 static int blocks_only;  /* fast_run on this many blocks only (0: 100, 1000, 10000) */
+static bool profile;     /* print each row's last run's profile to stderr */
 
 static const rg_type *vec(void) {
   int64_t d = RG_DIM_UNKNOWN;
@@ -111,8 +113,10 @@ static double time_query(builder b, int n, const char *query, const char *pre, s
     *nodes_in = rg_fgraph_nnodes(fg);
     size_t g0 = bu_gc_count();
     double t0 = bu_now();
-    rg_rewrite_run *run = rg_rewrite(fg, rw, NULL);
+    rg_rewrite_opts opts = {.profile = profile && r == reps - 1};
+    rg_rewrite_run *run = rg_rewrite(fg, rw, &opts);
     double dt = bu_now() - t0;
+    if (opts.profile) rg_rewrite_profile(run, stderr);
     if (r >= 0) {
       t[r] = dt;
       gcs += bu_gc_count() - g0;
@@ -242,6 +246,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) blocks_only = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--profile")) profile = true;
     else only = argv[i];
   rg_init();
   C = rg_ctx_new();
