@@ -291,6 +291,17 @@ rg_ctx *rg_ctx_new(void) {
   return C;
 }
 
+static void scrub(rgk_stack *s) {
+  if (s->v && s->cap > s->n) memset(s->v + s->n, 0, (s->cap - s->n) * sizeof *s->v);
+}
+
+void rg_ctx_release_scratch(rg_ctx *C) {
+  scrub(&C->stk);
+  scrub(&C->stk2);
+  scrub(&C->rw);
+  scrub(&C->rv);
+}
+
 const char *rg_errmsg(const rg_ctx *C) { return C->errmsg; }
 int rg_errcode(const rg_ctx *C) { return C->errcode; }
 void rg_clear_error(rg_ctx *C) {

@@ -672,6 +672,17 @@ int rg_query_restart(rg_query *Q, int n, const rg_term *vars, const rg_term *val
   return RG_OK;
 }
 
+void rg_query_release(rg_query *Q) {
+  machine *M = &Q->M;
+  Q->pending = NULL;
+  M->K = (rgk_stack){Q->kbuf, 0, QUERY_STACK_WORDS, false};
+  memset(Q->kbuf, 0, sizeof Q->kbuf);
+  /* recycled suspensions and choices still point into the old search */
+  M->free_susp = NULL;
+  M->free_choice = NULL;
+  M->chain = 0;
+}
+
 rg_query *rg_query_new(rg_ctx *C, rg_term q, rg_goal *g, const rg_run_opts *o) {
   return rgk_query_new(C, q, g, NULL, o, rgk_new_scope(C));
 }

@@ -145,7 +145,16 @@ struct rg_rewrite_run {
   size_t norigins, cap_origins;
   /* set by a rule for the trace of its current match */
   const char *subst;
+  /* queries that rules keep between runs and used in this one: released
+   * when the run ends, so that they keep nothing of this graph alive */
+  uint64_t serial;               /* unique to the run (runs nest) */
+  rg_query **held;
+  int nheld, cap_held;
 };
+
+/* Notes that a rule's kept query ran in this run (once per run: `*mark`
+ * is the rule's record of the last run it was noted in). */
+void rgr_hold_query(rg_rewrite_run *run, rg_query *Q, uint64_t *mark);
 
 /* The graph size a rewriter's use budget is measured against: the largest
  * size seen, counted up to max_use_ratio times the size at the start (so

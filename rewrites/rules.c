@@ -297,9 +297,11 @@ typedef struct relrule {
   rg_ctx *qctx;     /* the context Q was built in */
   rg_query *Q;
   rg_term in, out;  /* Q's argument variables */
+  uint64_t held_in; /* the last run Q was noted in (rgr_hold_query) */
 } relrule;
 
-static rg_query *rule_query(relrule *r, rg_ctx *C, rg_term in) {
+static rg_query *rule_query(relrule *r, rg_rewrite_run *run, rg_term in) {
+  rg_ctx *C = run->C;
   if (r->qctx != C) {
     r->in = rg_var(C);
     r->out = rg_var(C);
@@ -308,6 +310,7 @@ static rg_query *rule_query(relrule *r, rg_ctx *C, rg_term in) {
     r->Q = rg_query_new(C, r->out, rg_call(r->rel, 2, args), &o);
     r->qctx = C;
   }
+  rgr_hold_query(run, r->Q, &r->held_in);
   rg_query_restart(r->Q, 1, &r->in, &in);
   return r->Q;
 }
@@ -356,7 +359,7 @@ static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
   relrule *r = ud;
   if (node->nout < 1) return 0;
   rg_ctx *C = run->C;
-  rg_query *Q = rule_query(r, C, rg_var_term(node->outputs[0]));
+  rg_query *Q = rule_query(r, run, rg_var_term(node->outputs[0]));
   int k = run->opts.cost && run->opts.answers > 1 ? run->opts.answers : 1;
   rg_variable *best = NULL;
   rg_term best_answer = RG_NIL;

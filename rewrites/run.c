@@ -314,14 +314,39 @@ int rgr_run_rewriter(rg_rewrite_run *run, rg_rewriter *rw) {
   }
 }
 
+void rgr_hold_query(rg_rewrite_run *run, rg_query *Q, uint64_t *mark) {
+  if (*mark == run->serial) return;
+  *mark = run->serial;
+  if (run->nheld == run->cap_held) {
+    int cap = run->cap_held ? 2 * run->cap_held : 8;
+    rg_query **v = rg_gc_alloc((size_t)cap * sizeof *v);
+    if (run->nheld) memcpy(v, run->held, (size_t)run->nheld * sizeof *v);
+    run->held = v;
+    run->cap_held = cap;
+  }
+  run->held[run->nheld++] = Q;
+}
+
+/* What the run leaves in longer-lived places (rules' kept queries, the
+ * context's scratch stacks) would keep its graph alive after the caller
+ * drops it: let go of it. */
+static void release_held(rg_rewrite_run *run) {
+  for (int i = 0; i < run->nheld; i++) rg_query_release(run->held[i]);
+  run->nheld = 0;
+  rg_ctx_release_scratch(run->C);
+}
+
 rg_rewrite_run *rg_rewrite(rg_fgraph *fg, rg_rewriter *rw, const rg_rewrite_opts *opts) {
+  static uint64_t serials;
   rg_rewrite_run *run = rg_gc_alloc(sizeof *run);
+  run->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
   run->C = rg_fgraph_ctx(fg);
   run->fg = fg;
   if (opts) run->opts = *opts;
   if (run->opts.max_use_ratio <= 0) run->opts.max_use_ratio = 8;
   run->max_nodes = run->start_nodes = rg_fgraph_nnodes(fg);
   int rc = rgr_run_rewriter(run, rw);
+  release_held(run);
   if (rc < 0 && run->stop == RG_STOP_EQUILIBRIUM) {
     run->stop = RG_STOP_ERROR;
     run->stop_msg = rgr_sprintf("error: %s", rg_errmsg(run->C));

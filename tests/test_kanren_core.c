@@ -209,9 +209,28 @@ static void test_query_restart(void **st) {
   }
   assert_int_equal(rg_query_restart(Q, 1, &x, &v2), RG_OK);
   assert_int_equal(rg_query_next_walked(Q, &a), 0);
+  /* released with an answer pending: it answers nothing until restarted,
+   * then as before (twice released, and released fresh, are the same) */
+  assert_int_equal(rg_query_restart(Q, 1, &x, &v1), RG_OK);
+  assert_int_equal(rg_query_next_walked(Q, &a), 1);
+  rg_query_release(Q);
+  rg_query_release(Q);
+  assert_int_equal(rg_query_next_walked(Q, &a), 0);
+  assert_int_equal(rg_query_status(Q), RG_OK);
+  assert_int_equal(rg_query_restart(Q, 1, &x, &v1), RG_OK);
+  assert_int_equal(rg_query_next_walked(Q, &a), 1);
+  assert_show(a, "2");
+  assert_int_equal(rg_query_next_walked(Q, &a), 1);
+  assert_show(a, "1");
   assert_int_equal(rg_query_restart(Q, 1, (rg_term[]){rg_int(5)}, &v1), RG_ERR_TYPE);
   assert_non_null(strstr(rg_errmsg(C), "not a variable"));
   rg_clear_error(C);
+  /* the scratch stacks let go of what they held; the context still works */
+  rg_ctx_release_scratch(rg_ctx_new()); /* never used: nothing to clear */
+  rg_ctx_release_scratch(C);
+  assert_int_equal(rg_query_restart(Q, 1, &x, &v1), RG_OK);
+  assert_int_equal(rg_query_next_walked(Q, &a), 1);
+  assert_show(a, "2");
 }
 
 /* (succ n m): m = n + 1 on integers; fails on other numbers; an error on

@@ -5,7 +5,8 @@
  * graph's own ops with op variables, dotted tails and multi-output nodes), op
  * substitution and removal, navigators (expansions applied once per node,
  * walk orders), the equilibrium driver (chains, budgets, cycles, rejected
- * rewrites, errors), merge, queries, and bad rules.
+ * rewrites, errors), merge, queries, bad rules, and what a run leaves
+ * behind (nothing that keeps its graph alive).
  *
  * Graphs are written in the graph file format with opaque ops op1 ... op4
  * (elementwise, like Aesara's test ops); rules in the relational language.
@@ -18,6 +19,11 @@
 #include <string.h>
 
 #include "relgraph/rewrite.h"
+
+#ifndef RG_GC_NEVER_FREE
+#include <gc/gc.h>
+#include <pthread.h>
+#endif
 
 static rg_ctx *C;
 
@@ -528,6 +534,55 @@ static void test_trace_profile_provenance(void **st) {
   free(buf);
 }
 
+
+/* ------------------------------------------------------------------ memory */
+
+#ifndef RG_GC_NEVER_FREE
+typedef struct dropped { rg_rewrite_db *db; int freed; } dropped;
+
+static void count_free(void *obj, void *cd) {
+  (void)obj;
+  ((dropped *)cd)->freed++;
+}
+
+/* On a thread of its own, so that no stack or register of the test still
+ * points into the graph when the thread is gone. */
+static void *rewrite_and_drop(void *arg) {
+  dropped *d = arg;
+  rg_fgraph *fg = graph(GRAPH("(output (op1 (op2 x y) z)) (output (op4 (op4 x)))"));
+  rg_node *out = rg_fgraph_output(fg, 0)->owner;
+  GC_register_finalizer_no_order(out, count_free, d, NULL, NULL);
+  GC_register_finalizer_no_order(fg, count_free, d, NULL, NULL);
+  rg_rewrite_run *run = rg_rewrite(fg, rg_db_query(C, d->db, "rules"), NULL);
+  assert_int_equal(rg_rewrite_count(run), 1);
+  return NULL;
+}
+#endif
+
+/* A run leaves nothing in longer-lived places that keeps its graph alive:
+ * neither the rules' kept queries (a relational rule restarts one query on
+ * every node and takes one answer, leaving the rest of the search, with
+ * the node bound, pending) nor the context's scratch stacks (the
+ * unifications of the pattern rules).  Once the caller drops the graph,
+ * the collector frees it. */
+static void test_runs_keep_nothing_alive(void **st) {
+#ifdef RG_GC_NEVER_FREE
+  skip(); /* nothing is ever freed in this build */
+#else
+  const char *r = "(defrule p (pattern (op1 (op2 ?a ?b) ?c) (op3 ?c (op2 ?b ?a))))\n"
+                  "(defrule q (in out) (conde ((== out in)) ((== out in))))";
+  dropped d = {db_of(rules(r)), 0};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, rewrite_and_drop, &d), 0);
+  pthread_join(t, NULL);
+  for (int i = 0; i < 4 && d.freed < 2; i++) {
+    GC_gcollect();
+    GC_invoke_finalizers();
+  }
+  assert_int_equal(d.freed, 2);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_pattern_at_root, fresh),
@@ -540,6 +595,7 @@ int main(void) {
       cmocka_unit_test_setup(test_guards, fresh),
       cmocka_unit_test_setup(test_multiple_clients, fresh),
       cmocka_unit_test_setup(test_pattern_shapes, fresh),
+      cmocka_unit_test_setup(test_runs_keep_nothing_alive, fresh),
       cmocka_unit_test_setup(test_op_substitution, fresh),
       cmocka_unit_test_setup(test_op_removal, fresh),
       cmocka_unit_test_setup(test_equilibrium_chain, fresh),

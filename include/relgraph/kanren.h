@@ -111,6 +111,13 @@ const char *rg_version(void);
  * the standard rewrite database, built once per context. */
 enum { RG_SLOT_REWRITE_DB, RG_SLOT_GRAPH, RG_SLOT_BACKEND, RG_NSLOTS };
 void **rg_ctx_slot(rg_ctx *C, int slot);
+/* The context's scratch stacks (unification, rebuilding terms) keep their
+ * memory between uses, and with it pointers to what earlier work put
+ * there; the collector, which scans them whole, would keep those terms,
+ * and the graphs their graph variables belong to, alive.  This clears
+ * what lies above their tops.  The rewrite engine calls it when a run
+ * ends; call it after other long computations whose results you drop. */
+void rg_ctx_release_scratch(rg_ctx *C);
 
 /* ------------------------------------------------------------------ terms */
 
@@ -294,6 +301,11 @@ int64_t rg_query_steps(const rg_query *Q);
  * yet taken are dropped; the step and time limits start again.  Returns
  * RG_OK, or RG_ERR_TYPE if a vars[i] is not a variable. */
 int rg_query_restart(rg_query *Q, int n, const rg_term *vars, const rg_term *vals);
+/* Ends Q's search (it answers nothing until restarted) and lets go of
+ * everything the search held, its bindings included: a query kept for
+ * reuse then keeps no term of its last search, nor the graph a graph
+ * variable among them belongs to, alive. */
+void rg_query_release(rg_query *Q);
 
 /* Collects up to n answers (n < 0: all) into a list in *out.  Returns
  * RG_OK, RG_STOP_* (answers so far in *out) or an error. */
