@@ -102,29 +102,43 @@ static rg_fgraph *graph_of(builder b, int n) {
  * untimed first (to time gather on distributed graphs). */
 static double gcs_per_run; /* collections in the last time_query's timed runs, on average */
 
+/* One run on a fresh graph: the seconds of rg_rewrite alone.  A function
+ * of its own, and the stack cleared before it (bu_clear_stack), so that no
+ * register or stack slot still points to the previous run's graph: the
+ * collector would keep it alive and mark two graphs instead of one. */
+__attribute__((noinline)) static double one_run(builder b, int n, rg_rewriter *rw, rg_rewriter *prw,
+                                                bool prof, size_t *nodes_in, size_t *nodes_out,
+                                                int64_t *rewrites, size_t *gcs) {
+  rg_fgraph *fg = graph_of(b, n);
+  if (prw) rg_rewrite(fg, prw, NULL);
+  *nodes_in = rg_fgraph_nnodes(fg);
+  size_t g0 = bu_gc_count();
+  double t0 = bu_now();
+  rg_rewrite_opts opts = {.profile = prof};
+  rg_rewrite_run *run = rg_rewrite(fg, rw, &opts);
+  double dt = bu_now() - t0;
+  *gcs = bu_gc_count() - g0;
+  if (prof) rg_rewrite_profile(run, stderr);
+  *nodes_out = rg_fgraph_nnodes(fg);
+  *rewrites = rg_rewrite_count(run);
+  if (rg_rewrite_stop(run) != RG_STOP_EQUILIBRIUM)
+    fprintf(stderr, "bench_rewrite: %s\n", rg_rewrite_stop_message(run));
+  return dt;
+}
+
 static double time_query(builder b, int n, const char *query, const char *pre, size_t *nodes_in,
                          size_t *nodes_out, int64_t *rewrites) {
   size_t gcs = 0;
   rg_rewriter *rw = rg_db_query(C, db, query), *prw = pre ? rg_db_query(C, db, pre) : NULL;
   double *t = malloc((size_t)reps * sizeof *t);
   for (int r = -1; r < reps; r++) {
-    rg_fgraph *fg = graph_of(b, n);
-    if (prw) rg_rewrite(fg, prw, NULL);
-    *nodes_in = rg_fgraph_nnodes(fg);
-    size_t g0 = bu_gc_count();
-    double t0 = bu_now();
-    rg_rewrite_opts opts = {.profile = profile && r == reps - 1};
-    rg_rewrite_run *run = rg_rewrite(fg, rw, &opts);
-    double dt = bu_now() - t0;
-    if (opts.profile) rg_rewrite_profile(run, stderr);
+    size_t g;
+    bu_clear_stack();
+    double dt = one_run(b, n, rw, prw, profile && r == reps - 1, nodes_in, nodes_out, rewrites, &g);
     if (r >= 0) {
       t[r] = dt;
-      gcs += bu_gc_count() - g0;
+      gcs += g;
     }
-    *nodes_out = rg_fgraph_nnodes(fg);
-    *rewrites = rg_rewrite_count(run);
-    if (rg_rewrite_stop(run) != RG_STOP_EQUILIBRIUM)
-      fprintf(stderr, "bench_rewrite: %s\n", rg_rewrite_stop_message(run));
   }
   double m = bu_median(t, (size_t)reps);
   free(t);

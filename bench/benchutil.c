@@ -4,10 +4,16 @@
 #include "bench/benchutil.h"
 
 #include <gc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 size_t bu_gc_count(void) { return (size_t)GC_get_gc_no(); }
+
+__attribute__((noinline)) void bu_clear_stack(void) {
+  volatile uintptr_t words[1 << 16]; /* 512 KiB: deeper than any run's frames */
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) words[i] = 0;
+}
 
 double bu_now(void) {
   struct timespec t;

@@ -14,5 +14,13 @@ double bu_median(double *v, size_t n); /* sorts v */
 double bu_time(void (*fn)(void *ud), void *ud, int reps);
 /* Collections the collector has run since start. */
 size_t bu_gc_count(void);
+/* Overwrites the unused stack below the caller.  The collector scans the
+ * stack conservatively, and the frames of a later call leave parts of the
+ * stack unwritten: pointers a finished run left there (to the graph it
+ * rewrote) would keep that graph alive through the next run.  A benchmark
+ * that repeats a run on fresh graphs calls this between runs, so each run
+ * pays for marking its own graph only, as a program that builds one
+ * graph does. */
+void bu_clear_stack(void);
 
 #endif
