@@ -1702,9 +1702,12 @@ static void ban(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, const char *
   *banned = rgr_sprintf("%s%s%s", *banned ? *banned : "", *banned ? ", " : "", r->name);
 }
 
+/* Ends a run of the search; the context's scratch stacks let go of its
+ * terms (they would keep the e-graph's graphs alive after it is dropped). */
 static rg_search_stop stop(rg_egraph *eg, rg_search_stop s, const char *msg) {
   eg->stop = s;
   eg->stop_msg = msg;
+  rg_ctx_release_scratch(eg->C);
   return s;
 }
 
