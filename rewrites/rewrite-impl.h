@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "relgraph/rewrite.h"
 
 /* ------------------------------------------------------------------ rewriters */
@@ -148,8 +149,7 @@ struct rg_rewrite_run {
   /* queries that rules keep between runs and used in this one: released
    * when the run ends, so that they keep nothing of this graph alive */
   uint64_t serial;               /* unique to the run (runs nest) */
-  rg_query **held;
-  int nheld, cap_held;
+  rg_ptrs held;                  /* rg_query *, in collected memory */
 };
 
 /* Notes that a rule's kept query ran in this run (once per run: `*mark`

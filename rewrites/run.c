@@ -4,8 +4,11 @@
  */
 #include "rewrites/rewrite-impl.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "kanren/kanren-impl.h"
 
 /* ------------------------------------------------------------------ passes and statistics */
 
@@ -317,22 +320,18 @@ int rgr_run_rewriter(rg_rewrite_run *run, rg_rewriter *rw) {
 void rgr_hold_query(rg_rewrite_run *run, rg_query *Q, uint64_t *mark) {
   if (*mark == run->serial) return;
   *mark = run->serial;
-  if (run->nheld == run->cap_held) {
-    int cap = run->cap_held ? 2 * run->cap_held : 8;
-    rg_query **v = rg_gc_alloc((size_t)cap * sizeof *v);
-    if (run->nheld) memcpy(v, run->held, (size_t)run->nheld * sizeof *v);
-    run->held = v;
-    run->cap_held = cap;
-  }
-  run->held[run->nheld++] = Q;
+  if (!run->held.a) run->held.a = &rgk_gc;
+  int rc = rg_ptrs_push(&run->held, Q);
+  assert(rc == 0 && "the collector's allocator does not fail");
+  (void)rc;
 }
 
 /* What the run leaves in longer-lived places (rules' kept queries, the
  * context's scratch stacks) would keep its graph alive after the caller
  * drops it: let go of it. */
 static void release_held(rg_rewrite_run *run) {
-  for (int i = 0; i < run->nheld; i++) rg_query_release(run->held[i]);
-  run->nheld = 0;
+  for (size_t i = 0; i < run->held.n; i++) rg_query_release(run->held.v[i]);
+  run->held.n = 0;
   rg_ctx_release_scratch(run->C);
 }
 
