@@ -243,33 +243,32 @@ static int check_arity(rg_ctx *C, const rg_op *op, int nin) {
   return RG_OK;
 }
 
-/* The checks and type inference of a node: the output types in *outs and
- * the node's (maybe canonical) op in *op. */
-static int infer_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *inputs, rgc_outs *outs) {
+/* The checks and type inference of a node: the output types in *outs,
+ * the node's (maybe canonical) op in *op and its context in *C. */
+static int infer_node(rg_ctx **C, const rg_op **op, int nin, rg_variable *const *inputs, rgc_outs *outs) {
   if (nin < 0 || (nin && !inputs)) return RG_ERR;
   for (int i = 0; i < nin; i++)
     if (!inputs[i]) return RG_ERR;
-  C = rgc_ctx_of(C, nin, inputs);
+  *C = rgc_ctx_of(*C, nin, inputs);
   if (!*op) {
-    if (C) rg_error(C, RG_ERR_TYPE, "invalid op (bad parameters given to its constructor)");
+    if (*C) rg_error(*C, RG_ERR_TYPE, "invalid op (bad parameters given to its constructor)");
     return RG_ERR;
   }
-  if (check_arity(C, *op, nin) != RG_OK) return RG_ERR;
-  return (*op)->cls->make_node(C, op, nin, inputs, outs) == RG_OK ? RG_OK : RG_ERR;
+  if (check_arity(*C, *op, nin) != RG_OK) return RG_ERR;
+  return (*op)->cls->make_node(*C, op, nin, inputs, outs) == RG_OK ? RG_OK : RG_ERR;
 }
 
 int rg_node_types(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *inputs, int cap,
                   const rg_type **types) {
   rgc_outs outs = {0};
-  if (infer_node(C, &op, nin, inputs, &outs) != RG_OK) return -1;
+  if (infer_node(&C, &op, nin, inputs, &outs) != RG_OK) return -1;
   for (int k = 0; k < outs.n && k < cap; k++) types[k] = outs.types[k];
   return outs.n;
 }
 
 rg_node *rg_make_node(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *inputs) {
   rgc_outs outs = {0};
-  if (infer_node(C, &op, nin, inputs, &outs) != RG_OK) return NULL;
-  C = rgc_ctx_of(C, nin, inputs);
+  if (infer_node(&C, &op, nin, inputs, &outs) != RG_OK) return NULL;
   rg_node *n = node_alloc(op, nin, outs.n);
   if (nin) memcpy(n->inputs, inputs, (size_t)nin * sizeof *inputs);
   node_outputs(n, C, outs.types);
