@@ -2,13 +2,17 @@
  * analyze.c — reading compiled relations: what a relation requires of an
  * argument.
  *
- * rg_relation_input_heads looks for a unification (== ARG TEMPLATE) whose
- * template has a known head, in the conjunctions of the relation's body,
- * through calls to other relations (following which parameter ARG becomes,
- * and which parameters receive constants), and through conde (every clause
- * must tell, the heads are the union).  It is sound but incomplete: NULL
- * means "unknown", never "no constraint found where one exists" matters,
- * since callers then consider every head.
+ * rg_relation_input_templates looks for a unification (== ARG TEMPLATE)
+ * with a list template in the conjunctions of the relation's body (one
+ * whose head is known where there is one), through calls to other
+ * relations (following which parameter ARG becomes, and which parameters
+ * receive constants), and through conde (every clause must tell, the
+ * templates are the union).  A template is a term: its constant parts as
+ * written, `_` where it holds a variable or a computed value.
+ * rg_relation_input_heads is the heads of those templates, when all are
+ * known.  Both are sound but incomplete: NULL means "unknown", and
+ * callers then consider every term; a template found is required of every
+ * answer, so a term that cannot unify with any of them has no answer.
  */
 #include "kanren/kanren-impl.h"
 
@@ -22,7 +26,7 @@ typedef struct frame_info {
   int nconsts;
 } frame_info;
 
-static rg_term heads_goal(const rg_goal *g, int depth, const frame_info *fi, int calls);
+static rg_term templates_goal(const rg_goal *g, int depth, const frame_info *fi, int calls);
 
 /* Is t a reference to ARG?  `depth` frames separate the goal from the
  * relation's parameter frame. */
@@ -30,31 +34,45 @@ static bool is_arg(const rgk_tx *t, int depth, const frame_info *fi) {
   return fi->arg >= 0 && t->op == TX_LOCAL && t->depth == depth && (int)t->idx == fi->arg;
 }
 
-/* The head of a template: a constant car, or a parameter the caller
- * passed a constant for. */
-static rg_term template_head(const rgk_tx *t, int depth, const frame_info *fi) {
-  if (t->op == TX_CONST) return rgk_is_pair(t->k) ? rgk_car(t->k) : NULL;
-  if (t->op != TX_CONS) return NULL;
-  const rgk_tx *h = t->a;
-  if (h->op == TX_CONST) return h->k;
-  if (h->op == TX_LOCAL && h->depth == depth && (int)h->idx < fi->nconsts) return fi->consts[h->idx];
-  return NULL;
+/* What a template requires, as a term: its constants and pairs as they
+ * are, a parameter the caller passed a constant for as that constant, and
+ * the placeholder symbol `_` for anything else (a variable, a value
+ * computed at run time), which requires nothing. */
+static rg_term placeholder(void) { return rg_symbol("_"); }
+
+static rg_term template_term(const rgk_tx *t, int depth, const frame_info *fi) {
+  switch (t->op) {
+  case TX_CONST: return t->k;
+  case TX_CONS: return rg_cons(template_term(t->a, depth, fi), template_term(t->b, depth, fi));
+  case TX_LOCAL:
+    if (t->depth == depth && (int)t->idx < fi->nconsts && fi->consts[t->idx]) return fi->consts[t->idx];
+    return placeholder();
+  default: return placeholder();
+  }
 }
 
-static rg_term heads_eq(const rg_goal *g, int depth, const frame_info *fi) {
-  if (is_arg(g->a, depth, fi)) {
-    rg_term h = template_head(g->b, depth, fi);
-    return h ? rg_cons(h, RG_NIL) : NULL;
-  }
-  if (is_arg(g->b, depth, fi)) {
-    rg_term h = template_head(g->a, depth, fi);
-    return h ? rg_cons(h, RG_NIL) : NULL;
-  }
-  return NULL;
+static bool has_placeholder(rg_term t) {
+  if (rgk_is_pair(t)) return has_placeholder(rgk_car(t)) || has_placeholder(rgk_cdr(t));
+  return rg_equal(t, placeholder());
+}
+
+/* Whether every template of the list has a head without placeholders. */
+static bool heads_known(rg_term ts) {
+  for (; rgk_is_pair(ts); ts = rgk_cdr(ts))
+    if (has_placeholder(rgk_car(rgk_car(ts)))) return false;
+  return true;
+}
+
+/* (== ARG TEMPLATE) or (== TEMPLATE ARG) with a list template: a list of
+ * that one template; NULL otherwise. */
+static rg_term templates_eq(const rg_goal *g, int depth, const frame_info *fi) {
+  const rgk_tx *t = is_arg(g->a, depth, fi) ? g->b : is_arg(g->b, depth, fi) ? g->a : NULL;
+  if (!t || !(t->op == TX_CONS || (t->op == TX_CONST && rgk_is_pair(t->k)))) return NULL;
+  return rg_cons(template_term(t, depth, fi), RG_NIL);
 }
 
 /* A call: if ARG is passed on, read the callee with ARG's new position. */
-static rg_term heads_call(const rg_goal *g, int depth, const frame_info *fi, int calls) {
+static rg_term templates_call(const rg_goal *g, int depth, const frame_info *fi, int calls) {
   if (calls >= MAX_CALL_DEPTH || g->a->op == TX_LOCAL) return NULL;
   rg_term p = g->a->op == TX_GLOBAL ? g->a->g->value : g->a->op == TX_CONST ? g->a->k : NULL;
   if (!p || rgk_type(p) != RGK_T_PROC || ((rgk_proc *)p)->h.aux != PROC_LAMBDA) return NULL;
@@ -68,10 +86,10 @@ static rg_term heads_call(const rg_goal *g, int depth, const frame_info *fi, int
     }
   }
   if (callee.arg < 0 || lam->rest) return NULL;
-  return heads_goal(lam->body, 0, &callee, calls + 1);
+  return templates_goal(lam->body, 0, &callee, calls + 1);
 }
 
-static rg_term append_heads(rg_term a, rg_term b) {
+static rg_term append_new(rg_term a, rg_term b) {
   for (; rgk_is_pair(b); b = rgk_cdr(b)) {
     bool dup = false;
     for (rg_term l = a; rgk_is_pair(l); l = rgk_cdr(l)) dup |= rg_equal(rgk_car(l), rgk_car(b));
@@ -80,35 +98,45 @@ static rg_term append_heads(rg_term a, rg_term b) {
   return a;
 }
 
-static rg_term heads_goal(const rg_goal *g, int depth, const frame_info *fi, int calls) {
+static rg_term templates_goal(const rg_goal *g, int depth, const frame_info *fi, int calls) {
   switch (g->op) {
-  case G_EQ: return heads_eq(g, depth, fi);
-  case G_CONJ:
+  case G_EQ: return templates_eq(g, depth, fi);
+  case G_CONJ: {
+    rg_term first = NULL; /* the first found; one whose heads are known is better */
     for (uint32_t i = 0; i < g->n; i++) {
-      rg_term h = heads_goal(g->kids[i], depth, fi, calls);
-      if (h) return h;
+      rg_term ts = templates_goal(g->kids[i], depth, fi, calls);
+      if (ts && heads_known(ts)) return ts;
+      if (!first) first = ts;
     }
-    return NULL;
-  case G_FRESH: return heads_goal(g->body, g->n ? depth + 1 : depth, fi, calls);
-  case G_LET: return heads_goal(g->body, depth + 1, fi, calls);
+    return first;
+  }
+  case G_FRESH: return templates_goal(g->body, g->n ? depth + 1 : depth, fi, calls);
+  case G_LET: return templates_goal(g->body, depth + 1, fi, calls);
   case G_CONDE: {
     rg_term all = RG_NIL;
     for (uint32_t i = 0; i < g->n; i++) {
-      rg_term h = heads_goal(g->kids[i], depth, fi, calls);
+      rg_term h = templates_goal(g->kids[i], depth, fi, calls);
       if (!h) return NULL;
-      all = append_heads(all, h);
+      all = append_new(all, h);
     }
     return all;
   }
-  case G_CALL: return heads_call(g, depth, fi, calls);
+  case G_CALL: return templates_call(g, depth, fi, calls);
   default: return NULL;
   }
 }
 
-rg_term rg_relation_input_heads(rg_term rel, int arg) {
+rg_term rg_relation_input_templates(rg_term rel, int arg) {
   if (rgk_type(rel) != RGK_T_PROC || ((rgk_proc *)rel)->h.aux != PROC_LAMBDA) return NULL;
   rgk_lambda *lam = ((rgk_proc *)rel)->lam;
   if (arg < 0 || (uint32_t)arg >= lam->nparams || lam->rest) return NULL;
   frame_info fi = {.arg = arg};
-  return heads_goal(lam->body, 0, &fi, 0);
+  return templates_goal(lam->body, 0, &fi, 0);
+}
+
+rg_term rg_relation_input_heads(rg_term rel, int arg) {
+  rg_term ts = rg_relation_input_templates(rel, arg), heads = RG_NIL;
+  if (!ts || !heads_known(ts)) return NULL;
+  for (; rgk_is_pair(ts); ts = rgk_cdr(ts)) heads = append_new(heads, rg_cons(rgk_car(rgk_car(ts)), RG_NIL));
+  return heads;
 }

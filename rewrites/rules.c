@@ -298,6 +298,8 @@ typedef struct relrule {
   rg_query *Q;
   rg_term in, out;  /* Q's argument variables */
   uint64_t held_in; /* the last run Q was noted in (rgr_hold_query) */
+  int nshapes;      /* the shapes of the templates the relation requires of */
+  shape **shapes;   /* its input (rg_relation_input_templates); 0: unknown */
 } relrule;
 
 static rg_query *rule_query(relrule *r, rg_rewrite_run *run, rg_term in) {
@@ -355,9 +357,18 @@ static bool replaces_all(const rg_node *node, const rg_variable *v) {
   return true;
 }
 
+/* Whether the node may unify with one of the relation's templates (true
+ * when they are unknown). */
+static bool fits_templates(const relrule *r, const rg_node *node) {
+  if (!r->nshapes) return true;
+  for (int i = 0; i < r->nshapes; i++)
+    if (fits(r->shapes[i], node->outputs[0], true, true)) return true;
+  return false;
+}
+
 static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
   relrule *r = ud;
-  if (node->nout < 1) return 0;
+  if (node->nout < 1 || !fits_templates(r, node)) return 0;
   rg_ctx *C = run->C;
   rg_query *Q = rule_query(r, run, rg_var_term(node->outputs[0]));
   int k = run->opts.cost && run->opts.answers > 1 ? run->opts.answers : 1;
@@ -405,6 +416,10 @@ rg_rewriter *rg_relation_rule(rg_ctx *C, const char *name, rg_term rel, bool bac
   relrule *r = rg_gc_alloc(sizeof *r);
   r->rel = rel;
   r->backwards = backwards;
+  rg_term ts = rg_relation_input_templates(rel, backwards ? 1 : 0);
+  r->nshapes = ts ? (int)rg_list_length(ts) : 0;
+  r->shapes = rg_gc_alloc(sizeof *r->shapes * (size_t)(r->nshapes + 1));
+  for (int i = 0; i < r->nshapes; i++, ts = rg_cdr(ts)) r->shapes[i] = shape_of(rg_car(ts));
   rg_rewriter *rw = rg_node_rewriter(name, 0, NULL, relation_fn, r);
   rw->flags = flags;
   rw->describe = rgr_sprintf("(%s %s)", rg_proc_name(rel), backwards ? "out in" : "in out");

@@ -105,6 +105,54 @@ static void test_reader_depth(void **st) {
 
 /* ------------------------------------------------------------------ the interpreter */
 
+/* What a relation requires of an argument, read from its code. */
+static const char *templates_of(rg_interp *I, const char *rel, int arg) {
+  rg_term ts = rg_relation_input_templates(rg_interp_lookup(I, rel), arg);
+  return ts ? rg_to_string(ts) : "unknown";
+}
+static const char *heads_of(rg_interp *I, const char *rel, int arg) {
+  rg_term hs = rg_relation_input_heads(rg_interp_lookup(I, rel), arg);
+  return hs ? rg_to_string(hs) : "unknown";
+}
+
+static void test_relation_templates(void **st) {
+  rg_interp *I = rg_interp_new(C);
+  rg_interp_set_output(I, NULL);
+  assert_int_equal(rg_interp_load_string(I, "t.kn",
+                                         "(defrel (disto in out) (fresh (A ts ds)\n"
+                                         "  (== in `(dot ,A (add . ,ts))) (== out `(add . ,ds))))\n"
+                                         "(defrel (gathero in out) (disto out in))\n"
+                                         "(defrel (opo op in) (fresh (x) (== in `(,op ,x 2))))\n"
+                                         "(defrel (twoo in) (conde ((opo 'mul in)) ((opo 'div in))))\n"
+                                         "(defrel (anyo in) (conde ((opo 'mul in)) ((== in 3))))\n"
+                                         "(defrel (varheado in) (fresh (op x) (== in `(,op ,x)) (== in `(exp ,x))))\n"
+                                         "(defrel (opheado in) (fresh (op x) (== in `(,op ,x))))\n"
+                                         "(defrel (paramo in) (fresh (ax g) (== in `((sum . ,ax) ,g))))"),
+                   RG_OK);
+  assert_string_equal(templates_of(I, "disto", 0), "((dot _ (add . _)))");
+  assert_string_equal(templates_of(I, "disto", 1), "((add . _))");
+  assert_string_equal(templates_of(I, "gathero", 0), "((add . _))");
+  assert_string_equal(templates_of(I, "gathero", 1), "((dot _ (add . _)))");
+  assert_string_equal(heads_of(I, "disto", 0), "(dot)");
+  /* conde: the clauses' templates are alternatives; a constant argument
+   * stands in its parameter */
+  assert_string_equal(templates_of(I, "twoo", 0), "((div _ 2) (mul _ 2))");
+  assert_string_equal(heads_of(I, "twoo", 0), "(mul div)");
+  /* a clause that does not tell makes the whole unknown */
+  assert_string_equal(templates_of(I, "anyo", 0), "unknown");
+  /* a template whose head is known is preferred; one whose head is not
+   * still constrains the arity, but gives no heads */
+  assert_string_equal(templates_of(I, "varheado", 0), "((exp _))");
+  assert_string_equal(templates_of(I, "opheado", 0), "((_ _))");
+  assert_string_equal(heads_of(I, "opheado", 0), "unknown");
+  assert_string_equal(templates_of(I, "paramo", 0), "(((sum . _) _))");
+  assert_string_equal(heads_of(I, "paramo", 0), "unknown");
+  /* not a relation of the language, an argument out of range */
+  assert_null(rg_relation_input_templates(rg_int(3), 0));
+  assert_null(rg_relation_input_templates(rg_interp_lookup(I, "disto"), 2));
+  assert_null(rg_relation_input_templates(rg_interp_lookup(I, "disto"), -1));
+}
+
 static void test_eval_and_define(void **st) {
   rg_interp *I = rg_interp_new(C);
   rg_interp_set_output(I, NULL);
@@ -348,6 +396,7 @@ int main(void) {
       cmocka_unit_test(test_reader_data),     cmocka_unit_test(test_reader_positions),
       cmocka_unit_test(test_long_templates),
       cmocka_unit_test(test_reader_errors),   cmocka_unit_test(test_reader_depth),
+      cmocka_unit_test(test_relation_templates),
       cmocka_unit_test(test_eval_and_define), cmocka_unit_test(test_shadowing),
       cmocka_unit_test(test_added_form),      cmocka_unit_test(test_test_counts),
       cmocka_unit_test(test_time_and_bench),  cmocka_unit_test(test_run_options),

@@ -355,6 +355,33 @@ static void test_rule_errors_stop_the_run(void **st) {
   assert_non_null(strstr(rg_rewrite_stop_message(last), "did not answer"));
 }
 
+/* A relational rule runs only on nodes that fit what its relation
+ * requires of its input (rg_relation_input_templates): the relation below
+ * would reach its step limit before its unification, so the rule shows
+ * where it ran. */
+static void test_relation_templates_reject_before_running(void **st) {
+  const char *rules = "(defrel (spino a) (spino a))\n"
+                      "(defrel (unlogo in out) (fresh (x) (spino x) (== in `(exp (log ,x))) (== out x)))\n"
+                      "(defrule unlog (in out) (unlogo in out))";
+  /* exp of an input, exp of an exp: neither fits (exp (log _)); nothing runs */
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (exp x)))", rules), "exp(x)");
+  assert_int_equal(rg_rewrite_stop(last), RG_STOP_EQUILIBRIUM);
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (exp (exp x))))", rules), "exp(exp(x))");
+  assert_int_equal(rg_rewrite_stop(last), RG_STOP_EQUILIBRIUM);
+  /* exp of a log fits, and the relation runs */
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (exp (log x))))", rules), "exp(log(x))");
+  assert_int_equal(rg_rewrite_stop(last), RG_STOP_ERROR);
+  assert_non_null(strstr(rg_rewrite_stop_message(last), "did not answer"));
+  /* the templates of conde clauses are alternatives; a parameter passed a
+   * constant is that constant; literals match one-element constants */
+  const char *alts = "(defrel (opo op in out) (fresh (x) (== in `(,op ,x 2.0)) (== out x)))\n"
+                     "(defrel (twoo in out) (conde ((opo 'mul in out)) ((opo 'true_div in out))))\n"
+                     "(defrule two (in out) (twoo in out))";
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (add (mul x 2.0) (true_div x 2.0))))", alts),
+                      "(x + x)");
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (mul x x)))", alts), "(x * x)");
+}
+
 static void test_bad_rule_files(void **st) {
   struct { const char *text, *message; } bad[] = {
       {"(defrule r (pattern (exp ?x) (log ?x))", "unterminated list"},
@@ -605,6 +632,7 @@ int main(void) {
       cmocka_unit_test_setup(test_oscillations_caught, fresh),
       cmocka_unit_test_setup(test_rejected_rewrite_reported, fresh),
       cmocka_unit_test_setup(test_rule_errors_stop_the_run, fresh),
+      cmocka_unit_test_setup(test_relation_templates_reject_before_running, fresh),
       cmocka_unit_test_setup(test_bad_rule_files, fresh),
       cmocka_unit_test_setup(test_navigator_expansion_once, fresh),
       cmocka_unit_test_setup(test_navigator_orders, fresh),

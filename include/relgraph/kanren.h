@@ -370,6 +370,12 @@ rg_term rg_interp_lambda(rg_interp *interp, rg_term name, rg_term params, rg_ter
  * (unifications in its conjunctions, through calls, over conde clauses);
  * NULL when that cannot be told.  Used to index rewrite rules by op. */
 rg_term rg_relation_input_heads(rg_term rel, int arg);
+/* The templates behind those heads: a list of terms, one of which every
+ * answer's argument must unify with, each with its constant parts as
+ * written and the symbol `_` where it holds a variable or a computed value
+ * (which requires nothing); NULL when that cannot be told.  Used to reject
+ * a node before the relation runs. */
+rg_term rg_relation_input_templates(rg_term rel, int arg);
 /* Counts of `test` forms executed so far. */
 void rg_interp_test_counts(const rg_interp *interp, int64_t *passed, int64_t *failed);
 
