@@ -407,8 +407,24 @@ static rg_term sym_x, sym_none, sym_q, sym_inplace;
 static rg_term op_syms[RG_OP_COUNT];
 static pthread_once_t syms_once = PTHREAD_ONCE_INIT;
 
+/* The op symbols by address: an open-addressed table of at most a quarter
+ * full, so a lookup is a probe or two.  Slot i holds opcode + 1 (0:
+ * empty). */
+#define OP_SYM_BITS 10
+static int16_t op_sym_slots[1 << OP_SYM_BITS];
+_Static_assert(RG_OP_COUNT * 4 <= (1 << OP_SYM_BITS), "the op symbol table is too small");
+
+static size_t op_sym_slot(rg_term name) {
+  return (size_t)(((uintptr_t)name * 0x9E3779B97F4A7C15ull) >> (64 - OP_SYM_BITS));
+}
+
 static void fill_syms(void) {
-  for (int i = 0; i < RG_OP_COUNT; i++) op_syms[i] = rg_symbol(rgc_classes[i].name);
+  for (int i = 0; i < RG_OP_COUNT; i++) {
+    op_syms[i] = rg_symbol(rgc_classes[i].name);
+    size_t k = op_sym_slot(op_syms[i]);
+    while (op_sym_slots[k]) k = (k + 1) & ((1u << OP_SYM_BITS) - 1);
+    op_sym_slots[k] = (int16_t)(i + 1);
+  }
   sym_none = rg_symbol("none");
   sym_q = rg_symbol("?");
   sym_inplace = rg_symbol("inplace");
@@ -420,8 +436,8 @@ static void init_syms(void) { pthread_once(&syms_once, fill_syms); }
 /* The opcode named by an interned symbol (pointer comparisons), or -1. */
 static int opcode_of_symbol(rg_term name) {
   init_syms();
-  for (int i = 0; i < RG_OP_COUNT; i++)
-    if (op_syms[i] == name) return i;
+  for (size_t k = op_sym_slot(name); op_sym_slots[k]; k = (k + 1) & ((1u << OP_SYM_BITS) - 1))
+    if (op_syms[op_sym_slots[k] - 1] == name) return op_sym_slots[k] - 1;
   return -1;
 }
 
@@ -443,7 +459,7 @@ rg_term rgc_inner_term(const rg_op *op);
 static rg_term kind_params(const rg_op *op) {
   RGK_LOCAL_STACK(items, 64);
   switch (param_kind(op->code)) {
-  case PK_DTYPE: return rg_cons(rg_symbol(rg_dtype_name(op->dtype)), RG_NIL);
+  case PK_DTYPE: return rg_cons(rg_dtype_symbol(op->dtype), RG_NIL);
   case PK_ORDER:
     for (int i = 0; i < op->nints; i++)
       rgk_push(&items, RGK_W(op->ints[i] < 0 ? sym_x : rg_int(op->ints[i])));

@@ -15,6 +15,7 @@
 #include "core/core-impl.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 /* ------------------------------------------------------------------ dtypes */
@@ -33,6 +34,20 @@ static const struct {
 static bool valid_dtype(rg_dtype dt) { return (unsigned)dt < RG_NDTYPES; }
 
 const char *rg_dtype_name(rg_dtype dt) { return valid_dtype(dt) ? dtypes[dt].name : "?"; }
+
+/* The dtypes' names as interned symbols, looked up once (pthread_once: a
+ * thread never sees the table half filled); [RG_NDTYPES] is "?". */
+static rg_term dtype_syms[RG_NDTYPES + 1];
+static pthread_once_t dtype_syms_once = PTHREAD_ONCE_INIT;
+
+static void fill_dtype_syms(void) {
+  for (int i = 0; i <= RG_NDTYPES; i++) dtype_syms[i] = rg_symbol(rg_dtype_name((rg_dtype)i));
+}
+
+rg_term rg_dtype_symbol(rg_dtype dt) {
+  pthread_once(&dtype_syms_once, fill_dtype_syms);
+  return dtype_syms[valid_dtype(dt) ? dt : RG_NDTYPES];
+}
 
 int rg_dtype_from_name(const char *name) {
   for (int i = 0; i < RG_NDTYPES; i++)

@@ -269,12 +269,13 @@ static const rg_type *type_of(rg_term x) {
   }
 }
 
-/* (DTYPE (SIZE ...)), ? for an unknown size: the graph file's notation. */
+/* (DTYPE (SIZE ...)), ? for an unknown size: the graph file's notation
+ * (rg_dtype_symbol(RG_NDTYPES) is the symbol ?). */
 static rg_term type_term(const rg_type *t) {
   rg_term dims = RG_NIL;
   for (int d = t->ndim - 1; d >= 0; d--)
-    dims = rg_cons(t->shape[d] < 0 ? sym("?") : rg_int(t->shape[d]), dims);
-  return rg_cons(sym(rg_dtype_name(t->dtype)), rg_cons(dims, RG_NIL));
+    dims = rg_cons(t->shape[d] < 0 ? rg_dtype_symbol(RG_NDTYPES) : rg_int(t->shape[d]), dims);
+  return rg_cons(rg_dtype_symbol(t->dtype), rg_cons(dims, RG_NIL));
 }
 
 /* (typeo x t), (dtypeo x d), (ndimo x n): t is x's type when x is a graph
@@ -288,7 +289,7 @@ static int typeo(rg_ctx *C, const rg_term *args, rg_term *out, void *ud) {
 
 static int dtypeo(rg_ctx *C, const rg_term *args, rg_term *out, void *ud) {
   const rg_type *t = type_of(args[0]);
-  *out = t ? sym(rg_dtype_name(t->dtype)) : NULL;
+  *out = t ? rg_dtype_symbol(t->dtype) : NULL;
   return 1;
 }
 

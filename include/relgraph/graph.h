@@ -71,6 +71,7 @@ typedef enum rg_dtype {
 } rg_dtype;
 
 const char *rg_dtype_name(rg_dtype dt);        /* "float64"; "?" if invalid */
+rg_term rg_dtype_symbol(rg_dtype dt);          /* the name as an interned symbol */
 int rg_dtype_from_name(const char *name);      /* -1 if unknown */
 size_t rg_dtype_size(rg_dtype dt);             /* bytes per element */
 bool rg_dtype_is_float(rg_dtype dt);
