@@ -17,6 +17,8 @@
 #include "kanren/kanren-impl.h"
 
 #define MAX_CALL_DEPTH 8
+#define MAX_VISITS 4096   /* goals read per question: calls under conde can fan out */
+#define MAX_TEMPLATES 32  /* alternatives kept; more say little and cost a check each */
 
 /* The frame of the relation being read: which parameter is ARG, and the
  * constants its caller passed for its parameters (NULL when not constant). */
@@ -24,6 +26,7 @@ typedef struct frame_info {
   int arg;              /* parameter index of ARG, or -1 */
   rg_term consts[8];    /* first eight parameters */
   int nconsts;
+  int *visits;          /* goals read so far, shared by the whole question */
 } frame_info;
 
 static rg_term templates_goal(const rg_goal *g, int depth, const frame_info *fi, int calls);
@@ -77,7 +80,7 @@ static rg_term templates_call(const rg_goal *g, int depth, const frame_info *fi,
   rg_term p = g->a->op == TX_GLOBAL ? g->a->g->value : g->a->op == TX_CONST ? g->a->k : NULL;
   if (!p || rgk_type(p) != RGK_T_PROC || ((rgk_proc *)p)->h.aux != PROC_LAMBDA) return NULL;
   rgk_lambda *lam = ((rgk_proc *)p)->lam;
-  frame_info callee = {.arg = -1};
+  frame_info callee = {.arg = -1, .visits = fi->visits};
   for (uint32_t i = 0; i < g->n && i < lam->nparams; i++) {
     if (is_arg(g->args[i], depth, fi) && callee.arg < 0) callee.arg = (int)i;
     if (i < 8) {
@@ -99,6 +102,7 @@ static rg_term append_new(rg_term a, rg_term b) {
 }
 
 static rg_term templates_goal(const rg_goal *g, int depth, const frame_info *fi, int calls) {
+  if (++*fi->visits > MAX_VISITS) return NULL;
   switch (g->op) {
   case G_EQ: return templates_eq(g, depth, fi);
   case G_CONJ: {
@@ -118,6 +122,7 @@ static rg_term templates_goal(const rg_goal *g, int depth, const frame_info *fi,
       rg_term h = templates_goal(g->kids[i], depth, fi, calls);
       if (!h) return NULL;
       all = append_new(all, h);
+      if (rg_list_length(all) > MAX_TEMPLATES) return NULL;
     }
     return all;
   }
@@ -130,8 +135,10 @@ rg_term rg_relation_input_templates(rg_term rel, int arg) {
   if (rgk_type(rel) != RGK_T_PROC || ((rgk_proc *)rel)->h.aux != PROC_LAMBDA) return NULL;
   rgk_lambda *lam = ((rgk_proc *)rel)->lam;
   if (arg < 0 || (uint32_t)arg >= lam->nparams || lam->rest) return NULL;
-  frame_info fi = {.arg = arg};
-  return templates_goal(lam->body, 0, &fi, 0);
+  int visits = 0;
+  frame_info fi = {.arg = arg, .visits = &visits};
+  rg_term ts = templates_goal(lam->body, 0, &fi, 0);
+  return visits > MAX_VISITS ? NULL : ts;
 }
 
 rg_term rg_relation_input_heads(rg_term rel, int arg) {

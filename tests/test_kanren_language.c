@@ -147,6 +147,20 @@ static void test_relation_templates(void **st) {
   assert_string_equal(heads_of(I, "opheado", 0), "unknown");
   assert_string_equal(templates_of(I, "paramo", 0), "(((sum . _) _))");
   assert_string_equal(heads_of(I, "paramo", 0), "unknown");
+  /* more alternatives than are worth checking, or more code than is worth
+   * reading (calls under conde fan out), are unknown, and quickly */
+  char many[4096] = "(defrel (manyo in) (conde";
+  for (int i = 0; i < 40; i++) snprintf(many + strlen(many), sizeof many - strlen(many), " ((== in '(op%d)))", i);
+  strcat(many, "))");
+  assert_int_equal(rg_interp_load_string(I, "many.kn", many), RG_OK);
+  assert_string_equal(templates_of(I, "manyo", 0), "unknown");
+  char fan[4096] = "(defrel (f0 in) (== in '(exp)))";
+  for (int i = 1; i <= 8; i++)
+    snprintf(fan + strlen(fan), sizeof fan - strlen(fan),
+             "(defrel (f%d in) (conde ((f%d in)) ((f%d in)) ((f%d in)) ((f%d in))))", i, i - 1, i - 1, i - 1, i - 1);
+  assert_int_equal(rg_interp_load_string(I, "fan.kn", fan), RG_OK);
+  assert_string_equal(templates_of(I, "f2", 0), "((exp))");
+  assert_string_equal(templates_of(I, "f8", 0), "unknown");
   /* not a relation of the language, an argument out of range */
   assert_null(rg_relation_input_templates(rg_int(3), 0));
   assert_null(rg_relation_input_templates(rg_interp_lookup(I, "disto"), 2));
