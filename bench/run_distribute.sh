@@ -6,7 +6,7 @@
 # bench/peer_aesara_distribute.py, which builds the same graphs with
 # Aesara's API and times the relation of Aesara's rewriting guide on them.
 #
-#   bench/run_distribute.sh RELGRAPH [AESARA_PATH [ROUNDS]]
+#   bench/run_distribute.sh RELGRAPH [AESARA_PATH [ROUNDS [BENCH_REWRITE]]]
 #
 # Rows: the chain of 8, 32 and 128 terms both ways, the flat sum and the
 # balanced tree of 128 terms, nested dots 32 deep (the workloads and the
@@ -15,11 +15,16 @@
 # round's figure) and Aesara once per row (the median of 3 rewrites);
 # pinned to one core when taskset exists.  Prints, per row, the medians
 # over rounds and Aesara / relgraph.  The gather rows start from the
-# distributed graph, which relgraph writes (`--format sexp`).
+# distributed graph, which relgraph writes (`--format sexp`).  Each process
+# of the command rewrites one graph, cold (Aesara's figure is the median of
+# three rewrites in one process); with BENCH_REWRITE (build/bench/
+# bench_rewrite) each round also runs its distribution rows, the median of
+# 11 rewrites in one process, for the warm figure beside Aesara's.
 set -eu
-rg=${1:?usage: run_distribute.sh RELGRAPH [AESARA_PATH [ROUNDS]]}
+rg=${1:?usage: run_distribute.sh RELGRAPH [AESARA_PATH [ROUNDS [BENCH_REWRITE]]]}
 apath=${2-}
 rounds=${3:-3}
+bench=${4-}
 here=$(cd "$(dirname "$0")" && pwd)
 pin=""
 if command -v taskset >/dev/null 2>&1; then pin="taskset -c 1"; fi
@@ -52,16 +57,26 @@ while [ "$r" -lt "$rounds" ]; do
         sed -n "s/.*\"seconds\": \([0-9.e-]*\).*/aesara $row \1/p" >> "$work/all"
     fi
   done
+  if [ -n "$bench" ]; then
+    # "chain N=8   distribute   0.035 ms ..." -> "warm chain:8:distribute 0.000035"
+    for f in "chain N=" flat balanced nested; do $pin "$bench" "$f"; done | awk '$0 ~ / (distribute|gather) / {
+      shape = $1 == "chain" ? "chain" : $1 == "flat" ? "flat" : $1 == "balanced" ? "balanced" : "nested"
+      n = shape == "chain" ? substr($2, 3) : shape == "nested" ? 32 : 128
+      for (i = 1; i <= NF; i++) if ($i == "distribute" || $i == "gather") { d = $i; ms = $(i + 1) }
+      printf "warm %s:%s:%s %.9f\n", shape, n, d, ms / 1e3 }' >> "$work/all"
+  fi
   r=$((r + 1))
 done
-echo "| row | relgraph, ms | Aesara, ms | Aesara / relgraph |"
-echo "|---|---|---|---|"
+echo "| row | relgraph, ms (the command) | warm, ms (bench_rewrite) | Aesara, ms | Aesara / relgraph (command) | Aesara / relgraph (warm) |"
+echo "|---|---|---|---|---|---|"
 for row in $rows; do
   s=$(awk -v r="$row" '$1 == "relgraph" && $2 == r { print $3 }' "$work/all" | med)
+  w=$(awk -v r="$row" '$1 == "warm" && $2 == r { print $3 }' "$work/all" | med)
   a=$(awk -v r="$row" '$1 == "aesara" && $2 == r { print $3 }' "$work/all" | med)
-  awk -v row="$row" -v s="$s" -v a="$a" 'BEGIN {
+  awk -v row="$row" -v s="$s" -v w="$w" -v a="$a" 'BEGIN {
     gsub(":", " ", row)
-    printf "| %s | %.3f | %s | %s |\n", row, s * 1e3, a == "" ? "" : sprintf("%.1f", a * 1e3),
-      a == "" ? "" : sprintf("%.0fx", a / s)
+    printf "| %s | %.3f | %s | %s | %s | %s |\n", row, s * 1e3, w == "" ? "" : sprintf("%.3f", w * 1e3),
+      a == "" ? "" : sprintf("%.1f", a * 1e3), a == "" ? "" : sprintf("%.0fx", a / s),
+      a == "" || w == "" ? "" : sprintf("%.0fx", a / w)
   }'
 done
