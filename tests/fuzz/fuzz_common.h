@@ -28,13 +28,13 @@
 #include "relgraph/graph.h"
 
 /* Fills the caches that live across inputs: interned op and type objects,
- * their terms and the symbols of the op names. */
+ * their terms and the symbols of the op and dtype names. */
 static inline void fuzz_warm_caches(void) {
   for (int code = 0; code < RG_OP_COUNT; code++) {
     const rg_op *op = rg_op_get((rg_opcode)code);
     if (op) rg_op_from_term(NULL, rg_op_term(op));
   }
-  for (int dt = 0; dt < RG_NDTYPES; dt++) rg_type_scalar((rg_dtype)dt);
+  for (int dt = 0; dt < RG_NDTYPES; dt++) rg_type_scalar((rg_dtype)dt), rg_dtype_symbol((rg_dtype)dt);
 }
 
 static rg_interp *fuzz_base_interp;
