@@ -129,24 +129,25 @@ static void test_relation_templates(void **st) {
                                          "(defrel (opheado in) (fresh (op x) (== in `(,op ,x))))\n"
                                          "(defrel (paramo in) (fresh (ax g) (== in `((sum . ,ax) ,g))))"),
                    RG_OK);
-  assert_string_equal(templates_of(I, "disto", 0), "((dot _ (add . _)))");
-  assert_string_equal(templates_of(I, "disto", 1), "((add . _))");
-  assert_string_equal(templates_of(I, "gathero", 0), "((add . _))");
-  assert_string_equal(templates_of(I, "gathero", 1), "((dot _ (add . _)))");
-  assert_string_equal(heads_of(I, "disto", 0), "(dot)");
   /* conde: the clauses' templates are alternatives; a constant argument
-   * stands in its parameter */
-  assert_string_equal(templates_of(I, "twoo", 0), "((div _ 2) (mul _ 2))");
-  assert_string_equal(heads_of(I, "twoo", 0), "(mul div)");
-  /* a clause that does not tell makes the whole unknown */
-  assert_string_equal(templates_of(I, "anyo", 0), "unknown");
-  /* a template whose head is known is preferred; one whose head is not
-   * still constrains the arity, but gives no heads */
-  assert_string_equal(templates_of(I, "varheado", 0), "((exp _))");
-  assert_string_equal(templates_of(I, "opheado", 0), "((_ _))");
-  assert_string_equal(heads_of(I, "opheado", 0), "unknown");
-  assert_string_equal(templates_of(I, "paramo", 0), "(((sum . _) _))");
-  assert_string_equal(heads_of(I, "paramo", 0), "unknown");
+   * stands in its parameter; a clause that does not tell makes the whole
+   * unknown; a template whose head is known is preferred, and one whose
+   * head is not still fixes the arity, but gives no heads */
+  struct { const char *rel; int arg; const char *templates, *heads; } cases[] = {
+      {"disto", 0, "((dot _ (add . _)))", "(dot)"},
+      {"disto", 1, "((add . _))", "(add)"},
+      {"gathero", 0, "((add . _))", "(add)"},
+      {"gathero", 1, "((dot _ (add . _)))", "(dot)"},
+      {"twoo", 0, "((div _ 2) (mul _ 2))", "(mul div)"},
+      {"anyo", 0, "unknown", "unknown"},
+      {"varheado", 0, "((exp _))", "(exp)"},
+      {"opheado", 0, "((_ _))", "unknown"},
+      {"paramo", 0, "(((sum . _) _))", "unknown"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    assert_string_equal(templates_of(I, cases[i].rel, cases[i].arg), cases[i].templates);
+    assert_string_equal(heads_of(I, cases[i].rel, cases[i].arg), cases[i].heads);
+  }
   /* more alternatives than are worth checking, or more code than is worth
    * reading (calls under conde fan out), are unknown, and quickly */
   char many[4096] = "(defrel (manyo in) (conde";
