@@ -54,8 +54,14 @@ static int ierr(rg_interp *I, rg_term form, int code, const char *fmt, ...) {
 }
 
 
+/* Counts the definitions made by every interpreter, for readers of
+ * compiled code that must notice a relation redefined (rgk_definitions). */
+static uint64_t definitions;
+uint64_t rgk_definitions(void) { return __atomic_load_n(&definitions, __ATOMIC_ACQUIRE); }
+
 static void define_global(rg_interp *I, rg_term name, rg_term value) {
   rgk_global_for(I, name)->value = value;
+  __atomic_add_fetch(&definitions, 1, __ATOMIC_RELEASE);
 }
 
 /* Evaluates a value expression at top level. */

@@ -573,6 +573,9 @@ rg_goal *rgk_compile_goal_top(rg_interp *I, rg_term form);
 rgk_lambda *rgk_compile_lambda(rg_interp *I, rg_term name, rg_term params, rg_term body,
                                rg_term where_form);
 const char *rgk_where(rg_interp *I, rg_term form);
+/* How many top-level definitions all interpreters have made so far: what
+ * was read from a relation's code holds while this has not changed. */
+uint64_t rgk_definitions(void);
 rgk_global *rgk_global_for(rg_interp *I, rg_term sym);
 /* Runs a compiled TX_RUN (count, vars, goal) in frame env. */
 rg_term rgk_eval_run(rg_ctx *C, const rgk_tx *t, rgk_frame *env);

@@ -13,6 +13,7 @@
  * nodes cost least.
  */
 #include "rewrites/egraph-impl.h"
+#include "kanren/kanren-impl.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -298,6 +299,8 @@ typedef struct relrule {
   rg_query *Q;
   rg_term in, out;  /* Q's argument variables */
   uint64_t held_in; /* the last run Q was noted in (rgr_hold_query) */
+  bool read;        /* the shapes were read, when rgk_definitions() was read_at */
+  uint64_t read_at;
   int nshapes;      /* the shapes of the templates the relation requires of */
   shape **shapes;   /* its input (rg_relation_input_templates); 0: unknown */
 } relrule;
@@ -358,8 +361,21 @@ static bool replaces_all(const rg_node *node, const rg_variable *v) {
 }
 
 /* Whether the node may unify with one of the relation's templates (true
- * when they are unknown). */
-static bool fits_templates(const relrule *r, const rg_node *node) {
+ * when they are unknown).  The relation is read when the rule runs, and
+ * again after any new definition: names in its body are bound late, and
+ * a file loaded after the rule may define or redefine the relations it
+ * calls. */
+static bool fits_templates(relrule *r, const rg_node *node) {
+  uint64_t defs = rgk_definitions();
+  if (!r->read || r->read_at != defs) {
+    rg_term ts = rg_relation_input_templates(r->rel, r->backwards ? 1 : 0);
+    int n = ts ? (int)rg_list_length(ts) : 0;
+    r->shapes = rg_gc_alloc(sizeof *r->shapes * (size_t)(n + 1));
+    for (int i = 0; i < n; i++, ts = rg_cdr(ts)) r->shapes[i] = shape_of(rg_car(ts));
+    r->nshapes = n;
+    r->read = true;
+    r->read_at = defs;
+  }
   if (!r->nshapes) return true;
   for (int i = 0; i < r->nshapes; i++)
     if (fits(r->shapes[i], node->outputs[0], true, true)) return true;
@@ -416,10 +432,6 @@ rg_rewriter *rg_relation_rule(rg_ctx *C, const char *name, rg_term rel, bool bac
   relrule *r = rg_gc_alloc(sizeof *r);
   r->rel = rel;
   r->backwards = backwards;
-  rg_term ts = rg_relation_input_templates(rel, backwards ? 1 : 0);
-  r->nshapes = ts ? (int)rg_list_length(ts) : 0;
-  r->shapes = rg_gc_alloc(sizeof *r->shapes * (size_t)(r->nshapes + 1));
-  for (int i = 0; i < r->nshapes; i++, ts = rg_cdr(ts)) r->shapes[i] = shape_of(rg_car(ts));
   rg_rewriter *rw = rg_node_rewriter(name, 0, NULL, relation_fn, r);
   rw->flags = flags;
   rw->describe = rgr_sprintf("(%s %s)", rg_proc_name(rel), backwards ? "out in" : "in out");

@@ -380,6 +380,12 @@ static void test_relation_templates_reject_before_running(void **st) {
   assert_string_equal(rewrite("(graph (input x float64 (3)) (output (add (mul x 2.0) (true_div x 2.0))))", alts),
                       "(x + x)");
   assert_string_equal(rewrite("(graph (input x float64 (3)) (output (mul x x)))", alts), "(x * x)");
+  /* the relation is read when the rule runs: a later definition counts */
+  const char *later = "(defrel (ro in out) (fresh (x) (== in `(exp ,x)) (== out x)))\n"
+                      "(defrule r (in out) (ro in out) :tracks (exp log))\n"
+                      "(defrel (ro in out) (fresh (x) (== in `(log ,x)) (== out x)))";
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (add (log x) (exp x))))", later),
+                      "(x + exp(x))");
 }
 
 static void test_bad_rule_files(void **st) {
