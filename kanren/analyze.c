@@ -39,30 +39,47 @@ static bool is_arg(const rgk_tx *t, int depth, const frame_info *fi) {
 
 /* What a template requires, as a term: its constants and pairs as they
  * are, a parameter the caller passed a constant for as that constant, and
- * the placeholder symbol `_` for anything else (a variable, a value
- * computed at run time), which requires nothing. */
-static rg_term placeholder(void) { return rg_symbol("_"); }
+ * the wildcard symbol `_` for anything else (a variable, a value computed
+ * at run time), which requires nothing.  A literal `_` in the template
+ * reads as the wildcard too, which only asks less of the argument. */
+static rg_term wildcard(void) { return rg_symbol("_"); }
+
+static rg_term template_term(const rgk_tx *t, int depth, const frame_info *fi);
+
+/* A chain of TX_CONS as a list, iteratively along its tail (a long
+ * quasiquoted list is deep in pairs, not in the reader's nesting). */
+static rg_term template_list(const rgk_tx *t, int depth, const frame_info *fi) {
+  RGK_LOCAL_STACK(cars, 32);
+  for (; t->op == TX_CONS; t = t->b) rgk_push(&cars, RGK_W(template_term(t->a, depth, fi)));
+  rg_term l = template_term(t, depth, fi);
+  while (cars.n) l = rg_cons(RGK_T(cars.v[--cars.n]), l);
+  return l;
+}
 
 static rg_term template_term(const rgk_tx *t, int depth, const frame_info *fi) {
   switch (t->op) {
   case TX_CONST: return t->k;
-  case TX_CONS: return rg_cons(template_term(t->a, depth, fi), template_term(t->b, depth, fi));
+  case TX_CONS: return template_list(t, depth, fi);
   case TX_LOCAL:
     if (t->depth == depth && (int)t->idx < fi->nconsts && fi->consts[t->idx]) return fi->consts[t->idx];
-    return placeholder();
-  default: return placeholder();
+    return wildcard();
+  default: return wildcard();
   }
 }
 
-static bool has_placeholder(rg_term t) {
-  if (rgk_is_pair(t)) return has_placeholder(rgk_car(t)) || has_placeholder(rgk_cdr(t));
-  return rg_equal(t, placeholder());
+/* Whether the term holds the wildcard (recursing into cars, iterating
+ * along tails). */
+static bool has_wildcard(rg_term t, rg_term any) {
+  for (; rgk_is_pair(t); t = rgk_cdr(t))
+    if (has_wildcard(rgk_car(t), any)) return true;
+  return t == any;
 }
 
-/* Whether every template of the list has a head without placeholders. */
+/* Whether every template of the list has a head without the wildcard. */
 static bool heads_known(rg_term ts) {
+  rg_term any = wildcard();
   for (; rgk_is_pair(ts); ts = rgk_cdr(ts))
-    if (has_placeholder(rgk_car(rgk_car(ts)))) return false;
+    if (has_wildcard(rgk_car(rgk_car(ts)), any)) return false;
   return true;
 }
 

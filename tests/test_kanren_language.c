@@ -162,6 +162,18 @@ static void test_relation_templates(void **st) {
   assert_int_equal(rg_interp_load_string(I, "fan.kn", fan), RG_OK);
   assert_string_equal(templates_of(I, "f2", 0), "((exp))");
   assert_string_equal(templates_of(I, "f8", 0), "unknown");
+  /* a long template is read along its tail, not by recursion */
+  size_t cap = 16 + 5 * 100000 + 64;
+  char *lng = malloc(cap);
+  size_t at = (size_t)sprintf(lng, "(defrel (longo in) (fresh (x) (== in `(add");
+  for (int i = 0; i < 100000; i++) at += (size_t)sprintf(lng + at, "%s", i % 2 ? " ,x" : " 1");
+  strcpy(lng + at, "))))");
+  assert_int_equal(rg_interp_load_string(I, "long.kn", lng), RG_OK);
+  free(lng);
+  rg_term lt = rg_relation_input_templates(rg_interp_lookup(I, "longo"), 0);
+  assert_non_null(lt);
+  assert_int_equal(rg_list_length(rg_car(lt)), 100001);
+  assert_string_equal(heads_of(I, "longo", 0), "(add)");
   /* not a relation of the language, an argument out of range */
   assert_null(rg_relation_input_templates(rg_int(3), 0));
   assert_null(rg_relation_input_templates(rg_interp_lookup(I, "disto"), 2));
