@@ -99,11 +99,7 @@ static rg_term eval_apply(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
 
 rg_term rgk_tx_eval(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   switch (t->op) {
-  case TX_CONST: return t->k;
-  case TX_LOCAL: {
-    for (unsigned d = t->depth; d; d--) env = env->up;
-    return env->v[t->idx];
-  }
+  case TX_CONST: case TX_LOCAL: return rgk_tx_leaf(t, env);
   case TX_GLOBAL:
     if (!t->g->value) {
       rg_error(C, RG_ERR_NAME, "%s%sunbound variable %s", t->where ? t->where : "",
@@ -132,8 +128,6 @@ rg_term rgk_tx_eval(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   return NULL;
 }
 
-enum { TX_SHAPE_KNOWN = 1, TX_SHAPE_SIMPLE = 2 };
-
 /* Whether every part of t is a constant, a local or a cons.  The cdr
  * spine (as long as the list) is followed in a loop; only cars recurse,
  * and their depth is bounded by the reader's nesting limit. */
@@ -148,6 +142,7 @@ static bool tx_simple(rgk_tx *t) {
 }
 
 bool rgk_tx_matchable(rgk_tx *t) { return t->op == TX_CONS && tx_simple(t); }
+bool rgk_tx_shape_simple(rgk_tx *t) { return tx_simple(t); }
 
 /* ------------------------------------------------------------------ C API constructors */
 

@@ -504,6 +504,19 @@ rg_term rgk_tx_eval(rg_ctx *C, const rgk_tx *t, rgk_frame *env);
  * or a cons: evaluating any part of it cannot fail or have effects, so
  * unification may take it apart against a term instead of building it. */
 bool rgk_tx_matchable(rgk_tx *t);
+/* Whether t is made of constants, locals and conses only (evaluating it
+ * cannot fail): computed once, then read from t->shape. */
+enum { TX_SHAPE_KNOWN = 1, TX_SHAPE_SIMPLE = 2 };
+bool rgk_tx_shape_simple(rgk_tx *t);
+static inline bool rgk_tx_simple(rgk_tx *t) {
+  return t->shape & TX_SHAPE_KNOWN ? t->shape & TX_SHAPE_SIMPLE : rgk_tx_shape_simple(t);
+}
+/* The value of a constant or local template (no evaluation can fail). */
+static inline rg_term rgk_tx_leaf(const rgk_tx *t, rgk_frame *env) {
+  if (t->op == TX_CONST) return t->k;
+  for (unsigned d = t->depth; d; d--) env = env->up;
+  return env->v[t->idx];
+}
 /* Unifies the value of the matchable template t in env with v, building
  * only the parts of t that meet a variable (the rest is matched against
  * v's structure in place).  Returns 1, 0 when they do not unify, or -1

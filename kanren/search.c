@@ -390,6 +390,88 @@ static void step_apply(machine *M, regs *r) {
   r->mode = M_RETURN;
 }
 
+/* ------------------------------------------------------------------ clause indexing
+ * A conde clause whose leading == goals cannot all hold in the state gives
+ * the empty stream at once: == neither suspends nor fails by error when
+ * both its sides are simple templates, so faster-miniKanren's mplus goes
+ * straight on to the next clause.  Such clauses are skipped unrun, which
+ * changes no answer and no order.  The test is shallow and one-sided: it
+ * says "refuted" only where unification would certainly fail (a list
+ * against an atom, two different atoms), and "maybe" wherever a variable
+ * or anything deeper is involved.  When a single clause is left, the
+ * conde runs it in the state's own scope: with no sibling branch, its
+ * bindings of the state's variables can be written in place, as a
+ * conjunction's are. */
+
+#define CLASH_DEPTH 8 /* nesting of a template's cars the test follows */
+
+/* t as a list if it is one (a pair, an etuple, a foreign term with an
+ * expansion); NULL for an atom (nil included). */
+static rg_term list_view(rg_term t) {
+  if (rgk_is_pair(t)) return t;
+  if (rgk_is_etuple(t)) return ((rgk_etuple *)t)->list;
+  if (rgk_is_foreign(t) && rg_foreign_expand(t)) return rgk_as_list(t);
+  return NULL;
+}
+
+/* Whether walked values a and b certainly do not unify, by their outer
+ * shape: a list and an atom, or two atoms that differ. */
+static bool values_clash(rg_term a, rg_term b, const rgk_map *S) {
+  a = rgk_walk(a, S);
+  b = rgk_walk(b, S);
+  if (a == b || rgk_is_var(a) || rgk_is_var(b)) return false;
+  bool la = rgk_is_pair(a) || rgk_is_etuple(a), lb = rgk_is_pair(b) || rgk_is_etuple(b);
+  if (la || lb) {
+    if (la && lb) return false;
+    rg_term atom = la ? b : a; /* a foreign term's expansion is a list */
+    return !(rgk_is_foreign(atom) && rg_foreign_expand(atom));
+  }
+  return !rg_equal(a, b);
+}
+
+/* Whether simple template t (in env) certainly does not unify with v. */
+static bool template_clashes(const rgk_tx *t, rgk_frame *env, rg_term v, const rgk_map *S, int depth) {
+  for (;;) {
+    if (t->op != TX_CONS) return values_clash(rgk_tx_leaf(t, env), v, S);
+    v = rgk_walk(v, S);
+    if (rgk_is_var(v)) return false;
+    rg_term l = list_view(v);
+    if (!l) return true; /* a list template against an atom */
+    if (depth < CLASH_DEPTH && template_clashes(t->a, env, rgk_car(l), S, depth + 1)) return true;
+    t = t->b;
+    v = rgk_cdr(l);
+  }
+}
+
+/* Whether the leading == goals of clause c certainly fail in state S. */
+static bool clause_refuted(const rg_goal *c, rgk_frame *env, const rgk_map *S) {
+  rg_goal *const *gs = c->op == G_CONJ ? c->kids : (rg_goal *const *)&c;
+  uint32_t n = c->op == G_CONJ ? c->n : 1;
+  for (uint32_t i = 0; i < n; i++) {
+    const rg_goal *g = gs[i];
+    if (g->op == G_SUCCEED) continue;
+    if (g->op == G_FAIL) return true;
+    if (g->op != G_EQ || !rgk_tx_simple(g->a) || !rgk_tx_simple(g->b)) return false;
+    bool ca = g->a->op == TX_CONS, cb = g->b->op == TX_CONS;
+    if (ca && cb) continue;
+    const rgk_tx *t = ca ? g->a : g->b, *o = ca ? g->b : g->a;
+    if (template_clashes(t, env, rgk_tx_leaf(o, env), S, 0)) return true;
+  }
+  return false;
+}
+
+/* The one clause of conde g that may hold in st: its index, -1 if none
+ * may, -2 if more than one may. */
+__attribute__((noinline)) static int only_clause(const rg_goal *g, rgk_frame *env, const rgk_state *st) {
+  int only = -1;
+  for (uint32_t i = 0; i < g->n; i++) {
+    if (clause_refuted(g->kids[i], env, st->S)) continue;
+    if (only >= 0) return -2;
+    only = (int)i;
+  }
+  return only;
+}
+
 /* Starts a suspending goal (the body of its thunk). */
 static void start_goal(machine *M, regs *r, rg_goal *g, rgk_frame *env, rgk_state *st) {
   rg_ctx *C = M->C;
@@ -422,6 +504,18 @@ static void start_goal(machine *M, regs *r, rg_goal *g, rgk_frame *env, rgk_stat
     return;
   }
   case G_CONDE: {
+    int only = only_clause(g, env, st);
+    if (only != -2) {
+      if (only < 0) {
+        r->mode = M_RETURN;
+        r->val = NULL;
+        return;
+      }
+      r->g = g->kids[only]; /* in st's scope: see "clause indexing" */
+      r->env = env;
+      r->st = st;
+      return;
+    }
     st = with_new_scope(C, st);
     if (g->n > 1) {
       rgk_susp *rest = susp(M, SU_CONDE_REST, g, env, st);

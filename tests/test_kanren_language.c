@@ -401,6 +401,49 @@ static void test_load_file(void **st) {
 
 /* A quasiquoted template as long as 2 * 10^5 elements, built and matched
  * against a list of that length: no C recursion along its spine. */
+/* A conde clause whose leading == goals cannot hold is skipped unrun, and
+ * a conde left with one clause runs it in its state's scope, binding in
+ * place.  Neither may change an answer or the order of answers (these
+ * outputs are the search's without either). */
+static void test_clause_indexing(void **st) {
+  static const struct { const char *program, *want; } cases[] = {
+      /* the recursive clause alone, all the way down a ground list */
+      {"(defrel (lasto l x) (conde ((== l `(,x))) ((fresh (a d) (== l `(,a . ,d)) (lasto d x)))))\n"
+       "(run* (q) (lasto '(1 2 3) q))", "(3)"},
+      /* a variable bound in place by the one clause left, then read by both
+       * branches of a later conde */
+      {"(run* (q) (fresh (x) (conde ((== 1 2)) ((== x 5))) (conde ((== q x)) ((== q 6)))))", "(5 6)"},
+      {"(run* (q) (fresh (x y) (conde ((== x 1) (== y 2)) ((== x 3)))"
+       " (conde ((== x 1) (== q 'one)) ((== x 3) (== q y)))))", "(one _.0)"},
+      /* a refuted clause is not run: the goal after its failing == neither */
+      {"(run* (q) (conde ((== 1 2) (undefined-relation q)) ((== q 1))))", "(1)"},
+      /* refuted by a later leading ==, by a part of a list, by an etuple's list */
+      {"(run* (q) (conde ((== q 1) (== 'a 'b)) ((== q 2))))", "(2)"},
+      {"(run* (q) (fresh (x) (== x '(a b))"
+       " (conde ((== x '(a c)) (== q 1)) ((== x `(a . ,q))) ((== x '()) (== q 3)))))", "((b))"},
+      {"(run* (q) (fresh (x) (== x (etuple 'f 1 2))"
+       " (conde ((== x '(f 1 2)) (== q 'list)) ((== x 5) (== q 'atom)) ((== x '(g . _)) (== q 'g)))))",
+       "(list)"},
+      /* interleaving with clauses left open */
+      {"(run 4 (q) (fresh (a b) (== q `(,a ,b)) (appendo a b '(1 2 3))))",
+       "((() (1 2 3)) ((1) (2 3)) ((1 2) (3)) ((1 2 3) ()))"},
+      {"(run 3 (q) (fresh (a b c) (== q `(,a ,b ,c)) (appendo a b c)))",
+       "((() _.0 _.0) ((_.0) _.1 (_.0 . _.1)) ((_.0 _.1) _.2 (_.0 _.1 . _.2)))"},
+      {"(run* (q) (fresh (x) (conde ((== x 1)) ((== x 2)))"
+       " (conde ((== x 1) (== q 'a)) ((== x 2) (== q 'b)) ((== x 2) (== q 'c)))))", "(a b c)"},
+      {"(run 3 (q) (fresh (x) (conde ((== q 1) (== x q)) ((== q 2))) (conde ((== x 1)) ((== x 1)))))",
+       "(1 2 1)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int rc;
+    const char *out = tu_run_program(cases[i].program, &rc);
+    assert_int_equal(rc, RG_OK);
+    char want[512];
+    snprintf(want, sizeof want, "%s\n", cases[i].want);
+    assert_string_equal(out, want);
+  }
+}
+
 static void test_long_templates(void **st) {
   int n = 200000, rc;
   size_t cap = (size_t)n * 8 + 256, k = 0;
@@ -422,6 +465,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reader_data),     cmocka_unit_test(test_reader_positions),
       cmocka_unit_test(test_long_templates),
+      cmocka_unit_test(test_clause_indexing),
       cmocka_unit_test(test_reader_errors),   cmocka_unit_test(test_reader_depth),
       cmocka_unit_test(test_relation_templates),
       cmocka_unit_test(test_eval_and_define), cmocka_unit_test(test_shadowing),
