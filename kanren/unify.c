@@ -197,6 +197,20 @@ bool rgk_unify(rg_ctx *C, rg_term x, rg_term y, rgk_map **S, uint64_t scope,
   return true;
 }
 
+/* Simple cons template t built in env, each variable it reads walked
+ * (shallowly) first, so that a part whose variables are all bound comes
+ * out as a ground pair, which the occurs check and a later deep walk skip.
+ * Cars recurse (their depth is bounded by the reader's nesting limit); the
+ * cdr spine is followed in a loop. */
+static rg_term build_walked(unifier *u, const rgk_tx *t, rgk_frame *env) {
+  RGK_LOCAL_STACK(cars, 16);
+  for (; t->op == TX_CONS; t = t->b)
+    rgk_push(&cars, RGK_W(t->a->op == TX_CONS ? build_walked(u, t->a, env) : uwalk(u, rgk_tx_leaf(t->a, env))));
+  rg_term l = uwalk(u, rgk_tx_leaf(t, env));
+  while (cars.n) l = rgk_cons(u->C, RGK_T(cars.v[--cars.n]), l);
+  return l;
+}
+
 /* Template-directed unification: a cons template meeting a pair (or an
  * etuple or a foreign term's expansion) is matched part by part; any other
  * part is evaluated and unified as a value.  Pending (template, term)
@@ -218,7 +232,7 @@ static int unify_tx_loop(unifier *u, const rgk_tx *t, rgk_frame *env, rg_term y)
       if (!rgk_is_var(w)) return 0; /* a pair against an atom */
       y = w;
     }
-    rg_term v = rgk_tx_eval(u->C, t, env);
+    rg_term v = t->op == TX_CONS ? build_walked(u, t, env) : rgk_tx_eval(u->C, t, env);
     if (!v) return -1;
     if (!unify_loop(u, v, y)) return 0;
     if (!s.n) return 1;
