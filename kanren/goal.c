@@ -235,7 +235,7 @@ static rgk_state *func_goal(rg_ctx *C, rgk_state *st, int n, const rg_term *args
   rgk_proc *p = ud;
   rg_term small[8];
   rg_term *in = n <= 8 ? small : rgk_alloc((size_t)n * sizeof(rg_term));
-  for (int i = 0; i < n - 1; i++) in[i] = rgk_walk(args[i], st->S);
+  for (int i = 0; i < n; i++) in[i] = rgk_walk(args[i], st->S);
   rg_term out = NULL;
   int rc = p->func(C, in, &out, p->ud);
   if (rc < 0) return RGK_STATE_ERROR;

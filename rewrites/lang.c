@@ -281,10 +281,47 @@ static rg_term type_term(const rg_type *t) {
 /* (typeo x t), (dtypeo x d), (ndimo x n): t is x's type when x is a graph
  * term or a number; on any other term they succeed without a constraint.
  * Functional relations: no goal is built per call. */
+/* How a part of a term can meet a list: as a pair, as the empty list, as
+ * some other atom (it cannot), or undecided (a variable, or an etuple or
+ * foreign term, which unification may read as a list). */
+enum { PART_PAIR, PART_NIL, PART_ATOM, PART_OPEN };
+static int part_kind(rg_term x) {
+  switch (rg_kind_of(x)) {
+  case RG_K_PAIR: return PART_PAIR;
+  case RG_K_NIL: return PART_NIL;
+  case RG_K_VAR: case RG_K_ETUPLE: case RG_K_FOREIGN: return PART_OPEN;
+  default: return PART_ATOM;
+  }
+}
+
+/* Whether u (walked shallowly) is type_term(t), read without building it:
+ * 1 yes, 0 no, -1 undecided (a variable, or a part not compared here).
+ * Symbols are interned, so a different symbol is a different name. */
+static int type_term_is(const rg_type *t, rg_term u) {
+  static const int end[] = {[PART_PAIR] = 0, [PART_NIL] = 0, [PART_ATOM] = 0, [PART_OPEN] = -1};
+  if (part_kind(u) != PART_PAIR) return end[part_kind(u)];
+  rg_term d = rg_car(u), rest = rg_cdr(u);
+  if (rg_kind_of(d) != RG_K_SYMBOL) return -1;
+  if (d != rg_dtype_symbol(t->dtype)) return 0;
+  if (part_kind(rest) != PART_PAIR) return end[part_kind(rest)];
+  if (part_kind(rg_cdr(rest)) != PART_NIL) return end[part_kind(rg_cdr(rest))];
+  rg_term dims = rg_car(rest);
+  for (int k = 0; k < t->ndim; k++, dims = rg_cdr(dims)) {
+    if (part_kind(dims) != PART_PAIR) return end[part_kind(dims)];
+    rg_term s = rg_car(dims);
+    rg_kind ks = rg_kind_of(s);
+    if (ks != RG_K_SYMBOL && ks != RG_K_INT) return -1;
+    if (t->shape[k] < 0 ? s != rg_dtype_symbol(RG_NDTYPES) : ks != RG_K_INT || rg_int_value(s) != t->shape[k])
+      return 0;
+  }
+  return part_kind(dims) == PART_NIL ? 1 : end[part_kind(dims)];
+}
+
 static int typeo(rg_ctx *C, const rg_term *args, rg_term *out, void *ud) {
   const rg_type *t = type_of(args[0]);
-  *out = t ? type_term(t) : NULL;
-  return 1;
+  int known = t ? type_term_is(t, args[1]) : -1;
+  *out = t && known < 0 ? type_term(t) : NULL;
+  return known < 0 ? 1 : known;
 }
 
 static int dtypeo(rg_ctx *C, const rg_term *args, rg_term *out, void *ud) {

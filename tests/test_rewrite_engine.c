@@ -186,6 +186,26 @@ static void test_guards(void **st) {
                       "op1(a); op2(b)");
   assert_string_equal(rewrite(g, "(defrule f (pattern (op1 ?x) (op2 ?x)) :when (ndimo ?x 0))"),
                       "op1(a); op1(b)");
+  /* typeo against a type already bound is read in place: every way it can
+   * differ, and parts still open */
+  const char *gu = "(graph " OPS "(input a float32 (3)) (input b int8 (3)) (input c float32 (?))"
+                   " (output (op1 a)) (output (op1 b)) (output (op1 c)))";
+  static const struct { const char *type, *want; } types[] = {
+      {"'(float32 (3))", "op2(a); op1(b); op1(c)"},  {"'(int8 (4))", "op1(a); op1(b); op1(c)"},
+      {"'(float32 (3 1))", "op1(a); op1(b); op1(c)"}, {"'(float32 ())", "op1(a); op1(b); op1(c)"},
+      {"'(float32 (?))", "op1(a); op1(b); op2(c)"},  {"'(float32 (3) x)", "op1(a); op1(b); op1(c)"},
+      {"'(float32 (x))", "op1(a); op1(b); op1(c)"},  {"'(float32 . 3)", "op1(a); op1(b); op1(c)"},
+      {"`(float32 (,n))", "op2(a); op1(b); op2(c)"}, {"`(,n (3))", "op2(a); op2(b); op1(c)"},
+      {"`(float32 ,n)", "op2(a); op1(b); op2(c)"},   {"`(float32 (3 . ,n))", "op2(a); op1(b); op1(c)"},
+      {"'(float32 (3.0))", "op1(a); op1(b); op1(c)"}, {"3", "op1(a); op1(b); op1(c)"},
+  };
+  for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+    char rule[256];
+    /* the type is bound before typeo runs */
+    snprintf(rule, sizeof rule, "(defrule f (pattern (op1 ?x) (op2 ?x)) :when (fresh (n t) (== t %s) (typeo ?x t)))",
+             types[i].type);
+    assert_string_equal(rewrite(gu, rule), types[i].want);
+  }
 }
 
 static void test_multiple_clients(void **st) {

@@ -258,7 +258,10 @@ rg_term rg_relation_projecting(const char *name, int arity, rg_relation_fn fn, v
  * parts may still hold variables) and returns 1 with *out set (the
  * relation then unifies its last argument with *out; *out NULL: it
  * succeeds without a constraint), 0 to fail, or a negative status after
- * rg_error.  No goal is built per call: the cheapest way to consult C
+ * rg_error.  args[arity - 1] is the last argument, walked the same way:
+ * fn may compare its result with it where it is already bound, and return
+ * 1 with *out NULL (they agree) or 0 (they differ) instead of building a
+ * term to unify.  No goal is built per call: the cheapest way to consult C
  * from a relation (a node's type, say). */
 typedef int (*rg_function_fn)(rg_ctx *C, const rg_term *args, rg_term *out, void *ud);
 rg_term rg_relation_function(const char *name, int arity, rg_function_fn fn, void *ud);
