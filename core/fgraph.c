@@ -242,7 +242,7 @@ static bool is_graph_input(const rg_fgraph *fg, const rg_variable *v) {
 
 /* Removes what no longer contributes to an output, starting from v. */
 static void prune_from(rg_fgraph *fg, rg_variable *v, const char *reason) {
-  RGK_LOCAL_STACK(work, 32);
+  RGK_LOCAL_STACK(work, 256);
   rgk_push(&work, (rgk_word)v);
   while (work.n) {
     rg_variable *x = (rg_variable *)work.v[--work.n];
@@ -319,7 +319,7 @@ static int apply_change(rg_fgraph *fg, rg_node *node, int i, rg_variable *new_, 
  * Nodes of the graph ordered before node cannot reach it. */
 static bool reaches(rg_fgraph *fg, rg_variable *from, rg_node *node, const rg_variable *target) {
   uint64_t epoch = rgc_new_epoch();
-  RGK_LOCAL_STACK(work, 32);
+  RGK_LOCAL_STACK(work, 256);
   rgk_push(&work, (rgk_word)from);
   while (work.n) {
     rg_variable *x = (rg_variable *)work.v[--work.n];

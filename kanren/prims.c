@@ -269,8 +269,8 @@ static bool is_expression(rg_term l) {
  * with an APPLY marker above its arguments; when the marker pops, the
  * argument values are on the value stack. */
 rg_term rg_eval_etuple(rg_ctx *C, rg_term t) {
-  RGK_LOCAL_STACK(work, 64);
-  RGK_LOCAL_STACK(vals, 64);
+  RGK_LOCAL_STACK(work, 256);
+  RGK_LOCAL_STACK(vals, 256);
   rgk_push(&work, RGK_W(t));
   while (work.n) {
     rg_term x = RGK_T(work.v[--work.n]);
