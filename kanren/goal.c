@@ -97,7 +97,7 @@ static rg_term eval_apply(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   return rgk_goal_value(g, NULL);
 }
 
-rg_term rgk_tx_eval(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
+rg_term rgk_tx_eval_full(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   switch (t->op) {
   case TX_CONST: case TX_LOCAL: return rgk_tx_leaf(t, env);
   case TX_GLOBAL:

@@ -499,7 +499,6 @@ typedef struct rgk_goalv { rgk_hdr h; rg_goal *g; rgk_frame *env; } rgk_goalv;
 
 rg_goal *rgk_goal_new(int op);
 rgk_tx *rgk_tx_const(rg_term k);
-rg_term rgk_tx_eval(rg_ctx *C, const rgk_tx *t, rgk_frame *env);
 /* True when t is a cons template whose every part is a constant, a local
  * or a cons: evaluating any part of it cannot fail or have effects, so
  * unification may take it apart against a term instead of building it. */
@@ -516,6 +515,12 @@ static inline rg_term rgk_tx_leaf(const rgk_tx *t, rgk_frame *env) {
   if (t->op == TX_CONST) return t->k;
   for (unsigned d = t->depth; d; d--) env = env->up;
   return env->v[t->idx];
+}
+/* The value of template t in frame env; NULL after rg_error.  Constants
+ * and locals, most operands, are read inline. */
+rg_term rgk_tx_eval_full(rg_ctx *C, const rgk_tx *t, rgk_frame *env);
+static inline rg_term rgk_tx_eval(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
+  return t->op == TX_CONST || t->op == TX_LOCAL ? rgk_tx_leaf(t, env) : rgk_tx_eval_full(C, t, env);
 }
 /* Unifies the value of the matchable template t in env with v, building
  * only the parts of t that meet a variable (the rest is matched against
