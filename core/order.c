@@ -104,9 +104,48 @@ typedef struct search {
   uint64_t epoch;
 } search;
 
-static int cmp_label(const void *a, const void *b) {
-  uint64_t x = (*(rg_node *const *)a)->label, y = (*(rg_node *const *)b)->label;
-  return x < y ? -1 : x > y;
+/* Insertion sort by label: short lists, and the nearly sorted ones a
+ * rewrite leaves. */
+static void sort_short(rg_node **v, size_t n) {
+  for (size_t i = 1; i < n; i++) {
+    rg_node *x = v[i];
+    size_t j = i;
+    for (; j > 0 && v[j - 1]->label > x->label; j--) v[j] = v[j - 1];
+    v[j] = x;
+  }
+}
+
+/* Quicksort by label (Hoare's partition around the middle element's label),
+ * recursing into the shorter part, insertion sort below 24 nodes. */
+static void sort_long(rg_node **v, size_t n) {
+  while (n > 24) {
+    uint64_t p = v[(n - 1) / 2]->label;
+    size_t i = (size_t)-1, j = n;
+    for (;;) {
+      do i++; while (v[i]->label < p);
+      do j--; while (v[j]->label > p);
+      if (i >= j) break;
+      rg_node *t = v[i];
+      v[i] = v[j];
+      v[j] = t;
+    }
+    size_t left = j + 1; /* [0, left) <= p <= [left, n) */
+    if (left < n - left) {
+      sort_long(v, left);
+      v += left;
+      n -= left;
+    } else {
+      sort_long(v + left, n - left);
+      n = left;
+    }
+  }
+  sort_short(v, n);
+}
+
+void rg_fgraph_sort_nodes(rg_node **v, size_t n) {
+  size_t i = 1;
+  while (i < n && v[i - 1]->label < v[i]->label) i++;
+  if (i < n) sort_long(v, n);
 }
 
 /* Pushes the graph's clients of x's outputs with label < bound.  Returns
@@ -147,7 +186,7 @@ static bool backward_step(rg_fgraph *fg, search *s, rg_node *x, rg_node *target)
 static void move_set(rg_fgraph *fg, search *s, rg_node *after, rg_node *before) {
   rg_node **v = (rg_node **)s->found.v;
   size_t n = s->found.n;
-  qsort(v, n, sizeof *v, cmp_label);
+  rg_fgraph_sort_nodes(v, n);
   for (size_t i = 0; i < n; i++) rgc_order_remove(fg, v[i]);
   rg_node *prev = after ? after : before->prev;
   for (size_t i = 0; i < n; i++) {

@@ -146,16 +146,11 @@ static void on_change_input(rg_fgraph *fg, rg_node *node, int i, rg_variable *ol
   if (e->states) rgr_states_changed(e->states, node);
 }
 
-static int by_label(const void *a, const void *b) {
-  const rg_node *x = *(rg_node *const *)a, *y = *(rg_node *const *)b;
-  return x->label < y->label ? -1 : x->label > y->label;
-}
-
 int rgr_keep_live_in_order(const rg_fgraph *fg, rg_node **v, int n) {
   int k = 0;
   for (int i = 0; i < n; i++)
     if (v[i]->fgraph == fg) v[k++] = v[i];
-  if (k > 1) qsort(v, (size_t)k, sizeof *v, by_label);
+  rg_fgraph_sort_nodes(v, (size_t)k);
   return k;
 }
 

@@ -274,6 +274,42 @@ static void test_order_relabel(void **st) {
   assert_int_equal(rg_fgraph_nnodes(fg), 3002);
 }
 
+/* rg_fgraph_sort_nodes against the order itself: sorted, reversed, nearly
+ * sorted and shuffled lists of every length around the sort's cut-offs. */
+static void test_sort_nodes(void **st) {
+  rg_variable *x = in("x"), *cur = x;
+  for (int k = 0; k < 1000; k++) cur = rg_exp(cur);
+  rg_fgraph *fg = rg_fgraph_new(C, 1, &x, 1, &cur, 0);
+  size_t total;
+  rg_node *const *order = rg_fgraph_toposort(fg, &total);
+  assert_int_equal(total, 1000);
+  static const size_t lens[] = {0, 1, 2, 3, 23, 24, 25, 26, 100, 1000};
+  rg_node **v = malloc(total * sizeof *v);
+  unsigned seed = 7;
+  for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+    size_t n = lens[li];
+    for (int kind = 0; kind < 4; kind++) {
+      for (size_t i = 0; i < n; i++) v[i] = order[kind == 1 ? n - 1 - i : i];
+      if (kind == 2 && n > 1) { /* one node moved from the front to the back */
+        rg_node *t = v[0];
+        memmove(v, v + 1, (n - 1) * sizeof *v);
+        v[n - 1] = t;
+      }
+      if (kind == 3)
+        for (size_t i = n; i > 1; i--) {
+          size_t j = (size_t)rand_r(&seed) % i;
+          rg_node *t = v[i - 1];
+          v[i - 1] = v[j];
+          v[j] = t;
+        }
+      rg_fgraph_sort_nodes(v, n);
+      for (size_t i = 0; i < n; i++)
+        if (v[i] != order[i]) fail_msg("length %zu, case %d: position %zu out of order", n, kind, i);
+    }
+  }
+  free(v);
+}
+
 /* ------------------------------------------------------------------ clone, ancestors, equality */
 
 static void test_clone_memo_ancestors(void **st) {
@@ -435,6 +471,7 @@ int main(void) {
       cmocka_unit_test(test_replace_errors),
       cmocka_unit_test(test_order_randomised),
       cmocka_unit_test(test_order_relabel),
+      cmocka_unit_test(test_sort_nodes),
       cmocka_unit_test(test_clone_memo_ancestors),
       cmocka_unit_test(test_equal_computations),
       cmocka_unit_test(test_merge),

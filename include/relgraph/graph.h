@@ -808,6 +808,9 @@ size_t rg_fgraph_count_op(const rg_fgraph *fg, rg_opcode code);
 /* The nodes in topological order: a cached array, valid until the next
  * change of the graph. */
 rg_node *const *rg_fgraph_toposort(rg_fgraph *fg, size_t *n);
+/* Sorts n nodes of one FunctionGraph into its topological order (by their
+ * order labels).  A list already in order costs one pass. */
+void rg_fgraph_sort_nodes(rg_node **v, size_t n);
 /* First and next node of the order (NULL at the end). */
 rg_node *rg_fgraph_first(const rg_fgraph *fg);
 static inline rg_node *rg_fgraph_next(const rg_node *n) { return n->next; }
