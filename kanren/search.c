@@ -461,7 +461,8 @@ static bool clause_refuted(const rg_goal *c, rgk_frame *env, const rgk_map *S) {
 }
 
 /* The one clause of conde g that may hold in st: its index, -1 if none
- * may, -2 if more than one may. */
+ * may, -2 if more than one may.  Kept out of line: start_goal stays small
+ * enough to be inlined into the machine's loop. */
 __attribute__((noinline)) static int only_clause(const rg_goal *g, rgk_frame *env, const rgk_state *st) {
   int only = -1;
   for (uint32_t i = 0; i < g->n; i++) {
