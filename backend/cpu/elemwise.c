@@ -611,7 +611,8 @@ static void cache_constant(const rgb_node *n, int k, const void *bytes) {
  * (else false: the other paths take the node).  The output cell's
  * previous value is rewritten when nobody else holds it.  rank (the
  * output's rank, or -1 for any) is a constant in each copy that run_fixed
- * calls: scalar code gets a copy without loops over dimensions. */
+ * calls: scalar code gets a copy without loops over dimensions, vectors
+ * one with the single dimension unrolled. */
 static inline __attribute__((always_inline)) bool
 fixed_n(rgb_exec *x, const ew_memo *m, int *rc, const int nin, const int rank) {
   const rgb_node *n = x->node;
@@ -656,8 +657,11 @@ fixed_n(rgb_exec *x, const ew_memo *m, int *rc, const int nin, const int rank) {
 }
 
 static bool run_fixed(rgb_exec *x, const ew_memo *m, int *rc) {
-  if (x->node->out[0].ndim == 0) return fixed_n(x, m, rc, x->node->nin, 0);
-  return fixed_n(x, m, rc, x->node->nin, -1);
+  switch (x->node->out[0].ndim) {
+  case 0: return fixed_n(x, m, rc, x->node->nin, 0);
+  case 1: return fixed_n(x, m, rc, x->node->nin, 1);
+  default: return fixed_n(x, m, rc, x->node->nin, -1);
+  }
 }
 
 /* Whether t (of static type vt) is C-contiguous with the given shape
