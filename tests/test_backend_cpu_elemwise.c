@@ -700,6 +700,19 @@ static void test_converted_scalars_across_calls(void **st) {
     }
     for (int k = 0; k < 2; k++) rg_tensor_free(args[k]), rg_tensor_free(res[k]);
   }
+  /* the vector's static layout is checked at each call: a strided view of
+   * the declared shape takes the general path */
+  int64_t eight = 8, stride = 2 * (int64_t)sizeof(float);
+  rg_tensor *base = tens(RG_FLOAT32, 1, &eight, (double[]){0, 1, 2, 3, 4, 5, 6, 7});
+  rg_tensor *args[2] = {rg_tensor_view(base, 1, &four, &stride, 0), tens_i(RG_INT8, 0, NULL, (int64_t[]){3})}, *res[2];
+  assert_non_null(args[0]);
+  assert_int_equal(rg_function_call(f, args, res), RG_OK);
+  for (int64_t i = 0; i < 4; i++) {
+    assert_true(rg_tensor_get_f64(res[0], i) == 2 * i + 1.5);
+    assert_true(rg_tensor_get_f64(res[1], i) == 2 * i + 3);
+  }
+  for (int k = 0; k < 2; k++) rg_tensor_free(args[k]), rg_tensor_free(res[k]);
+  rg_tensor_free(base);
   rg_function_free(f);
 }
 
