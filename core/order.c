@@ -20,8 +20,6 @@
  */
 #include "core/core-impl.h"
 
-#include <stdlib.h>
-
 #define STRIDE (UINT64_C(1) << 32)   /* label step of appends */
 #define LABEL_MAX (UINT64_C(1) << 62)
 #define MIN_GAP (UINT64_C(1) << 16)  /* gap per node left by a relabel */

@@ -28,7 +28,6 @@
 
 #include <assert.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 /* ------------------------------------------------------------------ the worklist */
 

@@ -278,9 +278,6 @@ static rg_term type_term(const rg_type *t) {
   return rg_cons(rg_dtype_symbol(t->dtype), rg_cons(dims, RG_NIL));
 }
 
-/* (typeo x t), (dtypeo x d), (ndimo x n): t is x's type when x is a graph
- * term or a number; on any other term they succeed without a constraint.
- * Functional relations: no goal is built per call. */
 /* How a part of a term can meet a list: as a pair, as the empty list, as
  * some other atom (it cannot), or undecided (a variable, or an etuple or
  * foreign term, which unification may read as a list). */
@@ -317,6 +314,10 @@ static int type_term_is(const rg_type *t, rg_term u) {
   return part_kind(dims) == PART_NIL ? 1 : end[part_kind(dims)];
 }
 
+/* (typeo x t), (dtypeo x d), (ndimo x n): t is x's type when x is a graph
+ * term or a number; on any other term they succeed without a constraint.
+ * Functional relations: no goal is built per call; typeo compares a type
+ * already bound in place. */
 static int typeo(rg_ctx *C, const rg_term *args, rg_term *out, void *ud) {
   const rg_type *t = type_of(args[0]);
   int known = t ? type_term_is(t, args[1]) : -1;
