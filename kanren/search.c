@@ -415,7 +415,9 @@ static rg_term list_view(rg_term t) {
 }
 
 /* Whether walked values a and b certainly do not unify, by their outer
- * shape: a list and an atom, or two atoms that differ. */
+ * shape: a list and an atom, or two atoms that differ.  Foreign atoms are
+ * left to unification: their equality may compare whole computations (two
+ * graph variables), which a clause that survives would then pay twice. */
 static bool values_clash(rg_term a, rg_term b, const rgk_map *S) {
   a = rgk_walk(a, S);
   b = rgk_walk(b, S);
@@ -426,6 +428,7 @@ static bool values_clash(rg_term a, rg_term b, const rgk_map *S) {
     rg_term atom = la ? b : a; /* a foreign term's expansion is a list */
     return !(rgk_is_foreign(atom) && rg_foreign_expand(atom));
   }
+  if (rgk_is_foreign(a) || rgk_is_foreign(b)) return false;
   return !rg_equal(a, b);
 }
 
