@@ -296,7 +296,10 @@ static void flatten(eq *e, const rgr_selection *sel) {
   for (int i = 0; i < sel->n; i++) {
     const rgr_item *it = &sel->items[i];
     if (it->sub) flatten(e, it->sub);
-    else if (it->rw->kind == RW_NODE) push_rw(&e->node_rws, it->rw, e->node_rws.n);
+    else if (it->rw->kind == RW_NODE) {
+      rgr_refresh_tracks(it->rw);
+      push_rw(&e->node_rws, it->rw, e->node_rws.n);
+    }
     else push_rw(&e->graph_rws, it->rw, e->graph_rws.n);
   }
 }

@@ -1524,6 +1524,7 @@ static eg_rule *rule_new(const char *name, int kind);
 static eg_rule *native_rule(rg_rewriter *rw) {
   eg_rule *r = rule_new(rw->name, R_NATIVE);
   r->rw = rw;
+  rgr_refresh_tracks(rw);
   r->track_all = rw->track_all;
   memcpy(r->tracks, rw->tracks, sizeof r->tracks);
   return r;

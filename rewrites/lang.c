@@ -11,8 +11,9 @@
  * intermediates with several clients).  See docs/rules.md.
  *
  * A relational rule's body is compiled as the relation (lambda (IN OUT)
- * GOAL ...); the ops it tracks are, unless :tracks says, the head the
- * relation requires of IN (found by rg_relation_input_heads), else all.
+ * GOAL ...); the ops it tracks are, unless :tracks says, the heads the
+ * relation requires of IN (rg_relation_rule reads them, and reads them
+ * again when a relation it calls is redefined), else all.
  *
  * Rule files also get relations over the types of graph terms, for guards
  * and relations that must not rewrite across types (a sum whose terms
@@ -197,20 +198,6 @@ static rg_rewriter *relation_rule(rg_interp *I, rg_term form, const char *name, 
   if (!rw) return NULL;
   rw->rel_params = params;
   rw->rel_body = o->body;
-  rg_term heads = rg_relation_input_heads(rel, 0);
-  int n = heads ? (int)rg_list_length(heads) : 0, k = 0;
-  if (n > 0 && o->tracks == RG_NIL) {
-    rg_opcode codes[n];
-    bool opaque = false;
-    for (rg_term l = heads; rg_is_pair(l); l = rg_cdr(l)) {
-      rg_term h = rg_car(l);
-      if (rg_is_pair(h)) h = rg_car(h);
-      int c = rg_kind_of(h) == RG_K_SYMBOL ? rg_opcode_from_name(rg_symbol_name(h)) : -1;
-      if (c < 0) opaque = true;
-      else codes[k++] = (rg_opcode)c;
-    }
-    if (!opaque) rg_rewriter_set_tracks(rw, k, codes);
-  }
   return rw;
 }
 

@@ -144,6 +144,8 @@ static bool worth_walking(const navigator *nav, const rg_fgraph *fg) {
 
 static int navigate(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   const navigator *nav = ud;
+  for (int i = 0; i < nav->n; i++)
+    if (nav->rws[i]->kind == RW_NODE) rgr_refresh_tracks(nav->rws[i]);
   if (!worth_walking(nav, fg)) return 0;
   walk w = {.run = run, .fg = fg, .nav = nav};
   w.uses = rg_gc_alloc(((size_t)nav->n + 1) * sizeof *w.uses);

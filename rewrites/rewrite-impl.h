@@ -41,6 +41,11 @@ struct rg_rewriter {
   rg_term relation;
   bool backwards;
   rg_term rel_params, rel_body;
+  /* tracks_derived: `tracks` are the heads `relation` requires of its
+   * input, as read when rgk_definitions() was tracks_read_at (the
+   * relations it calls are bound late; rgr_refresh_tracks reads again) */
+  bool tracks_derived;
+  uint64_t tracks_read_at;
 };
 
 static inline bool rgr_tracks(const rg_rewriter *rw, const rg_node *n) {
@@ -64,6 +69,9 @@ static inline bool rgr_tracks_any(const rg_rewriter *rw, const rg_fgraph *fg) {
 
 rg_rewriter *rgr_rewriter_new(const char *name, int kind);
 void rgr_track(rg_rewriter *rw, rg_opcode c);
+/* Reads a relational rule's derived tracks again if definitions changed
+ * since; every reader of `tracks` calls it when a run starts. */
+void rgr_refresh_tracks(rg_rewriter *rw);
 
 /* ------------------------------------------------------------------ selections */
 

@@ -39,6 +39,7 @@ rg_rewriter *rg_node_rewriter(const char *name, int ntracks, const rg_opcode *tr
 }
 
 void rg_rewriter_set_tracks(rg_rewriter *rw, int ntracks, const rg_opcode *tracks) {
+  rw->tracks_derived = false;
   memset(rw->tracks, 0, sizeof rw->tracks);
   rw->track_all = ntracks == 0 && rw->nopaque == 0;
   for (int i = 0; i < ntracks; i++) rgr_track(rw, tracks[i]);
@@ -49,6 +50,7 @@ void rg_rewriter_track_opaque(rg_rewriter *rw, const char *name) {
   if (rw->nopaque) memcpy(v, rw->opaque, (size_t)rw->nopaque * sizeof *v);
   v[rw->nopaque++] = gc_strdup(name);
   rw->opaque = v;
+  rw->tracks_derived = false;
   rw->track_all = false;
   rgr_track(rw, RG_OP_OPAQUE);
 }

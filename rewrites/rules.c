@@ -420,9 +420,31 @@ static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
   return 1;
 }
 
-/* The op a relation's first unification fixes for its input, found by
- * asking the relation itself is impossible in general; rules say it with
- * :tracks, else they track every op. */
+/* The ops a relational rule tracks, unless set: the heads its relation
+ * requires of its input (rg_relation_input_heads), every op when they are
+ * unknown or one is not an op.  Read when the rule is made and again
+ * after any new definition, like the templates above. */
+void rgr_refresh_tracks(rg_rewriter *rw) {
+  uint64_t defs = rgk_definitions();
+  if (!rw->tracks_derived || rw->tracks_read_at == defs) return;
+  rw->tracks_read_at = defs;
+  memset(rw->tracks, 0, sizeof rw->tracks);
+  rw->track_all = true;
+  rg_term heads = rg_relation_input_heads(rw->relation, rw->backwards ? 1 : 0);
+  if (!heads || !rg_is_pair(heads)) return;
+  for (rg_term l = heads; rg_is_pair(l); l = rg_cdr(l)) {
+    rg_term h = rg_car(l);
+    if (rg_is_pair(h)) h = rg_car(h);
+    int c = rg_kind_of(h) == RG_K_SYMBOL ? rg_opcode_from_name(rg_symbol_name(h)) : -1;
+    if (c < 0) {
+      memset(rw->tracks, 0, sizeof rw->tracks);
+      return;
+    }
+    rgr_track(rw, (rg_opcode)c);
+  }
+  rw->track_all = false;
+}
+
 rg_rewriter *rg_relation_rule(rg_ctx *C, const char *name, rg_term rel, bool backwards,
                               unsigned flags) {
   if (rg_kind_of(rel) != RG_K_PROC || (rg_proc_arity(rel) != 2 && rg_proc_arity(rel) != -1)) {
@@ -437,6 +459,9 @@ rg_rewriter *rg_relation_rule(rg_ctx *C, const char *name, rg_term rel, bool bac
   rw->describe = rgr_sprintf("(%s %s)", rg_proc_name(rel), backwards ? "out in" : "in out");
   rw->relation = rel;
   rw->backwards = backwards;
+  rw->tracks_derived = true;
+  rw->tracks_read_at = rgk_definitions() - 1;
+  rgr_refresh_tracks(rw);
   return rw;
 }
 

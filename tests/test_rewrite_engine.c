@@ -406,6 +406,17 @@ static void test_relation_templates_reject_before_running(void **st) {
                       "(defrel (ro in out) (fresh (x) (== in `(log ,x)) (== out x)))";
   assert_string_equal(rewrite("(graph (input x float64 (3)) (output (add (log x) (exp x))))", later),
                       "(x + exp(x))");
+  /* so do the ops it tracks when no :tracks says them: first exp, then log */
+  const char *derived = "(defrel (ro in out) (fresh (x) (== in `(exp ,x)) (== out x)))\n"
+                        "(defrule r (in out) (ro in out))\n"
+                        "(defrel (ro in out) (fresh (x) (== in `(log ,x)) (== out x)))";
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (add (log x) (exp x))))", derived),
+                      "(x + exp(x))");
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (log (log x))))", derived), "x");
+  /* a relation the rule calls that is defined only after the rule */
+  const char *undefined = "(defrule r (in out) (ro in out))\n"
+                          "(defrel (ro in out) (fresh (x) (== in `(log ,x)) (== out x)))";
+  assert_string_equal(rewrite("(graph (input x float64 (3)) (output (exp (log x))))", undefined), "exp(x)");
 }
 
 static void test_bad_rule_files(void **st) {

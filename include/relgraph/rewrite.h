@@ -100,7 +100,10 @@ rg_rewriter *rg_pattern_rule(rg_ctx *C, const char *name, rg_term from, rg_term 
  * answer that fails to evaluate, or has unbound variables, means "does not
  * apply").  With `backwards`, the relation runs as (rel out in).  The
  * rule keeps one prepared query for the context it last ran in, so it
- * serves one rewrite run at a time (build a rule per thread). */
+ * serves one rewrite run at a time (build a rule per thread).  It tracks
+ * the heads the relation requires of its input where they can be read
+ * from its unifications (read again when a relation is defined after),
+ * else every op; rg_rewriter_set_tracks overrides this. */
 rg_rewriter *rg_relation_rule(rg_ctx *C, const char *name, rg_term rel, bool backwards,
                               unsigned flags);
 /* Replaces every application of op `from` by op `to` (same inputs). */
