@@ -263,7 +263,7 @@ static void prune_from(rg_fgraph *fg, rg_variable *v, const char *reason) {
 
 static void record(rg_fgraph *fg, rg_node *node, int i, rg_variable *old, rg_variable *new_) {
   if (fg->nhist == fg->cap_hist) {
-    size_t cap = fg->cap_hist ? fg->cap_hist * 2 : 64;
+    size_t cap = fg->cap_hist ? fg->cap_hist * 2 : 8;
     rgc_change *h = rgk_alloc(cap * sizeof *h);
     if (fg->nhist) memcpy(h, fg->hist, fg->nhist * sizeof *h);
     fg->hist = h;
