@@ -160,7 +160,8 @@ uint64_t rg_fnv1a(const char *s, uint64_t h);
  * option), else $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
  * $HOME/.cache/relgraph; false if none can be made. */
 bool rg_cache_dir(const char *chosen, char *dir, size_t len);
-/* A cache entry's bytes (rg_free), or NULL when absent. */
+/* A cache entry's bytes (rg_free), or NULL when absent or damaged (an
+ * entry carries its size and a hash of its bytes, checked here). */
 void *rg_cache_read(const char *path, size_t *size);
 /* Writes an entry atomically (a file of this process renamed into place). */
 bool rg_cache_write(const char *path, const void *data, size_t size);

@@ -41,18 +41,32 @@ bool rg_cache_dir(const char *chosen, char *dir, size_t len) {
   return !mkdir(dir, 0755) || errno == EEXIST;
 }
 
+/* Every entry ends with a trailer: a tag, the size of what precedes it
+ * and a hash of those bytes, so an entry cut short, overwritten or
+ * written by something else reads as absent and is made again. */
+typedef struct trailer { char tag[8]; uint64_t size, hash; } trailer;
+static const char TRAILER_TAG[8] = "rgcache1";
+
 void *rg_cache_read(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  void *buf = NULL;
+  char *buf = NULL;
   long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = rg_malloc((size_t)n)) &&
+  if (n > (long)sizeof(trailer) && fseek(f, 0, SEEK_SET) == 0 && (buf = rg_malloc((size_t)n)) &&
       fread(buf, 1, (size_t)n, f) != (size_t)n) {
     rg_free(buf);
     buf = NULL;
   }
   fclose(f);
-  if (buf) *size = (size_t)n;
+  if (!buf) return NULL;
+  size_t body = (size_t)n - sizeof(trailer);
+  trailer t;
+  memcpy(&t, buf + body, sizeof t);
+  if (memcmp(t.tag, TRAILER_TAG, sizeof t.tag) || t.size != body || t.hash != rg_hash_bytes(buf, body, 0)) {
+    rg_free(buf);
+    return NULL;
+  }
+  *size = body;
   return buf;
 }
 
@@ -61,7 +75,9 @@ bool rg_cache_write(const char *path, const void *data, size_t size) {
   if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp) return false;
   FILE *f = fopen(tmp, "wb");
   if (!f) return false;
-  bool ok = fwrite(data, 1, size, f) == size;
+  trailer t = {.size = size, .hash = rg_hash_bytes(data, size, 0)};
+  memcpy(t.tag, TRAILER_TAG, sizeof t.tag);
+  bool ok = fwrite(data, 1, size, f) == size && fwrite(&t, sizeof t, 1, f) == 1;
   ok = !fclose(f) && ok && rename(tmp, path) == 0;
   if (!ok) unlink(tmp);
   return ok;

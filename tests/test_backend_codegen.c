@@ -11,7 +11,8 @@
  *
  * Each case compiles one graph three ways: fast_run with generation on
  * (its own cache directory), fast_run with RELGRAPH_CODEGEN=0, and with
- * the query none (every op on its own).
+ * the query none (every op on its own).  A damaged cache entry is
+ * compiled again, not loaded.
  */
 #include "tests/test_backend_cpu.h"
 
@@ -251,6 +252,71 @@ static void test_compile_options(void **st) {
   rg_tensor_free(out[0]), rg_tensor_free(out[1]), rg_tensor_free(xv);
 }
 
+/* The path of the one kernel in dir (the test's own directory). */
+static void kernel_path(const char *dir, char *path, size_t cap) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  path[0] = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (!strncmp(e->d_name, "rgk-", 4) && strstr(e->d_name, ".so")) snprintf(path, cap, "%s/%s", dir, e->d_name);
+  closedir(d);
+  assert_true(path[0]);
+}
+
+static long file_size(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fclose(f);
+  return n;
+}
+
+/* A cache entry cut short, empty or not an object at all is compiled
+ * again, not loaded (a cut one would fault when mapped): the function
+ * gives the same bits and the entry is whole again. */
+static void test_corrupt_cache_entry(void **st) {
+  rg_variable *x = var(RG_FLOAT64, 2, SHAPE(R, K));
+  rg_tensor *xv = tens_rand(RG_FLOAT64, 2, SHAPE(R, K), -1, 1);
+  rg_variable *f = rg_sub(rg_mul(rg_sigmoid(x), rg_cos(x)), rg_constant_scalar(C, RG_FLOAT64, 0.125));
+  char own[300], path[600];
+  snprintf(own, sizeof own, "%s/corrupt", cache);
+  rg_compile_opts o = {.cache_dir = own};
+  rg_tensor *want = NULL;
+  rg_function *fn = rg_compile(C, 1, &x, 1, &f, &o);
+  assert_non_null(fn);
+  assert_int_equal(rg_function_call(fn, &xv, &want), 0);
+  rg_function_free(fn);
+  kernel_path(own, path, sizeof path);
+  long whole = file_size(path);
+  assert_true(whole > 1000);
+  char *bytes = malloc((size_t)whole);
+  FILE *in = fopen(path, "rb");
+  assert_non_null(in);
+  assert_int_equal(fread(bytes, 1, (size_t)whole, in), (size_t)whole);
+  fclose(in);
+  long cuts[] = {whole / 4, whole / 2, whole - 1, 64, 0, -1}; /* -1: text instead of an object */
+  for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+    /* a new file: the object this process loaded stays mapped as it was */
+    assert_int_equal(unlink(path), 0);
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    if (cuts[k] >= 0) assert_int_equal(fwrite(bytes, 1, (size_t)cuts[k], out), (size_t)cuts[k]);
+    else fputs("not an object\n", out);
+    fclose(out);
+    rg_tensor *got = NULL;
+    fn = rg_compile(C, 1, &x, 1, &f, &o);
+    assert_non_null(fn);
+    assert_int_equal(rg_function_call(fn, &xv, &got), 0);
+    rg_function_free(fn);
+    same_bits(want, got);
+    rg_tensor_free(got);
+    assert_int_equal(file_size(path), whole);
+  }
+  free(bytes);
+  rg_tensor_free(want), rg_tensor_free(xv);
+}
+
 static void test_join_into(void **st) {
   check_join(1, 2, SHAPE(64, 256), false);  /* the LSTM's gate gradients: rows of parts */
   check_join(0, 2, SHAPE(64, 256), false);  /* parts one after another */
@@ -286,6 +352,7 @@ int main(void) {
       cmocka_unit_test(test_cache_reused),
       cmocka_unit_test(test_generated_at_compile),
       cmocka_unit_test(test_compile_options),
+      cmocka_unit_test(test_corrupt_cache_entry),
       cmocka_unit_test(test_join_into),
       cmocka_unit_test(test_streaming),
   };

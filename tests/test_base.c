@@ -2,12 +2,15 @@
  * test_base.c — the base module's containers, tested once for every
  * layer that uses them: allocation wrappers, growable arrays (growth,
  * allocation failure), the hash map (empty, growth, collisions, deletion
- * against a reference model, the multimap, allocation failure) and
- * hashing.
+ * against a reference model, the multimap, allocation failure),
+ * hashing, and the entries of the on-disk cache (damaged ones read as
+ * absent).
  */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -333,6 +336,60 @@ static void test_hashing(void **state) {
   for (int b = 0; b < 64; b++) assert_true(hits[b] > 50 && hits[b] < 150);
 }
 
+/* ------------------------------------------------------------------ the on-disk cache */
+
+static void write_bytes(const char *path, const void *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  fclose(f);
+}
+
+/* An entry reads back as written; one cut short, extended, changed in a
+ * byte, empty, or written without the cache's trailer reads as absent. */
+static void test_cache_entries(void **state) {
+  char dir[] = "/tmp/rg-cache-XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/entry", dir);
+  unsigned char data[3000];
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (unsigned char)(i * 7 + 3);
+  size_t n = 0;
+  assert_null(rg_cache_read(path, &n)); /* absent */
+  assert_true(rg_cache_write(path, data, sizeof data));
+  unsigned char *got = rg_cache_read(path, &n);
+  assert_non_null(got);
+  assert_int_equal(n, sizeof data);
+  assert_memory_equal(got, data, sizeof data);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  unsigned char whole[4096];
+  size_t len = fread(whole, 1, sizeof whole, f);
+  fclose(f);
+  assert_true(len > sizeof data);
+  size_t cuts[] = {0, 1, sizeof data / 2, sizeof data, len - 1};
+  for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+    write_bytes(path, whole, cuts[k]);
+    assert_null(rg_cache_read(path, &n));
+  }
+  whole[100] ^= 1;
+  write_bytes(path, whole, len);
+  assert_null(rg_cache_read(path, &n));
+  whole[100] ^= 1;
+  unsigned char longer[4100];
+  memcpy(longer, whole, len);
+  longer[len] = 0;
+  write_bytes(path, longer, len + 1);
+  assert_null(rg_cache_read(path, &n));
+  write_bytes(path, data, sizeof data); /* the bytes alone, no trailer */
+  assert_null(rg_cache_read(path, &n));
+  write_bytes(path, whole, len);
+  rg_free(got);
+  assert_non_null(got = rg_cache_read(path, &n));
+  rg_free(got);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_alloc_wrappers),
@@ -346,6 +403,7 @@ int main(void) {
     cmocka_unit_test(test_map_multi),
     cmocka_unit_test(test_map_alloc_failure),
     cmocka_unit_test(test_hashing),
+    cmocka_unit_test(test_cache_entries),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
  */
 #include "tests/cuda-host/host.h"
 #include "testutil.h"
+#include "base/base.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -207,6 +208,63 @@ static void test_missing_cublas(void **st) {
   rg_backend_free(b);
 }
 
+/* Device code in the cache that the driver cannot load (an entry whole
+ * by the cache's check, but not code): the kernel is compiled again, the
+ * function runs, and the entry is rewritten with code that loads. */
+static void test_unloadable_cache_entry(void **st) {
+  (void)st;
+  char dir[] = "/tmp/rg-cubin-host-XXXXXX", cmd[256];
+  assert_non_null(mkdtemp(dir));
+  int64_t n = 37;
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT32, 1, &n));
+  rg_variable *y = rg_add(rg_mul(rg_cos(x), x), rg_constant_scalar(C, RG_FLOAT32, 0.75));
+  rg_tensor *xv = tu_value(x->type, 5, -2, 2);
+  rg_tensor *want = NULL, *got = NULL;
+  for (int round = 0; round < 3; round++) {
+    char why[256];
+    rg_backend *b = rg_backend_new("cuda", why, sizeof why); /* no kernel loaded yet */
+    assert_non_null(b);
+    rg_compile_opts o = {.backend = b, .mode = {.query = "none"}, .cache_dir = dir};
+    rg_function *f = rg_compile(C, 1, &x, 1, &y, &o);
+    if (!f) fail_msg("round %d: %s", round, rg_errmsg(C));
+    assert_int_equal(rg_function_call(f, &xv, round ? &got : &want), RG_OK);
+    rg_function_free(f);
+    rg_backend_free(b);
+    if (round) {
+      agree("unloadable entry", 0, want, got, 0);
+      rg_tensor_free(got);
+    }
+    /* after the first round every entry is replaced by one that is whole
+     * but not device code; after the second each must hold code again */
+    if (round == 2) break;
+    snprintf(cmd, sizeof cmd, "ls '%s'/rgcu-*.cubin > '%s/list'", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    char list[300], path[600];
+    snprintf(list, sizeof list, "%s/list", dir);
+    FILE *l = fopen(list, "r");
+    assert_non_null(l);
+    int entries = 0;
+    while (fgets(path, sizeof path, l)) {
+      path[strcspn(path, "\n")] = 0;
+      if (round == 0) {
+        assert_true(rg_cache_write(path, "not device code", 15));
+      } else {
+        size_t size = 0;
+        void *code = rg_cache_read(path, &size);
+        assert_non_null(code);
+        assert_true(size > 15);
+        rg_free(code);
+      }
+      entries++;
+    }
+    fclose(l);
+    assert_true(entries > 0);
+  }
+  rg_tensor_free(want), rg_tensor_free(xv);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* Outputs kept on the device, and outputs written into tensors the
  * caller gives (on the host, strided, and on the device). */
 static void test_device_outputs_and_targets(void **st) {
@@ -295,6 +353,7 @@ int main(void) {
       cmocka_unit_test(test_loop_without_host_waits),
       cmocka_unit_test(test_device_outputs_and_targets),
       cmocka_unit_test(test_missing_cublas),
+      cmocka_unit_test(test_unloadable_cache_entry),
       cmocka_unit_test(test_examples),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -239,14 +239,29 @@ static void test_disk_cache(void **st) {
   void *a, *b;
   size_t na, nb;
   bool hit;
-  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, &a, &na, &hit, log, sizeof log), RG_OK);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, true, &a, &na, &hit, log, sizeof log), RG_OK);
   assert_false(hit);
-  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, true, &b, &nb, &hit, log, sizeof log), RG_OK);
   assert_true(hit);
   assert_true(na == nb && memcmp(a, b, na) == 0);
   rg_free(b);
+  /* an entry cut short is absent: compiled again and written whole */
+  char cmd0[256];
+  snprintf(cmd0, sizeof cmd0, "for f in '%s'/rgcu-*-sm_90.cubin; do head -c 100 \"$f\" > \"$f.x\" && mv \"$f.x\" \"$f\"; done", dir);
+  assert_int_equal(system(cmd0), 0);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, true, &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_false(hit);
+  assert_true(na == nb && memcmp(a, b, na) == 0);
+  rg_free(b);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, true, &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_true(hit);
+  rg_free(b);
+  /* without reuse the entry is not read (one the driver could not load) */
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_90", NULL, false, &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_false(hit);
+  rg_free(b);
   /* another architecture is another entry */
-  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_80", NULL, &b, &nb, &hit, log, sizeof log), RG_OK);
+  assert_int_equal(rgcu_nvrtc_compile_cached(nv, src, "sm_80", NULL, true, &b, &nb, &hit, log, sizeof log), RG_OK);
   assert_false(hit);
   rg_free(a);
   rg_free(b);

@@ -44,8 +44,10 @@
  * off.  A compiler that is missing or fails leaves the interpreter in
  * charge: generation is an
  * optimisation, never a requirement.  Two processes compiling one kernel
- * write their own temporary files and rename the result into place.
- * Loaded objects stay loaded for the life of the process.
+ * write their own temporary files and rename the result into place.  An
+ * entry is checked before it is loaded (a whole ELF object) and compiled
+ * again when it is not one or does not load.  Loaded objects stay loaded
+ * for the life of the process.
  */
 #include "backend/cpu/cpu-impl.h"
 #include "backend/cpu/scalar-float.h"
@@ -53,6 +55,7 @@
 #include "base/base.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +433,46 @@ static bool compile(const char *src, const char *path) {
   return ok;
 }
 
+/* Whether the file is a whole 64-bit ELF object: every segment the loader
+ * maps and the section table lie within the file.  A cache entry cut short
+ * (a full disk, a copy interrupted) would otherwise be mapped past its end
+ * and fault when the loader touches it. */
+static bool elf_whole(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  Elf64_Ehdr eh;
+  bool ok = fread(&eh, sizeof eh, 1, f) == 1 && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+            eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 &&
+            !fseek(f, 0, SEEK_END);
+  long size = ok ? ftell(f) : -1;
+  ok = ok && size > 0 && eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) <= (uint64_t)size &&
+       eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize <= (uint64_t)size &&
+       !fseek(f, (long)eh.e_phoff, SEEK_SET);
+  for (int i = 0; ok && i < eh.e_phnum; i++) {
+    Elf64_Phdr ph;
+    ok = fread(&ph, sizeof ph, 1, f) == 1 && ph.p_offset <= (uint64_t)size &&
+         ph.p_filesz <= (uint64_t)size - ph.p_offset;
+  }
+  fclose(f);
+  return ok;
+}
+
+/* The kernels of the object at path, compiling src into it first when
+ * there is no whole object there; an entry that cannot be loaded is
+ * compiled again once (a cache is never trusted to be intact). */
+static rgbc_kernels load_kernels(const char *src, const char *path) {
+  rgbc_kernels fn = {NULL, NULL};
+  bool cached = access(path, R_OK) == 0 && elf_whole(path);
+  for (int attempt = 0; attempt < 2 && !fn.plain; attempt++, cached = false) {
+    if (!cached && !compile(src, path)) break;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h) fn.plain = (rgbc_kernel_fn)dlsym(h, "rg_kernel"), fn.stream = (rgbc_kernel_fn)dlsym(h, "rg_kernel_nt");
+    if (!cached) break;
+  }
+  if (!fn.plain) fn.stream = NULL;
+  return fn;
+}
+
 rgbc_kernels rgbc_codegen(const rgb_program *p, rg_dtype dt, const rgb_codegen *cg) {
   const char *on = getenv("RELGRAPH_CODEGEN");
   rgbc_kernels fn = {NULL, NULL};
@@ -440,11 +483,7 @@ rgbc_kernels rgbc_codegen(const rgb_program *p, rg_dtype dt, const rgb_codegen *
   if (rg_cache_dir(cg ? cg->cache_dir : NULL, dir, sizeof dir)) {
     snprintf(path, sizeof path, "%s/rgk-%016llx.so", dir,
              (unsigned long long)rg_fnv1a(CFLAGS, rg_fnv1a(src, RG_FNV_SEED)));
-    if (access(path, R_OK) == 0 || compile(src, path)) {
-      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-      if (h) fn.plain = (rgbc_kernel_fn)dlsym(h, "rg_kernel"), fn.stream = (rgbc_kernel_fn)dlsym(h, "rg_kernel_nt");
-      if (!fn.plain) fn.stream = NULL;
-    }
+    fn = load_kernels(src, path);
   }
   rg_free(src);
   return fn;

@@ -150,9 +150,10 @@ int rgcu_nvrtc_compile(rgcu_nvrtc *lib, const char *src, const char *arch, void 
                        size_t *size, char *log, size_t loglen);
 /* The same through the on-disk cache of device code (cache_dir, or
  * base/cache.c's default when NULL): *hit says whether the image came
- * from the cache. */
+ * from the cache.  With reuse false the entry is not read, only written
+ * (for an entry the driver could not load). */
 int rgcu_nvrtc_compile_cached(rgcu_nvrtc *lib, const char *src, const char *arch, const char *cache_dir,
-                              void **image, size_t *size, bool *hit, char *log, size_t loglen);
+                              bool reuse, void **image, size_t *size, bool *hit, char *log, size_t loglen);
 
 /* ------------------------------------------------------------------ the backend's context (cuda.c) */
 

@@ -327,16 +327,21 @@ static CUfunction kernel_for(rgcu_ctx *c, char *src, const char *cache_dir, char
   void *image = NULL;
   size_t size;
   char log[2048];
-  bool hit;
-  if (rgcu_nvrtc_compile_cached(c->nvrtc, src, c->arch, cache_dir, &image, &size, &hit, log, sizeof log)) {
-    rg_say(why, len, "NVRTC: %s", log);
-    rg_free(src);
-    return NULL;
-  }
+  bool hit = true;
   rgcu_kernel k = {.hash = h, .src = src};
-  CUresult r = c->d.load(&k.mod, image);
-  rg_free(image);
-  if (!r && (r = c->d.function(&k.fn, k.mod, "rg_kernel"))) c->d.unload(k.mod);
+  CUresult r = 0;
+  /* an entry of the cache the driver cannot load is compiled again, once */
+  for (bool reuse = true; hit; reuse = false) {
+    if (rgcu_nvrtc_compile_cached(c->nvrtc, src, c->arch, cache_dir, reuse, &image, &size, &hit, log, sizeof log)) {
+      rg_say(why, len, "NVRTC: %s", log);
+      rg_free(src);
+      return NULL;
+    }
+    r = c->d.load(&k.mod, image);
+    rg_free(image);
+    if (!r && (r = c->d.function(&k.fn, k.mod, "rg_kernel"))) c->d.unload(k.mod);
+    if (!r) break;
+  }
   if (r) return rg_say(why, len, "loading a kernel: %s", rgcu_error(&c->d, r)), rg_free(src), NULL;
   if (c->nkernels == c->capk) {
     int cap = c->capk ? 2 * c->capk : 32;

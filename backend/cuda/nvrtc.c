@@ -140,10 +140,10 @@ static bool entry_path(const rgcu_nvrtc *l, const char *src, const char *arch, c
 }
 
 int rgcu_nvrtc_compile_cached(rgcu_nvrtc *l, const char *src, const char *arch, const char *cache_dir,
-                              void **image, size_t *size, bool *hit, char *log, size_t loglen) {
+                              bool reuse, void **image, size_t *size, bool *hit, char *log, size_t loglen) {
   char path[4200];
   bool cacheable = entry_path(l, src, arch, cache_dir, path, sizeof path);
-  *hit = cacheable && (*image = rg_cache_read(path, size)) != NULL;
+  *hit = reuse && cacheable && (*image = rg_cache_read(path, size)) != NULL;
   if (*hit) return RG_OK;
   int rc = rgcu_nvrtc_compile(l, src, arch, image, size, log, loglen);
   if (rc == RG_OK && cacheable) rg_cache_write(path, *image, *size); /* best effort */
