@@ -3,11 +3,11 @@
  * of Aesara's grad: the gradient is a graph built from each op's gradient
  * rule (grad-ops.c), so it is rewritten, compiled and run like any graph.
  *
- * The walk: the nodes between the variables differentiated against (wrt,
- * and the values treated as constants, both leaves) and the roots (the
- * cost, or variables whose gradients are given) in topological order; a
- * variable *depends* when it is a wrt or computed from one (never through
- * a constant).  The cost's gradient is 1.  Going backwards, each node some
+ * The walk: the nodes between the roots (the cost, or variables whose
+ * gradients are given) and the values treated as constants (leaves), in
+ * topological order; a variable *depends* when it is a wrt or computed
+ * from one (never through a constant).  A wrt is not a leaf: one computed
+ * from another gets the paths through it too.  The cost's gradient is 1.  Going backwards, each node some
  * gradient reaches and some input of which depends gets its op's rule;
  * each contribution to an input is first fitted to the input's type (the
  * sum over broadcast dimensions, rg_grad_sum_to, then a cast), and a
@@ -209,14 +209,16 @@ static int check_args(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_o
   return RG_OK;
 }
 
-/* The roots and the leaves of the walk. */
-static rg_node **walk_order(gwalk *w, V cost, int nwrt, V const *wrt, const rg_grad_opts *o, size_t *n) {
+/* The roots and the leaves of the walk.  Only the constants are leaves:
+ * a wrt computed from another wrt gets the paths through it too (the
+ * total derivative, as Aesara's grad gives), so the walk goes on past
+ * every wrt; nodes no wrt reaches cost one look each. */
+static rg_node **walk_order(gwalk *w, V cost, const rg_grad_opts *o, size_t *n) {
   int nk = o ? o->nknown : 0, nc = o ? o->nconsts : 0;
-  V *roots = rgk_alloc((size_t)(nk + 1) * sizeof *roots), *leaves = rgk_alloc((size_t)(nwrt + nc + 1) * sizeof *leaves);
+  V *roots = rgk_alloc((size_t)(nk + 1) * sizeof *roots), *leaves = rgk_alloc((size_t)(nc + 1) * sizeof *leaves);
   int nr = 0, nl = 0;
   if (cost) roots[nr++] = cost;
   for (int i = 0; i < nk; i++) roots[nr++] = o->known[i];
-  for (int i = 0; i < nwrt; i++) leaves[nl++] = wrt[i];
   for (int i = 0; i < nc; i++) {
     leaves[nl++] = o->consts[i];
     rg_memo_put(w->consts, o->consts[i], (void *)1);
@@ -252,7 +254,7 @@ int rg_grad(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_opts *o, V 
   int rc = check_args(C, cost, nwrt, wrt, o);
   if (rc != RG_OK) return rc;
   gwalk w = {.C = C, .leaf_dep = rg_memo_new(), .leaf_acc = rg_memo_new(), .consts = rg_memo_new()};
-  w.order = walk_order(&w, cost, nwrt, wrt, o, &w.n);
+  w.order = walk_order(&w, cost, o, &w.n);
   number_nodes(&w);
   for (int i = 0; i < nwrt; i++)
     if (!rg_memo_get(w.consts, wrt[i])) set_depends(&w, wrt[i]);

@@ -223,6 +223,36 @@ static void test_value_used_twice(void **st) {
   rg_function_free(f);
 }
 
+/* A wrt computed from another wrt: each gets its total derivative, the
+ * paths through the other included (Aesara's grad does the same).  With
+ * s = y*y and cost = sum(exp(s) + y): d/ds = exp(s), d/dy = 1 + 2y exp(y^2);
+ * and with the cost reaching y only through s, y is still connected. */
+static void test_wrt_computed_from_wrt(void **st) {
+  rg_variable *y = input("y", RG_FLOAT64, 1, (int64_t[]){3});
+  rg_variable *s = rg_mul(y, y);
+  rg_variable *costs[2] = {rg_sum(rg_add(rg_exp(s), y), -1, NULL), rg_sum(rg_exp(s), -1, NULL)};
+  double yv[3] = {0.3, -0.5, 0.8};
+  rg_tensor *in = rg_tensor_from_data(RG_FLOAT64, 1, (int64_t[]){3}, yv);
+  for (int c = 0; c < 2; c++)
+    for (int order = 0; order < 2; order++) { /* (s y) and (y s) */
+      rg_variable *wrt[2] = {order ? y : s, order ? s : y}, *g[2];
+      assert_int_equal(rg_grad(C, costs[c], 2, wrt, NULL, g), RG_OK);
+      rg_function *f = rg_compile(C, 1, &y, 2, g, NULL);
+      assert_non_null(f);
+      rg_tensor *res[2];
+      assert_int_equal(rg_function_call(f, &in, res), RG_OK);
+      rg_tensor *gs = res[order ? 1 : 0], *gy = res[order ? 0 : 1];
+      for (int i = 0; i < 3; i++) {
+        double e = exp(yv[i] * yv[i]);
+        assert_true(fabs(rg_tensor_get_f64(gs, i) - e) < 1e-12);
+        assert_true(fabs(rg_tensor_get_f64(gy, i) - ((c == 0 ? 1 : 0) + 2 * yv[i] * e)) < 1e-12);
+      }
+      rg_tensor_free(res[0]), rg_tensor_free(res[1]);
+      rg_function_free(f);
+    }
+  rg_tensor_free(in);
+}
+
 static void test_disconnected_and_integers(void **st) {
   rg_variable *x = input("x", RG_FLOAT64, 1, (int64_t[]){3}), *y = input("y", RG_FLOAT64, 1, (int64_t[]){3});
   rg_variable *k = input("k", RG_INT64, 1, (int64_t[]){3});
@@ -716,6 +746,7 @@ int main(void) {
       cmocka_unit_test(test_prod_with_zeros),
       cmocka_unit_test(test_broadcast_types),
       cmocka_unit_test(test_value_used_twice),
+      cmocka_unit_test(test_wrt_computed_from_wrt),
       cmocka_unit_test(test_disconnected_and_integers),
       cmocka_unit_test(test_bad_costs),
       cmocka_unit_test(test_constants_and_known),
