@@ -31,6 +31,8 @@ typedef struct build {
   rg_variable **step_out;       /* per user output */
   rg_variable *until;
   rgk_stack free_outer, free_inner; /* free variables and their inner inputs */
+  rg_variable **seq_x;          /* per sequence: the rows the op walks (cut_sequences) */
+  const int64_t **seq_taps;     /* per sequence: the op's taps (ntaps as the spec's) */
 } build;
 
 static rg_node *berr(rg_ctx *C, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -248,9 +250,7 @@ static void fill_info(build *b, rg_scan_info *s) {
   const int64_t **st = rgk_alloc((size_t)(sp->nseqs + 1) * sizeof *st);
   for (int i = 0; i < sp->nseqs; i++) {
     sn[i] = seq_ntaps(&sp->seqs[i]);
-    int64_t *t = rgk_alloc_atomic((size_t)sn[i] * sizeof *t);
-    for (int j = 0; j < sn[i]; j++) t[j] = seq_tap(&sp->seqs[i], j);
-    st[i] = t;
+    st[i] = b->seq_taps[i];
   }
   int *mn = rgk_alloc((size_t)(b->nms + 1) * sizeof *mn);
   const int64_t **mt = rgk_alloc((size_t)(b->nms + 1) * sizeof *mt);
@@ -287,6 +287,42 @@ static rg_fgraph *inner_graph(build *b, const rg_scan_info *s) {
 
 /* ------------------------------------------------------------------ outer inputs */
 
+static void tap_range(const rg_scan_seq *q, int64_t *lo, int64_t *hi) {
+  *lo = *hi = seq_tap(q, 0);
+  for (int j = 0; j < seq_ntaps(q); j++) {
+    int64_t t = seq_tap(q, j);
+    *lo = t < *lo ? t : *lo, *hi = t > *hi ? t : *hi;
+  }
+}
+
+/* Sequences as aesara.scan takes them.  Its taps count from the step's
+ * row as if tap 0 were among them: with taps m..M, step t reads row
+ * t + k - min(m, 0), and there are len - (max(M, 0) - min(m, 0)) steps.
+ * With go_backwards each tap's rows are walked from the end, each in the
+ * sequence's own time (tap -1 is the row before the step's row, in the
+ * original order).  The op reads row t + k - m of its sequence (reversed
+ * with go_backwards), so the builder gives it the rows max(m, 0) ..
+ * len + min(M, 0) and, going backwards, the taps negated; the step still
+ * sees the taps in the order and under the names the spec gives them. */
+static void cut_sequences(build *b) {
+  const rg_scan_spec *sp = b->sp;
+  b->seq_x = rgk_alloc((size_t)(sp->nseqs + 1) * sizeof *b->seq_x);
+  b->seq_taps = rgk_alloc((size_t)(sp->nseqs + 1) * sizeof *b->seq_taps);
+  for (int i = 0; i < sp->nseqs; i++) {
+    const rg_scan_seq *q = &sp->seqs[i];
+    int n = seq_ntaps(q);
+    int64_t lo, hi, *t = rgk_alloc_atomic((size_t)n * sizeof *t);
+    for (int j = 0; j < n; j++) t[j] = sp->go_backwards ? -seq_tap(q, j) : seq_tap(q, j);
+    b->seq_taps[i] = t;
+    tap_range(q, &lo, &hi);
+    b->seq_x[i] = q->x;
+    if (lo > 0 || hi < 0) {
+      rg_index cut = {RG_IDX_SLICE, lo > 0 ? lo : RG_IDX_NONE, hi < 0 ? hi : RG_IDX_NONE, RG_IDX_NONE};
+      b->seq_x[i] = rg_subtensor(q->x, 1, &cut, 0, NULL);
+    }
+  }
+}
+
 /* The number of steps: given, or the shortest sequence after its taps. */
 static rg_variable *steps(build *b) {
   const rg_scan_spec *sp = b->sp;
@@ -294,15 +330,13 @@ static rg_variable *steps(build *b) {
   rg_variable *n = NULL;
   for (int i = 0; i < sp->nseqs; i++) {
     const rg_scan_seq *q = &sp->seqs[i];
-    int64_t lo = seq_tap(q, 0), hi = lo;
-    for (int j = 0; j < seq_ntaps(q); j++) {
-      int64_t t = seq_tap(q, j);
-      lo = t < lo ? t : lo, hi = t > hi ? t : hi;
-    }
+    int64_t lo, hi;
+    tap_range(q, &lo, &hi);
+    lo = lo < 0 ? lo : 0, hi = hi > 0 ? hi : 0; /* as if tap 0 were used */
     int64_t len = q->x->type->shape[0];
     if (len >= 0 && len < hi - lo + 1)
-      return berr(b->C, "sequence %d has %lld rows, too short for its taps %lld..%lld", i,
-                  (long long)len, (long long)lo, (long long)hi), NULL;
+      return berr(b->C, "sequence %d has %lld rows, too short for its taps (%lld rows needed)", i,
+                  (long long)len, (long long)(hi - lo + 1)), NULL;
     rg_variable *li = rgc_iarith(b->C, 1, rg_shape_of(b->C, q->x)[0], rgc_dim_const(b->C, hi - lo));
     n = n ? rgc_iarith(b->C, 5, n, li) : li;
   }
@@ -313,7 +347,7 @@ static rg_variable **outer_inputs(build *b, const rg_scan_info *s, rg_variable *
   const rg_scan_spec *sp = b->sp;
   rg_variable **in = rgk_alloc((size_t)rg_scan_n_outer_in(s) * sizeof *in);
   in[rg_scan_outer_in(s, RG_SCAN_N_STEPS, 0)] = n;
-  for (int i = 0; i < sp->nseqs; i++) in[rg_scan_outer_in(s, RG_SCAN_SEQ, i)] = sp->seqs[i].x;
+  for (int i = 0; i < sp->nseqs; i++) in[rg_scan_outer_in(s, RG_SCAN_SEQ, i)] = b->seq_x[i];
   for (int i = 0; i < sp->noutputs; i++) {
     slot sl = b->slots[i];
     in[rg_scan_outer_in(s, sl.kind, sl.k)] = sl.kind == RG_SCAN_NIT_SOT ? n : sp->outputs[i].init;
@@ -329,6 +363,7 @@ rg_node *rg_scan(rg_ctx *C, const rg_scan_spec *sp, rg_variable **outs) {
   build b = {.C = C, .sp = sp};
   if (!check_spec(&b)) return NULL;
   classify(&b);
+  cut_sequences(&b);
   rg_variable *n = steps(&b);
   if (!n || !run_step(&b) || !find_free(&b)) return NULL;
   substitute_free(&b);
