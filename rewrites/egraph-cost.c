@@ -310,6 +310,24 @@ static const rg_type *sized_type(const rg_cost_model *cm, const rg_type *t) {
   return rg_type_new(t->dtype, t->ndim, shape);
 }
 
+/* The models that run something (time, a cost relation) see the node
+ * over inputs of the sized types, as the e-graph's classes are sized:
+ * the node itself when nothing was sized, else a copy over fresh inputs
+ * of those types (NULL when the op refuses them). */
+static const rg_node *sized_node(const rg_node *node, const rg_type *const *ts) {
+  int n = node->nin;
+  bool changed = false;
+  for (int i = 0; i < n; i++) changed |= ts[i] != node->inputs[i]->type;
+  if (!changed) return node;
+  rg_ctx *C = node->outputs[0]->ctx;
+  rg_variable *in[n ? n : 1];
+  for (int i = 0; i < n; i++)
+    in[i] = ts[i] == node->inputs[i]->type ? node->inputs[i] : rg_input(C, node->inputs[i]->name, ts[i]);
+  rg_node *copy = rg_make_node(C, node->op, n, in);
+  if (!copy) rg_clear_error(C);
+  return copy;
+}
+
 double rgr_node_cost(rg_cost_model *cm, const rg_node *node) {
   if (!node->nout) return 0;
   int n = node->nin;
@@ -319,6 +337,9 @@ double rgr_node_cost(rg_cost_model *cm, const rg_node *node) {
   switch (cm->kind) {
   case CM_FLOPS: return flops(node->op->code, n, ts, out);
   case CM_BYTES: return bytes(node->op->code, n, ts, out);
-  default: return cached_dynamic(node->outputs[0]->ctx, cm, node, 0);
+  default: {
+    const rg_node *sized = sized_node(node, ts);
+    return sized ? cached_dynamic(node->outputs[0]->ctx, cm, sized, 0) : INFINITY;
+  }
   }
 }
