@@ -60,7 +60,10 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
  * check-rules; draws from the generator state *seed. */
 char *cli_random_scan(uint64_t *seed);
 /* The value of an option given as `--opt VALUE` or `--opt=VALUE`, or NULL
- * if argv[*i] is not that option; advances *i past a separate value. */
+ * if argv[*i] is not that option; advances *i past a separate value.
+ * When the value is missing it says so and sets *missing (never clears
+ * it: the caller starts each argument with it false, so one test of it
+ * after all of its options tells usage errors from unknown options). */
 const char *cli_option(int argc, char **argv, int *i, const char *name, bool *missing);
 
 #endif

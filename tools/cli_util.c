@@ -50,7 +50,6 @@ bool cli_parse_double(const char *opt, const char *s, double lo, double hi, doub
 const char *cli_option(int argc, char **argv, int *i, const char *name, bool *missing) {
   const char *a = argv[*i];
   size_t n = strlen(name);
-  *missing = false;
   if (strncmp(a, name, n) != 0) return NULL;
   if (a[n] == '=') return a + n + 1;
   if (a[n] != 0) return NULL;

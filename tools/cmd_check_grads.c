@@ -433,7 +433,7 @@ static int parse(int argc, char **argv, args *a) {
   a->trials = 10;
   a->seed = 1;
   for (int i = 1; i < argc; i++) {
-    bool missing;
+    bool missing = false;
     const char *v;
     if (!strcmp(argv[i], "--ops")) a->ops = true;
     else if ((v = cli_option(argc, argv, &i, "--trials", &missing))) {

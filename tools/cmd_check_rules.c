@@ -630,7 +630,7 @@ static int parse(int argc, char **argv, check_args *a) {
   a->trials = 50;
   a->seed = 1;
   for (int i = 1; i < argc; i++) {
-    bool missing;
+    bool missing = false;
     const char *v;
     if (!strcmp(argv[i], "--std")) a->std = true;
     else if ((v = cli_option(argc, argv, &i, "--trials", &missing))) {

@@ -28,7 +28,7 @@ int cmd_kanren(int argc, char **argv) {
   const char *files[256];
   int nfiles = 0;
   for (int i = 1; i < argc; i++) {
-    bool missing;
+    bool missing = false;
     const char *v;
     if (!strcmp(argv[i], "--no-occurs-check")) {
       opts.no_occurs_check = true;

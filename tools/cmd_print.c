@@ -26,7 +26,7 @@ void usage_print(void) {
 int cmd_print(int argc, char **argv) {
   const char *format = "pprint", *file = NULL;
   for (int i = 1; i < argc; i++) {
-    bool missing;
+    bool missing = false;
     const char *v;
     if ((v = cli_option(argc, argv, &i, "--format", &missing))) {
       format = v;

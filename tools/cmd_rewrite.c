@@ -62,7 +62,7 @@ static int parse(int argc, char **argv, rewrite_args *a) {
   a->answers = 1;
   a->why = -1;
   for (int i = 1; i < argc; i++) {
-    bool missing;
+    bool missing = false;
     const char *v;
     if (!strcmp(argv[i], "--profile")) a->profile = true;
     else if (!strcmp(argv[i], "--trace")) a->trace = true;

@@ -65,7 +65,7 @@ static int parse(int argc, char **argv, run_args *a) {
   a->repeat = 1;
   a->threads = 1;
   for (int i = 1; i < argc; i++) {
-    bool missing;
+    bool missing = false;
     const char *v;
     if (!strcmp(argv[i], "--profile")) {
       a->profile = true;
