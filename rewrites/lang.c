@@ -53,7 +53,7 @@ static int rule_err(rg_interp *I, rg_term form, int code, const char *fmt, ...) 
 
 typedef struct rule_opts {
   rg_term tags, tracks, when;
-  bool has_when;
+  bool has_when, has_shared;
   unsigned flags;
   rg_term body; /* the forms before the options */
 } rule_opts;
@@ -89,7 +89,9 @@ static int parse_opts(rg_interp *I, rg_term form, rg_term rest, rule_opts *o) {
       o->when = v;
       o->has_when = true;
     } else if (!strcmp(k, ":shared")) {
-      if (v != RG_FALSE) o->flags |= RG_RULE_SHARED_OK;
+      if (v != RG_TRUE && v != RG_FALSE) return rule_err(I, form, RG_ERR_SYNTAX, ":shared needs #t or #f");
+      o->has_shared = true;
+      if (v == RG_TRUE) o->flags |= RG_RULE_SHARED_OK;
     } else {
       return rule_err(I, form, RG_ERR_SYNTAX, "unknown rule option %s", k);
     }
@@ -231,6 +233,11 @@ static int defrule(rg_interp *I, rg_term form, void *ud) {
   if (rc) return rc;
   if (!rg_is_pair(spec)) return rule_err(I, form, RG_ERR_SYNTAX, "rule %s: expected (in out), (pattern ...), (subst ...) or (remove ...)", name);
   rg_term head = rg_car(spec);
+  if (head != sym("pattern") && (o.has_when || o.has_shared))
+    return rule_err(I, form, RG_ERR_SYNTAX, "rule %s: %s is an option of pattern rules%s", name,
+                    o.has_when ? ":when" : ":shared",
+                    o.has_when && head != sym("subst") && head != sym("remove")
+                        ? " (a relational rule states its conditions as goals)" : "");
   rg_rewriter *rw;
   if (head == sym("pattern")) rw = pattern_rule(I, form, name, spec, &o);
   else if (head == sym("subst") || head == sym("remove")) rw = op_rule(I, form, name, spec, head == sym("subst"));

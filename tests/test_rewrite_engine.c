@@ -428,6 +428,9 @@ static void test_bad_rule_files(void **st) {
       {"(defrule r (pattern ?x (log ?x)))", "the pattern must be an expression"},
       {"(defrule r (pattern (exp ?x) ?x) :colour blue)", "unknown rule option :colour"},
       {"(defrule (pattern (exp ?x) ?x))", "defrule needs a name"},
+      {"(defrule r (in out) (== in out) :when (== 1 2))", "rule r: :when is an option of pattern rules"},
+      {"(defrule r (subst exp log) :shared #t)", "rule r: :shared is an option of pattern rules"},
+      {"(defrule r (pattern (exp ?x) ?x) :shared 5)", ":shared needs #t or #f"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     rg_interp *I = rg_interp_new(C);
