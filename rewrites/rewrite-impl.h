@@ -152,6 +152,8 @@ struct rg_rewrite_run {
   /* provenance: node id -> origin (open addressing) */
   rgr_origin **origins;
   size_t norigins, cap_origins;
+  uint64_t *input_ids;            /* provenance: the input graph's node ids, sorted */
+  size_t ninput_ids;
   /* set by a rule for the trace of its current match */
   const char *subst;
   /* queries that rules keep between runs and used in this one: released

@@ -169,11 +169,32 @@ void rg_rewrite_rejections(const rg_rewrite_run *run, FILE *f) {
     fprintf(f, "... and %lld more\n", (long long)(run->rejected - RGR_MAX_REJECTS));
 }
 
-void rg_rewrite_why(const rg_rewrite_run *run, uint64_t id, FILE *f) {
+static int cmp_id(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Provenance: the ids of the nodes the run starts from. */
+static void note_input_ids(rg_rewrite_run *run) {
+  size_t n = rg_fgraph_nnodes(run->fg), k = 0;
+  run->input_ids = rg_gc_alloc((n + 1) * sizeof *run->input_ids);
+  for (rg_node *x = rg_fgraph_first(run->fg); x && k < n; x = rg_fgraph_next(x)) run->input_ids[k++] = x->id;
+  qsort(run->input_ids, k, sizeof *run->input_ids, cmp_id);
+  run->ninput_ids = k;
+}
+
+static bool input_node(const rg_rewrite_run *run, uint64_t id) {
+  return run->input_ids && bsearch(&id, run->input_ids, run->ninput_ids, sizeof id, cmp_id);
+}
+
+int rg_rewrite_why(const rg_rewrite_run *run, uint64_t id, FILE *f) {
   const rgr_origin *o = get_origin(run, id);
   if (!o) {
+    if (!input_node(run, id))
+      return rg_error(run->C, RG_ERR_NAME, "no node %llu in the input graph or made by the rewrites%s",
+                      (unsigned long long)id, run->input_ids ? "" : " (provenance was not recorded)");
     fprintf(f, "node %llu comes from the input graph (no rewrite made it)\n", (unsigned long long)id);
-    return;
+    return RG_OK;
   }
   for (int depth = 0; o && depth < 10000; depth++) {
     fprintf(f, "%*snode %llu was made by %s, replacing node %llu: %s\n", 2 * depth, "",
@@ -186,6 +207,7 @@ void rg_rewrite_why(const rg_rewrite_run *run, uint64_t id, FILE *f) {
     }
     o = up;
   }
+  return RG_OK;
 }
 
 /* ------------------------------------------------------------------ profile */
@@ -344,6 +366,7 @@ rg_rewrite_run *rg_rewrite(rg_fgraph *fg, rg_rewriter *rw, const rg_rewrite_opts
   if (opts) run->opts = *opts;
   if (run->opts.max_use_ratio <= 0) run->opts.max_use_ratio = 8;
   run->max_nodes = run->start_nodes = rg_fgraph_nnodes(fg);
+  if (run->opts.provenance) note_input_ids(run);
   int rc = rgr_run_rewriter(run, rw);
   release_held(run);
   if (rc < 0 && run->stop == RG_STOP_EQUILIBRIUM) {

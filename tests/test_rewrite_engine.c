@@ -587,17 +587,23 @@ static void test_trace_profile_provenance(void **st) {
    * dot of the input graph */
   rg_fgraph *fg2 = graph("(graph (input A float64 (3 3)) (input x float64 (3)) (input y float64 (3))"
                          " (output (dot A (add x y))))");
+  uint64_t add_id = rg_fgraph_output(fg2, 0)->owner->inputs[1]->owner->id; /* (x + y) */
   rg_rewrite_run *r2 = rg_rewrite(fg2, rg_db_query(C, rg_std_db(C), "distribute"), &o);
   rg_variable *out = rg_fgraph_output(fg2, 0);
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  rg_rewrite_why(r2, out->owner->id, f);
-  rg_rewrite_why(r2, 1, f);
+  assert_int_equal(rg_rewrite_why(r2, out->owner->id, f), RG_OK);
+  assert_int_equal(rg_rewrite_why(r2, add_id, f), RG_OK);
+  /* an id that is neither an input node nor one a rewrite made */
+  assert_int_equal(rg_rewrite_why(r2, out->owner->id + 1000000, f), RG_ERR_NAME);
   fclose(f);
   assert_non_null(strstr(buf, "was made by dot-distribute, replacing node"));
   assert_non_null(strstr(buf, "(A @ (x + y))"));
-  assert_non_null(strstr(buf, "comes from the input graph"));
+  assert_non_null(strstr(buf, "comes from the input graph (no rewrite made it)"));
+  assert_null(strstr(buf, "1000000"));
+  assert_non_null(strstr(rg_errmsg(C), "in the input graph or made by the rewrites"));
+  rg_clear_error(C);
   free(buf);
 }
 
