@@ -115,9 +115,43 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The leaf of the e-graph named name, or NULL. */
+static const rg_variable *named_leaf(const rg_egraph *eg, const char *name) {
+  for (uint32_t i = 0; i < eg->nheads; i++) {
+    const rg_variable *v = eg->heads[i].leaf;
+    if (v && v->name && !strcmp(v->name, name)) return v;
+  }
+  return NULL;
+}
+
+/* Every size given names something of the e-graph: "?", a leaf, or a
+ * dimension "leaf.d" of one (a misspelt name would quietly leave its
+ * dimensions at "?"); false with an error naming it otherwise. */
+static bool sizes_name_leaves(rg_egraph *eg, const rg_cost_model *cm) {
+  for (const size_entry *e = cm->sizes; e; e = e->next) {
+    if (!strcmp(e->name, "?") || named_leaf(eg, e->name)) continue;
+    const char *dot = strrchr(e->name, '.');
+    char *end = NULL;
+    long d = dot && dot[1] ? strtol(dot + 1, &end, 10) : -1;
+    const rg_variable *v = end && !*end ? named_leaf(eg, rgr_sprintf("%.*s", (int)(dot - e->name), e->name)) : NULL;
+    if (!v) {
+      rg_error(eg->C, RG_ERR_NAME, "cost: size %s: the graph has no input named '%.*s'", e->name,
+               (int)(dot && end && !*end ? dot - e->name : (long)strlen(e->name)), e->name);
+      return false;
+    }
+    if (d < 0 || d >= v->type->ndim) {
+      rg_error(eg->C, RG_ERR_NAME, "cost: size %s: %s has %d dimension%s (%s)", e->name, v->name,
+               v->type->ndim, v->type->ndim == 1 ? "" : "s", rg_type_str(v->type));
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Sized variables of every root class (indexed by class id); NULL with an
  * error in the context when a size is missing or sizes do not fit. */
 static rg_variable **sized_classes(rg_egraph *eg, const rg_cost_model *cm) {
+  if (!sizes_name_leaves(eg, cm)) return NULL;
   /* (smallest node id, class) pairs, sorted */
   uint64_t *order = malloc((eg->nlive + 1) * sizeof *order);
   uint32_t n = 0;

@@ -345,7 +345,9 @@ rg_cost_model *rg_cost_measured(double (*measure)(const rg_node *node, void *ud)
  * to variables of concrete types), c its cost, a number (the first
  * answer). */
 rg_cost_model *rg_cost_relation(rg_term rel);
-/* Gives unknown dimensions a size (see above); an error for a bad name. */
+/* Gives unknown dimensions a size (see above); an error for an empty name
+ * or a negative size.  A name that is no input of the graph, or a
+ * dimension it does not have, is an error when costs are computed. */
 int rg_cost_set_size(rg_cost_model *cm, const char *name, int64_t size);
 const char *rg_cost_name(const rg_cost_model *cm);
 
