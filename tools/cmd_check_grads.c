@@ -270,8 +270,9 @@ static const opcase cases[] = {
 typedef struct args {
   bool ops;
   const char *graph;
-  const char *names[64];
+  const char *names[64];         /* --op names with --ops, --wrt names with a graph */
   int nnames;
+  bool op_named, wrt_named;
   const char *dtype;
   int64_t trials, seed;
 } args;
@@ -364,12 +365,16 @@ static bool wanted(const args *a, const char *op) {
 
 static int check_ops(rg_ctx *C, const args *a) {
   int failed = 0, checked = 0, graphs;
+  for (int i = 0; i < a->nnames; i++) {
+    bool known = false;
+    for (size_t k = 0; k < NCASES && !known; k++) known = !strcmp(cases[k].op, a->names[i]);
+    if (!known) return cli_error("check-grads", "--op %s: no differentiable op of that name", a->names[i]), EXIT_USAGE;
+  }
   for (size_t k = 0; k < NCASES; k++) {
     if (!wanted(a, cases[k].op)) continue;
     failed += !check_op(C, a, (int)k, &graphs);
     checked++;
   }
-  if (!checked) return cli_error("check-grads", "no differentiable op named so"), EXIT_USAGE;
   printf("%d op%s checked, %d failed\n", checked, checked == 1 ? "" : "s", failed);
   return failed ? EXIT_FAILED : EXIT_OK;
 }
@@ -393,9 +398,23 @@ static int check_file(rg_ctx *C, const args *a) {
     }
     if (!found) return cli_error("check-grads", "the graph has no input named '%s'", a->names[w]), EXIT_USAGE;
   }
+  if (rg_fgraph_noutputs(fg) < 1) return cli_error("check-grads", "%s has no output to differentiate", a->graph), EXIT_INPUT;
   rg_variable **all = rg_gc_alloc((size_t)(nin + 1) * sizeof *all), **named = rg_gc_alloc((size_t)(nin + 1) * sizeof *named);
   for (int i = 0; i < nin; i++) all[i] = rg_fgraph_input(fg, i);
   rg_variable *out = rg_fgraph_output(fg, 0), *fixed;
+  if (!rg_dtype_is_float(out->type->dtype))
+    return cli_error("check-grads", "output 0 of %s is %s: only a float output has gradients", a->graph,
+                     rg_type_str(out->type)), EXIT_INPUT;
+  /* an input on a device that cannot run here is one error, not a
+   * failure at every point */
+  for (int i = 0; i < nin; i++) {
+    char dev[32], why[256];
+    if (all[i]->type->device == RG_DEVICE_HOST) continue;
+    rg_device_str(all[i]->type->device, dev, sizeof dev);
+    if (!rg_backend_available(dev, why, sizeof why))
+      return cli_error("check-grads", "input %s lives on %s, which cannot run here: %s",
+                       all[i]->name ? all[i]->name : "?", dev, why), EXIT_INPUT;
+  }
   rg_fgraph_release(fg);
   rng r = {(uint64_t)a->seed};
   failure worst = {0};
@@ -428,6 +447,12 @@ static int check_file(rg_ctx *C, const args *a) {
   return failed ? EXIT_FAILED : EXIT_OK;
 }
 
+static bool add_name(args *a, const char *v) {
+  if (a->nnames == 64) return cli_error("check-grads", "too many names"), false;
+  a->names[a->nnames++] = v;
+  return true;
+}
+
 static int parse(int argc, char **argv, args *a) {
   memset(a, 0, sizeof *a);
   a->trials = 10;
@@ -444,9 +469,12 @@ static int parse(int argc, char **argv, args *a) {
       if (strcmp(v, "float64") && strcmp(v, "float32"))
         return cli_error("check-grads", "--dtype must be float64 or float32, not '%s'", v), EXIT_USAGE;
       a->dtype = v;
-    } else if ((v = cli_option(argc, argv, &i, "--wrt", &missing)) || (v = cli_option(argc, argv, &i, "--op", &missing))) {
-      if (a->nnames == 64) return cli_error("check-grads", "too many names"), EXIT_USAGE;
-      a->names[a->nnames++] = v;
+    } else if ((v = cli_option(argc, argv, &i, "--wrt", &missing))) {
+      if (!add_name(a, v)) return EXIT_USAGE;
+      a->wrt_named = true;
+    } else if ((v = cli_option(argc, argv, &i, "--op", &missing))) {
+      if (!add_name(a, v)) return EXIT_USAGE;
+      a->op_named = true;
     } else if (missing) return EXIT_USAGE;
     else if (argv[i][0] == '-' && argv[i][1]) return cli_error("check-grads", "unknown option '%s'", argv[i]), EXIT_USAGE;
     else if (a->graph) return cli_error("check-grads", "one graph file at a time"), EXIT_USAGE;
@@ -454,6 +482,10 @@ static int parse(int argc, char **argv, args *a) {
   }
   if (a->ops == (a->graph != NULL))
     return cli_error("check-grads", "give either --ops or a graph file with --wrt"), EXIT_USAGE;
+  if (a->ops && a->wrt_named)
+    return cli_error("check-grads", "--wrt names inputs of a graph file; with --ops, choose ops with --op"), EXIT_USAGE;
+  if (a->graph && a->op_named)
+    return cli_error("check-grads", "--op chooses ops with --ops; with a graph file, name its inputs with --wrt"), EXIT_USAGE;
   if (a->graph && !a->nnames) return cli_error("check-grads", "--wrt NAME is needed with a graph file"), EXIT_USAGE;
   return EXIT_OK;
 }
