@@ -81,7 +81,7 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   }
   rg_db_register(std, "merge1", rgr_merge_rewriter("merge1"), 0, "fast_run fast_compile merge");
   rg_db_register_db(std, "canonicalize", canon, 1, "fast_run fast_compile");
-  rg_db_register_db(std, "stabilize", stab, 2, "fast_run");
+  rg_db_register_db(std, "stabilize", stab, 2, "fast_run stable"); /* stable: the tag Aesara's FAST_RUN_STABLE query requires */
   rg_db_register_db(std, "specialize", spec, 3, "fast_run");
   rg_db_register(std, "fusion", rgr_fusion_rewriter(), 4, "fast_run fusion");
   rg_db_register(std, "merge2", rgr_merge_rewriter("merge2"), 5, "fast_run merge");
