@@ -172,14 +172,34 @@ typedef struct step_ud {
   int noutputs;
 } step_ud;
 
-/* RESULT: one expression, or (values E ... [(until COND)]). */
-static int read_result(step_ud *u, rg_term res, rg_variable **outs, rg_variable **until) {
-  reader *r = u->r;
+/* The number of values RESULT gives (until excluded). */
+static int result_count(rg_term res) {
   bool vals = rg_is_pair(res) && is_sym(rg_car(res), "values");
   rg_term items = vals ? rg_cdr(res) : rg_cons(res, RG_NIL);
   int n = 0;
   for (rg_term p = items; rg_is_pair(p); p = rg_cdr(p))
     n += !(rg_is_pair(rg_car(p)) && is_sym(rg_car(rg_car(p)), "until"));
+  return n;
+}
+
+/* Without outputs-info every output is a nit-sot, as aesara.scan takes a
+ * missing outputs_info: one per value the lambda's RESULT gives. */
+static void default_outputs(sform *f) {
+  rg_term res = f->body;
+  while (rg_is_pair(rg_cdr(res))) res = rg_cdr(res);
+  int n = rg_is_pair(res) ? result_count(rg_car(res)) : 0;
+  for (int k = 0; k < n; k++) {
+    rg_scan_output o = {0};
+    push_struct(&f->outs, &o, sizeof o);
+  }
+}
+
+/* RESULT: one expression, or (values E ... [(until COND)]). */
+static int read_result(step_ud *u, rg_term res, rg_variable **outs, rg_variable **until) {
+  reader *r = u->r;
+  bool vals = rg_is_pair(res) && is_sym(rg_car(res), "values");
+  rg_term items = vals ? rg_cdr(res) : rg_cons(res, RG_NIL);
+  int n = result_count(res);
   if (n != u->noutputs)
     return rgc_gf_error(r, rg_is_pair(res) ? res : u->f->lambda, RG_ERR_TYPE, "the step returns %d "
                         "value%s, outputs-info has %d", n, n == 1 ? "" : "s", u->noutputs);
@@ -268,6 +288,7 @@ int rgc_gf_scan(reader *r, rg_term form, void **out, rgk_word *kind) {
   if (rc) return rc;
   if (!f.n_steps && f.seqs.n == 0)
     return rgc_gf_error(r, form, RG_ERR_TYPE, "a scan without sequences needs (n-steps E)");
+  if (!f.seen[1]) default_outputs(&f);
   int nout = (int)f.outs.n;
   rg_scan_seq *seqs = rgk_alloc((f.seqs.n + 1) * sizeof *seqs);
   rg_scan_output *outs = rgk_alloc((f.outs.n + 1) * sizeof *outs);
