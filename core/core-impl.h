@@ -261,4 +261,9 @@ int rgc_change_unchecked(rg_fgraph *fg, rg_node *node, int i, rg_variable *new_,
 void rgc_add_client(rg_variable *v, rg_node *node, int i, uint32_t *pos);
 void rgc_remove_client(rg_variable *v, uint32_t pos);
 
+/* Inner graphs in printed labels (pprint.c): the graph on one line, and
+ * the name inner input k prints as there (its own, else <k>). */
+char *rgc_pprint_inner(const rg_fgraph *g);
+const char *rgc_inner_input_name(const rg_fgraph *g, int k);
+
 #endif

@@ -260,8 +260,12 @@ static void print_line(pp *p, const rg_variable *v, bool expand) {
   run(p);
 }
 
-int rg_pprint(FILE *f, int n, rg_variable *const *vars) {
+/* rg_pprint with the first nin leaves given names (NULL: their own). */
+static int pprint_named(FILE *f, int n, rg_variable *const *vars, int nin, rg_variable *const *ins,
+                        const char *const *names) {
   pp p = {.f = f, .bound = rg_memo_new(), .labels = rg_memo_new()};
+  for (int i = 0; i < nin; i++)
+    if (names[i]) rg_memo_put(p.bound, ins[i], (void *)names[i]);
   rgk_stack lines = {0};
   bind_shared(&p, n, vars, &lines);
   for (size_t k = 0; k < lines.n; k++) {
@@ -276,6 +280,8 @@ int rg_pprint(FILE *f, int n, rg_variable *const *vars) {
   }
   return ferror(f) ? RG_ERR_IO : RG_OK;
 }
+
+int rg_pprint(FILE *f, int n, rg_variable *const *vars) { return pprint_named(f, n, vars, 0, NULL, NULL); }
 
 char *rg_pprint_str(rg_variable *v) {
   if (!v) return rgk_strdup("<NULL>");
@@ -292,12 +298,33 @@ char *rg_pprint_str(rg_variable *v) {
 
 int rg_fgraph_pprint(FILE *f, rg_fgraph *fg) { return rg_pprint(f, fg->nout, fg->outputs); }
 
-/* The inner graph of an op on one line: outputs separated by ", ". */
+/* Whether inner input k prints as its own name: it has one, and no
+ * earlier input has the same (merged steps can repeat a name). */
+static bool own_name(const rg_fgraph *g, int k) {
+  const char *n = g->inputs[k]->name;
+  for (int i = 0; n && i < k; i++)
+    if (g->inputs[i]->name && !strcmp(g->inputs[i]->name, n)) return false;
+  return n != NULL;
+}
+
+/* The name an inner input prints as: its own, else <k> (k its position)
+ * or, for a repeated name, NAME<k>, as the lambda of rgc_scan_label lists
+ * it. */
+const char *rgc_inner_input_name(const rg_fgraph *g, int k) {
+  if (own_name(g, k)) return g->inputs[k]->name;
+  const char *n = g->inputs[k]->name;
+  return rgk_sprintf("%s<%d>", n ? n : "", k);
+}
+
+/* The inner graph of an op on one line: outputs separated by ", ";
+ * unnamed inner inputs print as <k>. */
 char *rgc_pprint_inner(const rg_fgraph *g) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  rg_pprint(f, g->nout, g->outputs);
+  const char **names = rgk_alloc(((size_t)g->nin + 1) * sizeof *names);
+  for (int k = 0; k < g->nin; k++) names[k] = own_name(g, k) ? NULL : rgc_inner_input_name(g, k);
+  pprint_named(f, g->nout, g->outputs, g->nin, g->inputs, names);
   fclose(f);
   for (size_t i = 0; i < len; i++)
     if (buf[i] == '\n') buf[i] = i + 1 < len ? ';' : 0;

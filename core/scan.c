@@ -547,8 +547,6 @@ int rgc_scan_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rg
 
 /* ------------------------------------------------------------------ printing */
 
-char *rgc_pprint_inner(const rg_fgraph *g);
-
 static char *taps_text(char *acc, const char *what, int k, int n, const int64_t *taps) {
   acc = rgk_sprintf("%s, %s %d taps (", acc, what, k);
   for (int i = 0; i < n; i++) acc = rgk_sprintf("%s%s%lld", acc, i ? " " : "", (long long)taps[i]);
@@ -583,9 +581,7 @@ const char *rgc_scan_label(const rg_op *op) {
   const rg_fgraph *g = op->inner;
   if (!rg_scan_info_of(op, &s) || !g) return "scan{?}";
   char *params = rgk_strdup("");
-  for (int i = 0; i < g->nin; i++)
-    params = g->inputs[i]->name ? rgk_sprintf("%s%s%s", params, i ? ", " : "", g->inputs[i]->name)
-                                : rgk_sprintf("%s%s<%d>", params, i ? ", " : "", i);
+  for (int i = 0; i < g->nin; i++) params = rgk_sprintf("%s%s%s", params, i ? ", " : "", rgc_inner_input_name(g, i));
   char *body = rgk_strdup("");
   for (const char *c = rgc_pprint_inner(g); *c; c++)
     body = *c == ';' ? rgk_sprintf("%s, ", body) : rgk_sprintf("%s%c", body, *c);
