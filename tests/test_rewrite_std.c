@@ -158,7 +158,7 @@ static const std_case cases[] = {
      "(grad (sum ((subtensor -1) (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)))) x)",
      "t1 = join{0}(inc_subtensor(second(scan{lambda h: sin(h)}(3, x), 0.0)[-1], second(scan{lambda h: sin(h)}(3, x)[-1], "
      "dimshuffle{x}(1.0)))[::-1], second(dimshuffle{x,0}(x), 0.0))\n"
-     "t2 = scan{lambda <0>, <1>: (second(<float32 (3)>, 0.0) + (<float32 (3)> * cos(<float32 (3)>)))}(3, "
+     "t2 = scan{lambda <0>, <1>: (second(<1>, 0.0) + (<1> * cos(<0>)))}(3, "
      "join{0}(dimshuffle{x,0}(x), scan{lambda h: sin(h)}(3, x))[0:3][::-1], t1[0])\n"
      "reshape{2}(join{0}(t1[0:1], t2, t1[(shape_i{0}(t2) + 1):]), [4 3])[3]"},
     {"scan-mitmot-to-sitsot", "(grad (sum (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3))) x)", "="},
@@ -171,11 +171,11 @@ static const std_case cases[] = {
     {"scan_save_mem", "(sum (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)))", "="},
     /* scan_push_out: loop-invariant work computed once, before the loop */
     {"scan_push_out", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))",
-     "scan{lambda h, M, N, <3>: tanh((h @ <float64 (3 3)>))}(3, v, M, N, (M + N))"},
+     "scan{lambda h, M, N, <3>: tanh((h @ <3>))}(3, v, M, N, (M + N))"},
     {"scan_push_out", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     /* push_out_non_seq (scan.kn) and backwards, push_in_non_seq */
     {"push_out_non_seq", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))",
-     "scan{lambda h, M, N, <3>: tanh((h @ <float64 (3 3)>))}(3, v, M, N, (M + N))"},
+     "scan{lambda h, M, N, <3>: tanh((h @ <3>))}(3, v, M, N, (M + N))"},
     {"push_out_non_seq", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     {"push_in_non_seq",
      "(scan (lambda (h p q r) (tanh (dot h r))) (outputs-info v) (non-sequences M N (add M N)) (n-steps 3))",
@@ -183,7 +183,7 @@ static const std_case cases[] = {
     {"push_in_non_seq", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))", "="},
     /* push_out_seq (scan.kn) and backwards, push_in_seq */
     {"push_out_seq", "(scan (lambda (m_t h) (tanh (add (dot m_t M) h))) (sequences m) (outputs-info v))",
-     "scan{lambda m_t, <1>, h, M: tanh((<float64 (3)> + h))}(2, m, (m @ M), v, M)"},
+     "scan{lambda m_t, <1>, h, M: tanh((<1> + h))}(2, m, (m @ M), v, M)"},
     {"push_out_seq", "(scan (lambda (m_t h) (tanh (add m_t h))) (sequences m) (outputs-info v))", "="},
     {"push_in_seq",
      "(scan (lambda (m_t p_t h W) (tanh (add p_t h))) (sequences m (dot m M)) (outputs-info v) (non-sequences M))",
