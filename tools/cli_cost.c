@@ -72,7 +72,15 @@ rg_cost_model *cli_cost_model(rg_ctx *C, const char *spec) {
   rg_interp *I = rg_interp_new(C);
   rg_interp_set_output(I, NULL);
   rg_rule_set_new(I); /* typeo, dtypeo, ndimo and the graph evaluator */
-  if (rg_interp_load_file(I, spec) != RG_OK) return NULL;
+  if (rg_interp_load_file(I, spec) != RG_OK) {
+    if (rg_errcode(C) == RG_ERR_IO) { /* not a file: say what --cost takes */
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", rg_errmsg(C));
+      rg_error(C, RG_ERR_IO, "--cost %s: neither a cost model (flops, bytes, time) nor a readable "
+               "rule file defining (costo node c): %s", spec, msg);
+    }
+    return NULL;
+  }
   rg_term rel = rg_interp_lookup(I, "costo");
   if (!rel || rg_kind_of(rel) != RG_K_PROC) {
     rg_error(C, RG_ERR_NAME, "%s: defines no relation costo (costo node c)", spec);
