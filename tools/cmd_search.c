@@ -139,7 +139,10 @@ static int parse(int argc, char **argv, search_args *a) {
 
 /* ------------------------------------------------------------------ the run */
 
-static rg_rewriter *rules(rg_ctx *C, const search_args *a) {
+/* The rules the query selects; NULL with *code EXIT_INPUT when a rule
+ * file cannot be read or loaded, EXIT_USAGE when the query is bad. */
+static rg_rewriter *rules(rg_ctx *C, const search_args *a, int *code) {
+  *code = EXIT_INPUT;
   rg_rewrite_db *db = rg_std_db(C);
   if (!db) return NULL;
   if (a->nrules) {
@@ -150,6 +153,7 @@ static rg_rewriter *rules(rg_ctx *C, const search_args *a) {
       if (rg_rule_set_load(rs, a->rules[i]) != RG_OK) return NULL;
     if (rg_rule_set_register(rs, db, "rules") != RG_OK) return NULL;
   }
+  *code = EXIT_USAGE;
   return rg_db_query(C, db, a->query ? a->query : a->nrules ? "rules" : "fast_run");
 }
 
@@ -184,8 +188,9 @@ static int search(rg_ctx *C, search_args *a) {
   a->o.fold = rg_eval_node; /* constant folding for the rules written in C */
   rg_fgraph *fg = cli_load_graph(C, a->graph);
   if (!fg) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;
-  rg_rewriter *sel = rules(C, a);
-  if (!sel) return cli_error("search", "%s", rg_errmsg(C)), rg_errcode(C) == RG_ERR_SYNTAX ? EXIT_INPUT : EXIT_USAGE;
+  int code;
+  rg_rewriter *sel = rules(C, a, &code);
+  if (!sel) return cli_error("search", "%s", rg_errmsg(C)), code;
   rg_cost_model *cm = cli_cost_model(C, a->cost);
   if (!cm) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;
   int rc = cli_cost_sizes(cm, "search", a->nsizes, a->sizes);
