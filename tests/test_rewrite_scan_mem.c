@@ -7,7 +7,8 @@
  * nit-sot outputs: the store_steps the op gets, the rows of the trace the
  * executor hands out, and the values against the unrewritten graph; and
  * the cases where the whole trace must stay (a graph output, a sum over
- * it, a positive index).
+ * it, a positive index).  Read only at constant rows from the start, the
+ * loop runs only the steps up to the last row read.
  *
  * scan_merge_inouts, scan_prune_sit_sots and scan_prune_nit_sots
  * (rewrites/scan-outputs.c): outputs computing the same are one, unread
@@ -106,6 +107,53 @@ static void test_whole_trace_stays(void **st) {
   assert_int_equal(saved("(output (sum " SIT "))"), 0);
   assert_int_equal(saved("(output ((subtensor 0) " SIT "))"), 0);
   assert_int_equal(saved("(define t " SIT ") (output ((subtensor -1) t)) (output t)"), 0);
+}
+
+/* Rewrites with scan_save_mem and checks the values; returns the first
+ * scan's n_steps when it is a constant, m when it is minimum(n, m), else
+ * 0 (a number of steps known only at run time). */
+static int64_t steps_cut(const char *body) {
+  rg_fgraph *fg = read_graph(body);
+  int nout = rg_fgraph_noutputs(fg);
+  rg_tensor *want[8], *got[8];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_save_mem"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  if (rg_fgraph_check(fg) != RG_OK) fail_msg("%s: %s", body, rg_errmsg(C));
+  run(fg, "none", got);
+  for (int k = 0; k < nout; k++) {
+    assert_int_equal(rg_tensor_numel(got[k]), rg_tensor_numel(want[k]));
+    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
+      assert_true(rg_tensor_get_f64(got[k], i) == rg_tensor_get_f64(want[k], i));
+    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+  }
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) {
+    rg_scan_info s;
+    if (n->op->code != RG_OP_SCAN || !rg_scan_info_of(n->op, &s)) continue;
+    V steps = n->inputs[rg_scan_outer_in(&s, RG_SCAN_N_STEPS, 0)];
+    for (int j = 0; j < s.n_nit_sot; j++) /* the nit-sots' lengths follow */
+      assert_ptr_equal(n->inputs[rg_scan_outer_in(&s, RG_SCAN_NIT_SOT, j)], steps);
+    int64_t k;
+    if (rg_constant_get_i64(steps, &k)) return k;
+    const rg_node *m = steps->owner;
+    return m && m->op->code == RG_OP_MINIMUM && rg_constant_get_i64(m->inputs[1], &k) ? k : 0;
+  }
+  return 0;
+}
+
+/* Read only at constant rows from the start: the loop runs only the
+ * steps up to the last row read (trace[2] of a 7-step loop runs 3); a
+ * number of steps known only at run time becomes minimum(n, m). */
+static void test_first_rows_run(void **st) {
+  assert_int_equal(steps_cut("(output ((subtensor 2) " SIT "))"), 3);
+  assert_int_equal(steps_cut("(output ((subtensor 0) " MIT "))"), 1);
+  assert_int_equal(steps_cut("(output ((subtensor (1 4)) " NIT "))"), 4);
+  assert_int_equal(steps_cut("(output ((subtensor (none 2)) " SIT "))"), 2);
+  assert_int_equal(steps_cut("(define t " SIT ") (output ((subtensor 1) t)) (output ((subtensor (0 5)) t))"), 5);
+  /* a row from the end, the whole trace, or rows to the end: all 7 steps */
+  assert_int_equal(steps_cut("(define t " SIT ") (output ((subtensor 1) t)) (output ((subtensor -1) t))"), 7);
+  assert_int_equal(steps_cut("(define t " SIT ") (output ((subtensor 1) t)) (output (sum t))"), 7);
+  assert_int_equal(steps_cut("(output ((subtensor (2 none)) " SIT "))"), 7);
 }
 
 /* A long loop read at its end: the rewrite is in fast_run, and the
@@ -435,6 +483,7 @@ int main(void) {
       cmocka_unit_test(test_last_rows_kept),
       cmocka_unit_test(test_every_trace_kind),
       cmocka_unit_test(test_whole_trace_stays),
+      cmocka_unit_test(test_first_rows_run),
       cmocka_unit_test(test_long_loop),
       cmocka_unit_test(test_push_out_non_seq),
       cmocka_unit_test(test_push_out_lstm_projection),
