@@ -5,6 +5,8 @@
  *   - a non-sequence whose outer value is a constant is inlined: the step
  *     reads the constant itself (constant folding and the other rules of
  *     the step's query can then use its value);
+ *   - a sequence that is a constant of one repeated row (every step reads
+ *     the same value) is inlined as that row, for each of its taps;
  *   - a non-sequence passed twice (the same outer value) enters once, and
  *     so does a sequence passed twice with the same taps;
  *   - a sequence or non-sequence the step does not read is dropped (after
@@ -75,10 +77,35 @@ static bool merge_duplicate_seq(const rg_node *node, const rg_scan_info *s, cons
   return false;
 }
 
+/* The row every step reads when x is a constant whose rows are all the
+ * same (Aesara inlines such sequences too); NULL otherwise. */
+static V repeated_row(rg_ctx *C, V x) {
+  if (!rg_is_constant(x) || x->type->ndim < 1) return NULL;
+  rg_tensor *t = rg_constant_to_tensor(x);
+  if (!t) return NULL;
+  int64_t rows = t->shape[0];
+  size_t row = rows > 0 ? (size_t)(rg_tensor_numel(t) / rows) * rg_dtype_size(t->dtype) : 0;
+  bool same = rows > 0;
+  for (int64_t r = 1; same && r < rows; r++) same = !memcmp(t->data, t->data + (size_t)r * row, row);
+  V v = same ? rg_constant_data(C, t->dtype, t->ndim - 1, t->shape + 1, t->data) : NULL;
+  rg_tensor_free(t);
+  return v;
+}
+
+static bool inline_repeated(rg_ctx *C, const rg_node *node, const rg_scan_info *s, plan *p, int k) {
+  V row = repeated_row(C, node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)]);
+  if (!row) return false;
+  for (int t = 0; t < s->seq_ntaps[k]; t++) {
+    int i = rg_scan_inner_in(s, RG_SCAN_SEQ, k, t);
+    p->keep[i] = false, p->by[i] = row;
+  }
+  return p->any = true;
+}
+
 /* A sequence is dropped when none of its taps is read. */
-static void plan_seqs(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, plan *p) {
+static void plan_seqs(rg_ctx *C, const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, plan *p) {
   for (int k = 0; k < s->n_seqs; k++) {
-    if (merge_duplicate_seq(node, s, g, p, k)) continue;
+    if (merge_duplicate_seq(node, s, g, p, k) || inline_repeated(C, node, s, p, k)) continue;
     bool used = false;
     for (int j = 0; j < s->seq_ntaps[k]; j++) used |= rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, k, j))->nclients > 0;
     if (used) continue;
@@ -114,7 +141,7 @@ static int remove_inputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   plan p = {nin, rg_gc_alloc((size_t)nin + 1), rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), false};
   memset(p.keep, 1, (size_t)nin);
   plan_non_seqs(C, node, &s, g, &p);
-  plan_seqs(node, &s, g, &p);
+  plan_seqs(C, node, &s, g, &p);
   if (!p.any) return 0;
   /* the layout and the outer inputs without the dropped ones */
   rg_scan_info t = s;
@@ -152,7 +179,7 @@ static int remove_inputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
 void rgr_register_scan_inputs(rg_rewrite_db *canon) {
   static const rg_opcode tracks[] = {RG_OP_SCAN};
   rg_rewriter *rw = rg_node_rewriter("remove_constants_and_unused_inputs_scan", 1, tracks, remove_inputs, NULL);
-  rw->describe = "constant non-sequences inlined, duplicated ones merged, sequences and non-sequences the step "
-                 "does not read dropped";
+  rw->describe = "constant non-sequences and sequences of one repeated row inlined, duplicated ones merged, "
+                 "sequences and non-sequences the step does not read dropped";
   rg_db_register(canon, "remove_constants_and_unused_inputs_scan", rw, 0, "fast_run fast_compile canonicalize scan");
 }

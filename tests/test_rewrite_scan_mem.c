@@ -348,6 +348,32 @@ static void test_remove_inputs(void **st) {
   assert_int_equal(info.n_non_seqs, 1);
 }
 
+/* A constant sequence of one repeated row is inlined (each tap reads the
+ * row); one whose rows differ stays a sequence. */
+static int seqs_after_remove(const char *rows) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "(graph (input h0 float64 (2)) (output (scan (lambda (r_t r_tp1 h) (add h (mul r_t r_tp1))) "
+           "(sequences ((constant float64 (4 2) (%s)) (taps 0 1))) (outputs-info h0))))", rows);
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  rg_tensor *want[1], *got[1];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "remove_constants_and_unused_inputs_scan"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  run(fg, "none", got);
+  assert_int_equal(rg_tensor_numel(got[0]), 6);
+  for (int64_t i = 0; i < 6; i++) assert_true(rg_tensor_get_f64(got[0], i) == rg_tensor_get_f64(want[0], i));
+  rg_tensor_free(got[0]), rg_tensor_free(want[0]);
+  rg_scan_info info;
+  assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+  return info.n_seqs;
+}
+
+static void test_repeated_sequence_inlined(void **st) {
+  assert_int_equal(seqs_after_remove("1.5 -2.0 1.5 -2.0 1.5 -2.0 1.5 -2.0"), 0);
+  assert_int_equal(seqs_after_remove("1.5 -2.0 1.5 -2.0 1.5 -2.5 1.5 -2.0"), 1);
+}
+
 /* ------------------------------------------------------------------ push_out_scan_output */
 
 /* Rewrites the graph with the canonicalize equilibrium, checks its values
@@ -492,6 +518,7 @@ int main(void) {
       cmocka_unit_test(test_push_out_nothing),
       cmocka_unit_test(test_push_out_keeps_fusable),
       cmocka_unit_test(test_remove_inputs),
+      cmocka_unit_test(test_repeated_sequence_inlined),
       cmocka_unit_test(test_push_out_add),
       cmocka_unit_test(test_push_out_sum),
       cmocka_unit_test(test_scan_merge),
