@@ -5,8 +5,11 @@
  * once when the two share them).
  *
  * Conditions: equal step counts (the same value), the same direction and
- * truncate_gradient, no until condition in either, and no path from one
- * scan's outputs to the other's inputs.  The merged layout lists each kind
+ * truncate_gradient, the same until condition or none in either, and no
+ * path from one scan's outputs to the other's inputs.  Two conditions are
+ * the same when they compute the same thing from inner inputs of the same
+ * outer values (sequences at the same taps, non-sequences): the merged
+ * loop stops where both would.  The merged layout lists each kind
  * of variable of the first scan, then of the second; its step is the two
  * steps side by side over fresh inputs in that order.  Both scans'
  * outputs are replaced at once (a graph rewriter), each by its place in
@@ -31,10 +34,43 @@ static bool depends_on(const rg_node *b, const rg_node *a) {
   return false;
 }
 
+static bool same_seq_taps(const rg_scan_info *sa, int ka, const rg_scan_info *sb, int kb) {
+  return sa->seq_ntaps[ka] == sb->seq_ntaps[kb] &&
+         !memcmp(sa->seq_taps[ka], sb->seq_taps[kb], sizeof(int64_t) * (size_t)sa->seq_ntaps[ka]);
+}
+
+/* Whether the two until conditions compute the same thing, inner inputs
+ * of equal outer sequences (same taps) and non-sequences corresponding. */
+static bool same_condition(const rg_node *a, const rg_scan_info *sa, const rg_node *b, const rg_scan_info *sb) {
+  const rg_fgraph *ga = rg_op_inner_graph(a->op), *gb = rg_op_inner_graph(b->op);
+  int cap = rg_fgraph_ninputs(ga) + 1, n = 0;
+  V *xs = rg_gc_alloc(sizeof(V) * (size_t)cap), *ys = rg_gc_alloc(sizeof(V) * (size_t)cap);
+  for (int ka = 0; ka < sa->n_seqs; ka++)
+    for (int kb = 0; kb < sb->n_seqs; kb++) {
+      if (!same_value(a->inputs[rg_scan_outer_in(sa, RG_SCAN_SEQ, ka)], b->inputs[rg_scan_outer_in(sb, RG_SCAN_SEQ, kb)]) ||
+          !same_seq_taps(sa, ka, sb, kb))
+        continue;
+      for (int t = 0; t < sa->seq_ntaps[ka] && n + 1 < cap; t++, n++)
+        xs[n] = rg_fgraph_input(ga, rg_scan_inner_in(sa, RG_SCAN_SEQ, ka, t)),
+        ys[n] = rg_fgraph_input(gb, rg_scan_inner_in(sb, RG_SCAN_SEQ, kb, t));
+      break;
+    }
+  for (int ka = 0; ka < sa->n_non_seqs; ka++)
+    for (int kb = 0; kb < sb->n_non_seqs && n + 1 < cap; kb++)
+      if (same_value(a->inputs[rg_scan_outer_in(sa, RG_SCAN_NON_SEQ, ka)], b->inputs[rg_scan_outer_in(sb, RG_SCAN_NON_SEQ, kb)])) {
+        xs[n] = rg_fgraph_input(ga, rg_scan_inner_in(sa, RG_SCAN_NON_SEQ, ka, 0));
+        ys[n++] = rg_fgraph_input(gb, rg_scan_inner_in(sb, RG_SCAN_NON_SEQ, kb, 0));
+        break;
+      }
+  V ca = rg_fgraph_output(ga, rg_scan_inner_out(sa, RG_SCAN_UNTIL, 0, 0));
+  V cb = rg_fgraph_output(gb, rg_scan_inner_out(sb, RG_SCAN_UNTIL, 0, 0));
+  return rg_equal_computations(1, &ca, &cb, n, xs, ys);
+}
+
 static bool mergeable(const rg_node *a, const rg_scan_info *sa, const rg_node *b, const rg_scan_info *sb) {
-  return a != b && !sa->until && !sb->until && sa->go_backwards == sb->go_backwards &&
+  return a != b && sa->until == sb->until && sa->go_backwards == sb->go_backwards &&
          sa->truncate_gradient == sb->truncate_gradient && same_value(a->inputs[0], b->inputs[0]) &&
-         !depends_on(b, a) && !depends_on(a, b);
+         (!sa->until || same_condition(a, sa, b, sb)) && !depends_on(b, a) && !depends_on(a, b);
 }
 
 /* ------------------------------------------------------------------ the merged layout */
@@ -141,6 +177,7 @@ static rg_node *merge_nodes(rg_ctx *C, side *a, side *b) {
   }
   for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
     append_kind(out, &no, a, kind, true), append_kind(out, &no, b, kind, true);
+  if (t.until) out[no++] = a->out[rg_scan_inner_out(a->s, RG_SCAN_UNTIL, 0, 0)]; /* b's is the same */
   if (ni != nin || no != nout) return NULL;
   rg_fgraph *g = rg_fgraph_new(C, nin, in, nout, out, RG_FG_CLONE);
   const rg_op *op = g ? rg_op_scan(C, &t, g) : NULL;

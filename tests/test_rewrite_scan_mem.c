@@ -475,6 +475,20 @@ static void test_scan_merge(void **st) {
   assert_int_equal(scans_after(TWO_LOOPS("4", "((subtensor -1) a)")), 2);
 }
 
+#define TWO_WHILES(cond_b) \
+  "(graph (input x float64 (6)) (input lim float64 ()) " \
+  "(define a (scan (lambda (x_t h) (values (add h x_t) (until (gt x_t lim)))) (sequences x) (outputs-info 0.0))) " \
+  "(define b (scan (lambda (x_t h) (values (mul h x_t) (until " cond_b "))) (sequences x) (outputs-info 1.0))) " \
+  "(output a) (output b))"
+
+/* While-loops merge when their conditions are the same (read from the
+ * same sequence and non-sequence), not otherwise. */
+static void test_scan_merge_until(void **st) {
+  assert_int_equal(scans_after(TWO_WHILES("(gt x_t lim)")), 1);
+  assert_int_equal(scans_after(TWO_WHILES("(lt x_t lim)")), 2);
+  assert_int_equal(scans_after(TWO_WHILES("(gt h lim)")), 2);
+}
+
 /* ------------------------------------------------------------------ outputs */
 
 /* Two nit-sots computing the same are recorded once, an unread one not
@@ -522,6 +536,7 @@ int main(void) {
       cmocka_unit_test(test_push_out_add),
       cmocka_unit_test(test_push_out_sum),
       cmocka_unit_test(test_scan_merge),
+      cmocka_unit_test(test_scan_merge_until),
       cmocka_unit_test(test_outputs_pared),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
