@@ -31,6 +31,7 @@ typedef struct plan {
   bool *keep;
   V *by;
   bool any;
+  bool dups_only;  /* only duplicated inputs merged (scan_merge_inouts) */
 } plan;
 
 
@@ -38,6 +39,7 @@ static void plan_non_seqs(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
   for (int k = 0; k < s->n_non_seqs; k++) {
     int i = rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0);
     V outer = node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)], in = rg_fgraph_input(g, i);
+    if (p->dups_only) goto dups;
     if (!in->nclients) {
       p->keep[i] = false, p->any = true;
       continue;
@@ -46,6 +48,7 @@ static void plan_non_seqs(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
       p->keep[i] = false, p->any = true;
       continue;
     }
+  dups:
     for (int j = 0; j < k; j++) {
       int ij = rg_scan_inner_in(s, RG_SCAN_NON_SEQ, j, 0);
       if (p->keep[ij] && node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)] == outer) {
@@ -105,7 +108,7 @@ static bool inline_repeated(rg_ctx *C, const rg_node *node, const rg_scan_info *
 /* A sequence is dropped when none of its taps is read. */
 static void plan_seqs(rg_ctx *C, const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, plan *p) {
   for (int k = 0; k < s->n_seqs; k++) {
-    if (merge_duplicate_seq(node, s, g, p, k) || inline_repeated(C, node, s, p, k)) continue;
+    if (merge_duplicate_seq(node, s, g, p, k) || p->dups_only || inline_repeated(C, node, s, p, k)) continue;
     bool used = false;
     for (int j = 0; j < s->seq_ntaps[k]; j++) used |= rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, k, j))->nclients > 0;
     if (used) continue;
@@ -131,14 +134,13 @@ static rg_fgraph *new_step(rg_ctx *C, const rg_fgraph *g, const plan *p) {
   return rg_fgraph_new(C, m, in, nout, out, RG_FG_CLONE);
 }
 
-static int remove_inputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
-  (void)ud;
+static int rewrite_inputs(rg_rewrite_run *run, rg_node *node, V *out, bool dups_only) {
   rg_ctx *C = rg_rewrite_ctx(run);
   rg_scan_info s;
   if (!rg_scan_info_of(node->op, &s)) return 0;
   const rg_fgraph *g = rg_op_inner_graph(node->op);
   int nin = rg_fgraph_ninputs(g);
-  plan p = {nin, rg_gc_alloc((size_t)nin + 1), rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), false};
+  plan p = {nin, rg_gc_alloc((size_t)nin + 1), rg_gc_alloc(sizeof(V) * (size_t)(nin + 1)), false, dups_only};
   memset(p.keep, 1, (size_t)nin);
   plan_non_seqs(C, node, &s, g, &p);
   plan_seqs(C, node, &s, g, &p);
@@ -174,6 +176,15 @@ static int remove_inputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   for (int o = 0; o < node->nout; o++)
     if (node->outputs[o]->nclients) out[o] = nw->outputs[o];
   return 1;
+}
+
+static int remove_inputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
+  (void)ud;
+  return rewrite_inputs(run, node, out, false);
+}
+
+int rgr_scan_merge_input_dups(rg_rewrite_run *run, rg_node *node, V *out) {
+  return rewrite_inputs(run, node, out, true);
 }
 
 void rgr_register_scan_inputs(rg_rewrite_db *canon) {

@@ -1,8 +1,8 @@
 /*
  * scan-outputs.c — a Scan's outputs pared down.
  *
- * scan_merge_inouts (Aesara's name, the outputs' half; the inputs' half
- * is in scan-inputs.c): sit-sots paired with earlier ones of equal initial
+ * scan_merge_inouts (Aesara's name): duplicated outer inputs first, read
+ * once (rgr_scan_merge_input_dups, scan-inputs.c); then sit-sots paired with earlier ones of equal initial
  * values trace the same values when each one's step computes what its
  * partner's does, all the pairs assumed at once (so the LSTM's h and c,
  * which read each other, merge with another copy of h and c: a Scan
@@ -114,6 +114,7 @@ static rg_node *read_partners(rg_ctx *C, const rg_node *node, const rg_scan_info
 
 static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   (void)ud;
+  if (rgr_scan_merge_input_dups(run, node, out)) return 1;
   rg_scan_info s;
   if (!rg_scan_info_of(node->op, &s) || s.n_sit_sot < 2) return 0;
   const rg_fgraph *g = rg_op_inner_graph(node->op);

@@ -18,6 +18,10 @@ void rgr_define_step_relations(rg_interp *I);
  * sequence's order: the first n, or the last n with go_backwards, where
  * step t reads the t-th from the end. */
 rg_variable *rgr_steps_rows(const rg_scan_info *s, rg_variable *n, rg_variable *x);
+/* scan_merge_inouts' inputs half (scan-inputs.c): a Scan whose sequences
+ * (same taps) or non-sequences repeat an outer value rebuilt reading each
+ * once; 1 with out filled, 0 when none repeats. */
+int rgr_scan_merge_input_dups(rg_rewrite_run *run, rg_node *node, rg_variable **out);
 /* A constant copied for another graph (a constant belongs to one). */
 rg_variable *rgr_copy_const(rg_ctx *C, rg_variable *x);
 /* An all-steps value aligned to rank ndim + 1, the time axis first

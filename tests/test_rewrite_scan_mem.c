@@ -369,6 +369,30 @@ static int seqs_after_remove(const char *rows) {
   return info.n_seqs;
 }
 
+/* scan_merge_inouts on its own: a sequence and a non-sequence passed
+ * twice enter once, and the two states then computing the same are one. */
+static void test_merge_inouts_inputs(void **st) {
+  const char *text = "(graph (input x float64 (5 3)) (input h0 float64 (3)) (input W float64 (3 3)) "
+                     "(define (a b) (scan (lambda (x_t y_t h g W V) (values (tanh (add (dot h W) x_t)) "
+                     "(tanh (add (dot g V) y_t)))) (sequences x x) (outputs-info h0 h0) (non-sequences W W))) "
+                     "(output a) (output b))";
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  rg_tensor *want[2], *got[2];
+  run(fg, "none", want);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_merge_inouts"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  run(fg, "none", got);
+  for (int k = 0; k < 2; k++) {
+    for (int64_t i = 0; i < 15; i++) assert_true(rg_tensor_get_f64(got[k], i) == rg_tensor_get_f64(want[k], i));
+    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
+  }
+  rg_scan_info info;
+  assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+  assert_int_equal(info.n_seqs, 1);
+  assert_int_equal(info.n_non_seqs, 1);
+  assert_ptr_equal(rg_fgraph_output(fg, 0), rg_fgraph_output(fg, 1)); /* both read one state */
+}
+
 static void test_repeated_sequence_inlined(void **st) {
   assert_int_equal(seqs_after_remove("1.5 -2.0 1.5 -2.0 1.5 -2.0 1.5 -2.0"), 0);
   assert_int_equal(seqs_after_remove("1.5 -2.0 1.5 -2.0 1.5 -2.5 1.5 -2.0"), 1);
@@ -533,6 +557,7 @@ int main(void) {
       cmocka_unit_test(test_push_out_keeps_fusable),
       cmocka_unit_test(test_remove_inputs),
       cmocka_unit_test(test_repeated_sequence_inlined),
+      cmocka_unit_test(test_merge_inouts_inputs),
       cmocka_unit_test(test_push_out_add),
       cmocka_unit_test(test_push_out_sum),
       cmocka_unit_test(test_scan_merge),
