@@ -19,7 +19,10 @@
  * The same holds for a sum: acc_t = acc_{t-1} + sum(X_t, axes), only the
  * last value kept, records X_t as a nit-sot and sums its trace over the
  * step axis and those axes once after the loop (a bias's gradient through
- * a loop: per step a reduction and an addition fewer).
+ * a loop: per step a reduction and an addition fewer), and for any other
+ * float term, acc_t = acc_{t-1} + X_t: its trace summed over the step
+ * axis (what push_out_dot1's loop is once scan_push_out has moved the
+ * product x_t W out as one product over all steps).
  *
  * The rule tracks Scan nodes; the accumulator's input must feed only the
  * sum, and A and B (or X) must not depend on it.
@@ -36,7 +39,8 @@ typedef struct accum {
   int nrec;         /* values recorded per step: 2 (A, B) or 1 (X) */
   V rec[2];         /* the step's factors A and B, or the summed X */
   bool transposed;  /* the term is (A B).T */
-  const rg_op *sum; /* the sum of X (NULL: a product) */
+  const rg_op *sum; /* the sum of X (NULL: a product, or X itself) */
+  bool plain;       /* the term is X itself */
 } accum;
 
 static rg_node *owner_is(V v, rg_opcode c) { return v && v->owner && v->owner->op->code == c ? v->owner : NULL; }
@@ -60,11 +64,15 @@ static bool find_accum(const rg_scan_info *s, const rg_fgraph *g, int k, accum *
     *acc = (accum){.k = k, .nrec = 1, .rec = {sum->inputs[0]}, .sum = sum->op};
     return true;
   }
-  if (term->type->ndim != 2) return false;
-  acc->transposed = is_transpose(term->owner);
-  rg_node *dot = owner_is(acc->transposed ? term->owner->inputs[0] : term, RG_OP_DOT);
-  if (!dot || dot->inputs[0]->type->ndim != 2 || dot->inputs[1]->type->ndim != 2) return false;
-  acc->k = k, acc->nrec = 2, acc->rec[0] = dot->inputs[0], acc->rec[1] = dot->inputs[1], acc->sum = NULL;
+  bool transposed = term->type->ndim == 2 && is_transpose(term->owner);
+  rg_node *dot = term->type->ndim == 2 ? owner_is(transposed ? term->owner->inputs[0] : term, RG_OP_DOT) : NULL;
+  if (dot && dot->inputs[0]->type->ndim == 2 && dot->inputs[1]->type->ndim == 2) {
+    *acc = (accum){.k = k, .nrec = 2, .rec = {dot->inputs[0], dot->inputs[1]}, .transposed = transposed};
+    return true;
+  }
+  /* the term does not read the state (its one client is the sum) */
+  if (!rg_dtype_is_float(in->type->dtype) || term->type->ndim != in->type->ndim) return false;
+  *acc = (accum){.k = k, .nrec = 1, .rec = {term}, .plain = true};
   return true;
 }
 
@@ -178,8 +186,10 @@ static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   int *pos = rg_gc_alloc(sizeof(int) * (size_t)(s.n_sit_sot + 1));
   for (int j = 0; j < s.n_sit_sot; j++) pos[j] = j == k ? -1 : j > k ? j - 1 : j; /* k: rewired below */
   rgr_outputs_moved(node, &s, nw, &t, RG_SCAN_SIT_SOT, pos, out);
-  V total = acc.sum ? sum_of_trace(nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 1)], acc.sum)
-                    : product_of_traces(C, nw, &t, acc.transposed);
+  V last = nw->outputs[rg_scan_outer_out(&t, RG_SCAN_NIT_SOT, t.n_nit_sot - 1)];
+  V total = acc.plain ? rg_sum(last, 1, (int64_t[]){0})
+            : acc.sum ? sum_of_trace(last, acc.sum)
+                      : product_of_traces(C, nw, &t, acc.transposed);
   if (!total) {
     rg_clear_error(C);
     return 0;
@@ -193,7 +203,7 @@ static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
 void rgr_register_scan_pushadd(rg_rewrite_db *canon) {
   static const rg_opcode tracks[] = {RG_OP_SCAN};
   rg_rewriter *rw = rg_node_rewriter("push_out_scan_output", 1, tracks, push_out_add, NULL);
-  rw->describe = "a sit-sot acc + A_t B_t (or acc + sum(X_t)) of which only the last value is kept -> one product "
-                 "(or sum) over all steps after the loop";
+  rw->describe = "a sit-sot acc + A_t B_t (or acc + sum(X_t), or acc + X_t) of which only the last value is kept "
+                 "-> one product (or sum) over all steps after the loop";
   rg_db_register(canon, "push_out_scan_output", rw, 0, "fast_run fast_compile canonicalize scan");
 }

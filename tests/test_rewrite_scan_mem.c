@@ -458,6 +458,26 @@ static void test_push_out_sum(void **st) {
   }
 }
 
+/* acc + X_t, X_t any float term not reading acc: X's trace summed after
+ * the loop; a term that reads the state stays in the loop. */
+static void test_push_out_plain_term(void **st) {
+  (void)st;
+  static const struct { const char *step; bool out; } cases[] = {
+      {"(add acc (tanh (mul x_t w)))", true},
+      {"(add (exp x_t) acc)", true},
+      {"(add acc (mul acc x_t))", false},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "(graph (input x float64 (6 3)) (input w float64 (3)) (input a0 float64 (3)) "
+             "(output ((subtensor -1) (scan (lambda (x_t acc) %s) (sequences x) (outputs-info a0)))))",
+             cases[c].step);
+    int left = sit_sots_after(text);
+    if (cases[c].out != (left == 0)) fail_msg("case %zu: %d sit-sots left", c, left);
+  }
+}
+
 /* ------------------------------------------------------------------ scan_merge */
 
 static int count_scans(rg_fgraph *fg) {
@@ -560,6 +580,7 @@ int main(void) {
       cmocka_unit_test(test_merge_inouts_inputs),
       cmocka_unit_test(test_push_out_add),
       cmocka_unit_test(test_push_out_sum),
+      cmocka_unit_test(test_push_out_plain_term),
       cmocka_unit_test(test_scan_merge),
       cmocka_unit_test(test_scan_merge_until),
       cmocka_unit_test(test_outputs_pared),
