@@ -168,6 +168,7 @@ struct rg_egraph {
   rg_search_stop stop;
   const char *stop_msg;
   double deadline;          /* rgr_now() past which the run stops */
+  int64_t node_cap;         /* e-nodes at which applying stops (the node limit) */
   bool late;                /* a rule stopped half-way at the deadline */
   const char *cur_rule;     /* the rule applying now, for rejections */
   int64_t nrejected;        /* refused merges, each distinct one once */

@@ -484,10 +484,17 @@ static bool has_params(const pat *p) {
   return false;
 }
 
-/* Whether the run's deadline passed (looked at every 256th step i); a
- * rule cut short this way is not marked searched. */
+/* Whether the run's budget ran out (looked at every 256th step i): its
+ * deadline passed, or the e-graph reached the node limit (so a rule with
+ * many matches stops near the limit, not after all of them); a rule cut
+ * short this way is not marked searched. */
 static bool out_of_time(rg_egraph *eg, eg_rule *r, size_t i) {
-  if ((i & 255) || rgr_now() <= eg->deadline) return false;
+  if (i & 255) return false;
+  if (eg->node_cap > 0 && (int64_t)eg->nmemo >= eg->node_cap) {
+    r->to_apply = false;
+    return true;
+  }
+  if (rgr_now() <= eg->deadline) return false;
   eg->late = true;
   r->to_apply = false;
   return true;
@@ -1802,6 +1809,7 @@ rg_search_stop rg_egraph_run(rg_egraph *eg, const rg_search_opts *opts) {
   rg_search_opts o = defaults(opts);
   run_state st = {&o, rgr_now(), RG_SEARCH_SATURATED, NULL};
   eg->deadline = st.start + o.time_limit;
+  eg->node_cap = o.node_limit;
   eg->late = false;
   for (int it = 0;; it++) {
     if (it >= o.iter_limit)

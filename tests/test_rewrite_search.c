@@ -237,7 +237,8 @@ static void test_limits(void **st) {
   rg_search_opts o = {.node_limit = 20000, .iter_limit = 1000, .time_limit = 100};
   assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_NODE_LIMIT);
   assert_non_null(strstr(rg_egraph_stop_message(eg), "node limit 20000"));
-  assert_true(rg_egraph_nnodes(eg) >= 20000);
+  /* applying stops near the limit, not after every match of the rule */
+  assert_true(rg_egraph_nnodes(eg) <= 20000 + 20000 / 4);
   rg_egraph_free(eg);
 
   eg = sum12();
