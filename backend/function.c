@@ -471,17 +471,22 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
 
 /* The nodes of an inner program that ran thunk by thunk (a Scan's steps),
  * indented under their node; composites, run by their own interpreter,
- * have none. */
-static void profile_inner(const rgb_program *p, FILE *out, int depth, double total) {
+ * have none, and a Scan whose steps ran as flat elementwise loops (the
+ * executor's fast path) says so instead. */
+static void profile_inner(const rgb_thunk *parent, const rgb_program *p, FILE *out, int depth, double total) {
   int64_t calls = 0;
   for (int32_t k = 0; k < p->nthunks; k++) calls += p->thunks[k].calls;
-  if (!calls) return;
+  if (!calls) {
+    if (parent->calls && parent->node.code == RG_OP_SCAN)
+      fprintf(out, "  %*s       (its steps ran as flat elementwise loops: no time per node)\n", 2 * depth, "");
+    return;
+  }
   for (int32_t k = 0; k < p->nthunks; k++) {
     const rgb_thunk *t = &p->thunks[k];
     fprintf(out, "  %*s%5d  %-*s %10lld %12.6f %12.3f %6.1f\n", 2 * depth, "", k, 16 - 2 * depth > 4 ? 16 - 2 * depth : 4,
             t->node.label, (long long)t->calls, t->seconds,
             t->calls ? t->seconds / (double)t->calls * 1e6 : 0.0, total > 0 ? 100 * t->seconds / total : 0.0);
-    if (t->node.inner) profile_inner(t->node.inner, out, depth + 1, total);
+    if (t->node.inner) profile_inner(t, t->node.inner, out, depth + 1, total);
   }
 }
 
@@ -500,7 +505,7 @@ void rg_function_profile(const rg_function *f, FILE *out) {
     fprintf(out, "  %5d  %-16s %10lld %12.6f %12.3f %6.1f\n", k, t->node.label, (long long)t->calls,
             t->seconds, t->calls ? t->seconds / (double)t->calls * 1e6 : 0.0,
             total > 0 ? 100 * t->seconds / total : 0.0);
-    if (t->node.inner) profile_inner(t->node.inner, out, 1, total);
+    if (t->node.inner) profile_inner(t, t->node.inner, out, 1, total);
   }
   fprintf(out, "per op:\n");
   for (int code = 0; code < RG_OP_COUNT; code++) {

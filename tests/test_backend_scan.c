@@ -101,9 +101,9 @@ static void test_fibonacci(void **st) {
   rg_tensor_free(nv);
 }
 
-/* y_t = x[t-1] - 2 x[t] + x[t+1] */
+/* y_t = x[t-1] - 2 x[t] + 3 x[t+1] (not symmetric: the taps' rows tell) */
 static int step_taps(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u, void *ud) {
-  outs[0] = rg_add(rg_sub(in[0], rg_mul(rg_scalar_float(c, 2), in[1])), in[2]);
+  outs[0] = rg_add(rg_sub(in[0], rg_mul(rg_scalar_float(c, 2), in[1])), rg_mul(rg_scalar_float(c, 3), in[2]));
   return RG_OK;
 }
 
@@ -120,11 +120,13 @@ static void test_sequence_taps_backwards(void **st) {
     rg_tensor *r = run1(1, &x, y, &xv);
     assert_int_equal(r->shape[0], 5);
     assert_int_equal(r->shape[1], 3);
+    /* as aesara.scan: backwards the steps go from the last centre row
+     * (5) to the first (1), and tap -1 is still the row before it */
     for (int t = 0; t < 5; t++)
       for (int j = 0; j < 3; j++) {
-        int i0 = back ? 6 - t : t, i1 = back ? 5 - t : t + 1, i2 = back ? 4 - t : t + 2;
+        int i0 = back ? 4 - t : t, i1 = back ? 5 - t : t + 1, i2 = back ? 6 - t : t + 2;
         double want = rg_tensor_get_f64(xv, i0 * 3 + j) - 2 * rg_tensor_get_f64(xv, i1 * 3 + j) +
-                      rg_tensor_get_f64(xv, i2 * 3 + j);
+                      3 * rg_tensor_get_f64(xv, i2 * 3 + j);
         assert_true(fabs(rg_tensor_get_f64(r, t * 3 + j) - want) < 1e-5);
       }
     rg_tensor_free(r);
@@ -277,6 +279,35 @@ static void test_scan_in_scan(void **st) {
   }
   rg_tensor_free(r);
   rg_tensor_free(xv);
+}
+
+/* The profile of a scan in a scan: the outer step's nodes under the outer
+ * scan, and for the inner scan, whose steps ran as flat elementwise loops
+ * (no thunk per node), a line that says so. */
+static void test_nested_profile(void **st) {
+  const char *text = "(graph (input X float64 (5 4)) (input s float64 ())"
+                     " (output (scan (lambda (row acc)"
+                     "   (define cs (scan (lambda (e a) (add a (mul e acc))) (sequences row) (outputs-info s)))"
+                     "   (add acc ((subtensor -1) cs)))"
+                     " (sequences X) (outputs-info (constant float64 () (1.0))))))";
+  rg_fgraph *fg = rg_graph_read(C, "nested.graph", text, strlen(text));
+  assert_non_null(fg);
+  rg_variable *ins[2] = {rg_fgraph_input(fg, 0), rg_fgraph_input(fg, 1)}, *out = rg_fgraph_output(fg, 0);
+  rg_compile_opts o = {.mode = {.query = "none"}, .profile = true};
+  rg_function *f = rg_compile(C, 2, ins, 1, &out, &o);
+  assert_non_null(f);
+  rg_tensor *vals[2] = {tens_rand(RG_FLOAT64, 2, SHAPE(5, 4), -1, 1), tens_rand(RG_FLOAT64, 0, NULL, -1, 1)}, *res;
+  assert_int_equal(rg_function_call(f, vals, &res), RG_OK);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  rg_function_profile(f, m);
+  fclose(m);
+  assert_non_null(strstr(buf, "subtensor"));
+  assert_non_null(strstr(buf, "(its steps ran as flat elementwise loops: no time per node)"));
+  free(buf);
+  rg_tensor_free(res), rg_tensor_free(vals[0]), rg_tensor_free(vals[1]);
+  rg_function_free(f);
 }
 
 /* RNN: h_t = tanh(h_{t-1} W + x_t), matrix state (batch 2, width 3),
@@ -632,6 +663,7 @@ int main(void) {
       cmocka_unit_test(test_free_variable),
       cmocka_unit_test(test_until),
       cmocka_unit_test(test_ifelse_inside),
+      cmocka_unit_test(test_nested_profile),
       cmocka_unit_test(test_scan_in_scan),
       cmocka_unit_test(test_rnn_matrix_state),
       cmocka_unit_test(test_store_steps),
