@@ -40,7 +40,10 @@ struct rg_cost_model {
   rg_term rel;
   cost_slot *cache;
   size_t ncache, capcache;
+  const char *why;  /* the first reason the relation gave a node no cost */
 };
+
+const char *eg_cost_why(const rg_cost_model *cm) { return cm ? cm->why : NULL; }
 
 static rg_cost_model *model(int kind) {
   rg_cost_model *cm = rg_gc_alloc(sizeof *cm);
@@ -269,18 +272,20 @@ static double *cache_slot(rg_cost_model *cm, const rg_node *node, int out, bool 
   return &cm->cache[s].cost;
 }
 
-static double relation_cost(rg_ctx *C, const rg_cost_model *cm, rg_variable *out) {
+static double relation_cost(rg_ctx *C, rg_cost_model *cm, rg_variable *out) {
   rg_term c = rg_var(C), args[2] = {rg_var_term(out), c}, answers;
   rg_run_opts o = {.max_steps = 2000000};
   int rc = rg_run(C, 1, c, rg_call(cm->rel, 2, args), &o, &answers);
-  if (rc != RG_OK || !rg_is_pair(answers)) {
-    rg_clear_error(C);
-    return INFINITY;
-  }
-  rg_term a = rg_car(answers);
-  if (rg_kind_of(a) == RG_K_INT) return (double)rg_int_value(a);
-  if (rg_kind_of(a) == RG_K_FLOAT) return rg_float_value(a);
-  return INFINITY;
+  const char *why = NULL;
+  double v = INFINITY;
+  if (rc != RG_OK) why = rgr_sprintf("costo failed on %s: %s", rg_pprint_str(out), rg_errmsg(C));
+  else if (!rg_is_pair(answers)) why = rgr_sprintf("costo has no answer for %s", rg_pprint_str(out));
+  else if (rg_kind_of(rg_car(answers)) == RG_K_INT) v = (double)rg_int_value(rg_car(answers));
+  else if (rg_kind_of(rg_car(answers)) == RG_K_FLOAT) v = rg_float_value(rg_car(answers));
+  else why = rgr_sprintf("costo answered %s for %s, not a number", rg_to_string(rg_car(answers)), rg_pprint_str(out));
+  rg_clear_error(C);
+  if (why && !cm->why) cm->why = why;
+  return v;
 }
 
 /* A measured or relational cost, cached per (op, input types, output). */

@@ -36,6 +36,7 @@ typedef struct answer { double cost; uint32_t *choice; } answer;
 
 typedef struct extractor {
   rg_egraph *eg;
+  const rg_cost_model *cm;
   const double *cost;
   double *best;        /* greedy tree cost per class */
   uint32_t *size;      /* tree size of that, for ties */
@@ -325,8 +326,11 @@ static int run_extraction(extractor *x) {
   rg_egraph *eg = x->eg;
   greedy(x);
   for (int i = 0; i < eg->nroots; i++)
-    if (!isfinite(x->best[eg_find(eg, eg->roots[i])]))
-      return rg_error(eg->C, RG_ERR_EVAL, "extract: output %d has no e-node of finite cost", i + 1);
+    if (!isfinite(x->best[eg_find(eg, eg->roots[i])])) {
+      const char *why = eg_cost_why(x->cm);
+      return rg_error(eg->C, RG_ERR_EVAL, "extract: output %d has no e-node of finite cost%s%s", i + 1,
+                      why ? " (" : "", why ? rgr_sprintf("%s)", why) : "");
+    }
   for (uint32_t c = 0; c < eg->ncls; c++) x->choice[c] = EG_NONE;
   uint32_t greedy_classes = 0;
   for (int i = 0; i < eg->nroots; i++) greedy_classes += x->size[eg_find(eg, eg->roots[i])];
@@ -347,7 +351,7 @@ int rg_egraph_extract(rg_egraph *eg, const rg_cost_model *cm, int k, rg_fgraph *
                       double *costs, bool *exact) {
   if (k < 1) return rg_error(eg->C, RG_ERR_TYPE, "extract: k must be at least 1");
   eg_rebuild(eg);
-  extractor x = {.eg = eg, .k = k, .budget = BB_BUDGET};
+  extractor x = {.eg = eg, .cm = cm, .k = k, .budget = BB_BUDGET};
   if (!(x.cost = eg_node_costs(eg, cm))) return rg_errcode(eg->C);
   uint32_t n = eg->ncls + 1;
   x.best = malloc(n * sizeof *x.best);

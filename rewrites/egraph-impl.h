@@ -249,6 +249,8 @@ bool eg_rule_by_templates(const rg_egraph *eg, const char *name);
 
 /* egraph-cost.c: per-node costs of a model (INFINITY: cannot cost it). */
 double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm);
+/* The first reason a cost relation gave a node no cost (NULL: none). */
+const char *eg_cost_why(const rg_cost_model *cm);
 /* The cost of one graph node by its own static types (unknown dimensions
  * count as 0): FLOPs, bytes or measured time; INFINITY for a relation
  * model (it needs an e-graph). */
