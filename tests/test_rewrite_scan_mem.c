@@ -62,16 +62,15 @@ static rg_fgraph *read_graph(const char *body) {
 /* Runs the graph's outputs compiled with a query, inputs in [-0.5, 0.5). */
 static void run(rg_fgraph *fg, const char *query, rg_tensor **res) { tu_run_graph(C, fg, query, -0.5, 1, res); }
 
-/* Rewrites with scan_save_mem; returns the first scan's store_steps for
- * its first trace (-1: no scan) and checks the values. */
-static int64_t saved(const char *body) {
-  rg_fgraph *fg = read_graph(body);
+/* Rewrites fg with the standard database's query to equilibrium and
+ * checks it is still well formed and gives the same values, bit for bit. */
+static void rewrite_same(rg_fgraph *fg, const char *query) {
   int nout = rg_fgraph_noutputs(fg);
   rg_tensor *want[8], *got[8];
   run(fg, "none", want);
-  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_save_mem"), NULL);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), query), NULL);
   assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
-  assert_int_equal(rg_fgraph_check(fg), RG_OK);
+  if (rg_fgraph_check(fg) != RG_OK) fail_msg("%s: %s", query, rg_errmsg(C));
   run(fg, "none", got);
   for (int k = 0; k < nout; k++) {
     assert_int_equal(rg_tensor_numel(got[k]), rg_tensor_numel(want[k]));
@@ -79,6 +78,13 @@ static int64_t saved(const char *body) {
       assert_true(rg_tensor_get_f64(got[k], i) == rg_tensor_get_f64(want[k], i));
     rg_tensor_free(got[k]), rg_tensor_free(want[k]);
   }
+}
+
+/* Rewrites with scan_save_mem; returns the first scan's store_steps for
+ * its first trace (-1: no scan) and checks the values. */
+static int64_t saved(const char *body) {
+  rg_fgraph *fg = read_graph(body);
+  rewrite_same(fg, "scan_save_mem");
   int64_t keep = -1;
   for (rg_node *n = rg_fgraph_first(fg); n && keep < 0; n = rg_fgraph_next(n)) {
     rg_scan_info s;
@@ -114,19 +120,7 @@ static void test_whole_trace_stays(void **st) {
  * 0 (a number of steps known only at run time). */
 static int64_t steps_cut(const char *body) {
   rg_fgraph *fg = read_graph(body);
-  int nout = rg_fgraph_noutputs(fg);
-  rg_tensor *want[8], *got[8];
-  run(fg, "none", want);
-  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_save_mem"), NULL);
-  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
-  if (rg_fgraph_check(fg) != RG_OK) fail_msg("%s: %s", body, rg_errmsg(C));
-  run(fg, "none", got);
-  for (int k = 0; k < nout; k++) {
-    assert_int_equal(rg_tensor_numel(got[k]), rg_tensor_numel(want[k]));
-    for (int64_t i = 0; i < rg_tensor_numel(want[k]); i++)
-      assert_true(rg_tensor_get_f64(got[k], i) == rg_tensor_get_f64(want[k], i));
-    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
-  }
+  rewrite_same(fg, "scan_save_mem");
   for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n)) {
     rg_scan_info s;
     if (n->op->code != RG_OP_SCAN || !rg_scan_info_of(n->op, &s)) continue;
@@ -335,13 +329,7 @@ static void test_remove_inputs(void **st) {
                      "(output (scan (lambda (x_t h w a b) (mul h (add w (mul a b)))) (sequences x) (outputs-info h0) "
                      "(non-sequences w (constant float64 () (2.0)) w))))";
   rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
-  rg_tensor *want[1], *got[1];
-  run(fg, "none", want);
-  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "remove_constants_and_unused_inputs_scan"), NULL);
-  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
-  run(fg, "none", got);
-  for (int64_t i = 0; i < 12; i++) assert_true(rg_tensor_get_f64(got[0], i) == rg_tensor_get_f64(want[0], i));
-  rg_tensor_free(got[0]), rg_tensor_free(want[0]);
+  rewrite_same(fg, "remove_constants_and_unused_inputs_scan");
   rg_scan_info info;
   assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
   assert_int_equal(info.n_seqs, 0);
@@ -356,14 +344,7 @@ static int seqs_after_remove(const char *rows) {
            "(graph (input h0 float64 (2)) (output (scan (lambda (r_t r_tp1 h) (add h (mul r_t r_tp1))) "
            "(sequences ((constant float64 (4 2) (%s)) (taps 0 1))) (outputs-info h0))))", rows);
   rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
-  rg_tensor *want[1], *got[1];
-  run(fg, "none", want);
-  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "remove_constants_and_unused_inputs_scan"), NULL);
-  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
-  run(fg, "none", got);
-  assert_int_equal(rg_tensor_numel(got[0]), 6);
-  for (int64_t i = 0; i < 6; i++) assert_true(rg_tensor_get_f64(got[0], i) == rg_tensor_get_f64(want[0], i));
-  rg_tensor_free(got[0]), rg_tensor_free(want[0]);
+  rewrite_same(fg, "remove_constants_and_unused_inputs_scan");
   rg_scan_info info;
   assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
   return info.n_seqs;
@@ -377,15 +358,7 @@ static void test_merge_inouts_inputs(void **st) {
                      "(tanh (add (dot g V) y_t)))) (sequences x x) (outputs-info h0 h0) (non-sequences W W))) "
                      "(output a) (output b))";
   rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
-  rg_tensor *want[2], *got[2];
-  run(fg, "none", want);
-  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "scan_merge_inouts"), NULL);
-  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
-  run(fg, "none", got);
-  for (int k = 0; k < 2; k++) {
-    for (int64_t i = 0; i < 15; i++) assert_true(rg_tensor_get_f64(got[k], i) == rg_tensor_get_f64(want[k], i));
-    rg_tensor_free(got[k]), rg_tensor_free(want[k]);
-  }
+  rewrite_same(fg, "scan_merge_inouts");
   rg_scan_info info;
   assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
   assert_int_equal(info.n_seqs, 1);
