@@ -920,9 +920,7 @@ static bool track_heads(eg_rule *r, int arg) {
   rg_term heads = rg_relation_input_heads(r->rel, arg);
   if (!heads || !rg_is_pair(heads)) return false;
   for (rg_term l = heads; rg_is_pair(l); l = rg_cdr(l)) {
-    rg_term h = rg_car(l);
-    if (rg_is_pair(h)) h = rg_car(h);
-    int c = rg_kind_of(h) == RG_K_SYMBOL ? rg_opcode_from_name(rg_symbol_name(h)) : -1;
+    int c = rgr_head_opcode(rg_car(l));
     if (c < 0) c = RG_OP_OPAQUE;
     r->tracks[c / 64] |= 1ull << (c % 64);
   }

@@ -69,6 +69,9 @@ static inline bool rgr_tracks_any(const rg_rewriter *rw, const rg_fgraph *fg) {
 
 rg_rewriter *rgr_rewriter_new(const char *name, int kind);
 void rgr_track(rg_rewriter *rw, rg_opcode c);
+/* The opcode a relation's input head names (a symbol, or the head of an
+ * op with parameters); -1 when it names none. */
+int rgr_head_opcode(rg_term h);
 /* Reads a relational rule's derived tracks again if definitions changed
  * since; every reader of `tracks` calls it when a run starts. */
 void rgr_refresh_tracks(rg_rewriter *rw);

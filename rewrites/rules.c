@@ -424,6 +424,11 @@ static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
  * requires of its input (rg_relation_input_heads), every op when they are
  * unknown or one is not an op.  Read when the rule is made and again
  * after any new definition, like the templates above. */
+int rgr_head_opcode(rg_term h) {
+  if (rg_is_pair(h)) h = rg_car(h);
+  return rg_kind_of(h) == RG_K_SYMBOL ? rg_opcode_from_name(rg_symbol_name(h)) : -1;
+}
+
 void rgr_refresh_tracks(rg_rewriter *rw) {
   uint64_t defs = rgk_definitions();
   if (!rw->tracks_derived || rw->tracks_read_at == defs) return;
@@ -433,9 +438,7 @@ void rgr_refresh_tracks(rg_rewriter *rw) {
   rg_term heads = rg_relation_input_heads(rw->relation, rw->backwards ? 1 : 0);
   if (!heads || !rg_is_pair(heads)) return;
   for (rg_term l = heads; rg_is_pair(l); l = rg_cdr(l)) {
-    rg_term h = rg_car(l);
-    if (rg_is_pair(h)) h = rg_car(h);
-    int c = rg_kind_of(h) == RG_K_SYMBOL ? rg_opcode_from_name(rg_symbol_name(h)) : -1;
+    int c = rgr_head_opcode(rg_car(l));
     if (c < 0) {
       memset(rw->tracks, 0, sizeof rw->tracks);
       return;
