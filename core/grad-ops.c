@@ -599,24 +599,14 @@ ALIAS(GER, g_ger)
 
 /* ------------------------------------------------------------------ control and inner graphs */
 
-/* ifelse: each branch gets the gradient when it was taken, zeros when
- * not; the lazy VM still computes one branch. */
+/* ifelse: each branch value gets its output's gradient as it is; the
+ * driver (grad.c) keeps it under the branch's guard, so it counts only
+ * when that branch was taken and the lazy VM computes the gradient of the
+ * branch taken alone. */
 GRAD_FN(g_ifelse) {
+  (void)C;
   int k = n->nout;
-  V *then_g = rgk_alloc((size_t)(k > 0 ? k : 1) * sizeof *then_g);
-  V *else_g = rgk_alloc((size_t)(k > 0 ? k : 1) * sizeof *else_g);
-  for (int i = 0; i < k; i++) {
-    V g = og_or_zero(C, n, og, i), z = rgc_zeros_like(C, g);
-    then_g[i] = g;
-    else_g[i] = z;
-  }
-  rg_node *t = rg_ifelse(n->inputs[0], k, then_g, else_g);
-  rg_node *e = rg_ifelse(n->inputs[0], k, else_g, then_g);
-  if (!t || !e) return RG_ERR_TYPE;
-  for (int i = 0; i < k; i++) {
-    ig[1 + i] = t->outputs[i];
-    ig[1 + k + i] = e->outputs[i];
-  }
+  for (int i = 0; i < k; i++) ig[1 + i] = ig[1 + k + i] = og[i];
   return RG_OK;
 }
 

@@ -18,15 +18,41 @@
  *
  * Integer and boolean variables get no gradient (disconnected), as in
  * Aesara; so does anything only reachable through them.
+ *
+ * Branches.  The gradient reaching an ifelse's branch value counts only
+ * when that branch was taken.  Rather than an ifelse of the gradient and
+ * zeros at once, which every node below would read (so the lazy VM would
+ * compute the forward values of the branch not taken for the rules that
+ * multiply by them), a contribution carries a guard: (cond, branch), in
+ * an outer guard when the ifelse sits in another's branch.  The rules are
+ * linear in the output gradient, so a node whose output gradients share
+ * one guard passes it on to its inputs' contributions.  A guard is
+ * resolved into ifelse(cond, g, zeros) only where it must be: where
+ * contributions under different guards (or none) meet, and at the wrt.
+ * The gradient nodes of a branch then sit inside the branch of that
+ * ifelse, and the lazy VM computes the gradient of the branch taken only.
  */
 #include "core/core-impl.h"
 
 typedef rg_variable *V;
 
-/* Contributions to one variable's gradient; `sum` once they are added. */
-RG_VEC(var_vec, V)
-/* Contributions live in collected memory (rgk_gc): they hold variables. */
-typedef struct acc { var_vec g; V sum; } acc;
+/* A contribution counts only where `cond` took the branch `then` (true:
+ * the then branch), and `outer` holds; NULL: everywhere. */
+typedef struct guard {
+  V cond;
+  bool then;
+  const struct guard *outer;
+} guard;
+
+/* One contribution to a variable's gradient, under its guard. */
+typedef struct contrib {
+  V g;
+  const guard *gd;
+} contrib;
+RG_VEC(contrib_vec, contrib)
+/* Contributions live in collected memory (rgk_gc): they hold variables.
+ * `sum` (NULL until asked) is their total, under the guard `gd`. */
+typedef struct acc { contrib_vec c; V sum; const guard *gd; } acc;
 
 /* The walk's state.  Variables computed by a node of the walk have a slot
  * (first[k] + output index for the node at order[k], which carries the
@@ -73,21 +99,88 @@ static acc *acc_of(gwalk *w, V x, bool make) {
   return a;
 }
 
-static void add_contrib(gwalk *w, V x, V g) {
+static void add_contrib(gwalk *w, V x, V g, const guard *gd) {
   acc *a = acc_of(w, x, true);
-  if (!a->g.a) a->g.a = &rgk_gc;
-  int rc = var_vec_push(&a->g, g);
+  if (!a->c.a) a->c.a = &rgk_gc;
+  int rc = contrib_vec_push(&a->c, (contrib){g, gd});
   assert(rc == 0 && "collected memory does not run out quietly");
   (void)rc;
   a->sum = NULL;
 }
 
-/* The total gradient of x so far (NULL: none reached it). */
-static V total(gwalk *w, V x) {
+/* ------------------------------------------------------------------ guards */
+
+static bool same_guard(const guard *a, const guard *b) {
+  while (a != b) {
+    if (!a || !b || a->cond != b->cond || a->then != b->then) return false;
+    a = a->outer, b = b->outer;
+  }
+  return true;
+}
+
+static const guard *new_guard(V cond, bool then, const guard *outer) {
+  guard *gd = rgk_alloc(sizeof *gd);
+  *gd = (guard){cond, then, outer};
+  return gd;
+}
+
+/* g where its guard holds, zeros of x's type elsewhere (NULL with an
+ * error when an ifelse cannot be made). */
+static V unguard(gwalk *w, V g, const guard *gd, V x) {
+  for (; gd && g; gd = gd->outer) {
+    V z = rgc_zeros_like(w->C, x);
+    rg_node *n = gd->then ? rg_ifelse(gd->cond, 1, &g, &z) : rg_ifelse(gd->cond, 1, &z, &g);
+    if (!n) rg_error(w->C, RG_ERR_TYPE, "grad: cannot select the gradient of a branch (%s)", rg_type_str(x->type));
+    g = n ? n->outputs[0] : NULL;
+  }
+  return g;
+}
+
+/* The sum of x's contributions: under their guard when they share one,
+ * else each guard's share resolved and all of them added. */
+static void sum_up(gwalk *w, acc *a, V x) {
+  size_t n = a->c.n;
+  bool one = true;
+  for (size_t i = 1; i < n && one; i++) one = same_guard(a->c.v[0].gd, a->c.v[i].gd);
+  if (one) {
+    V *g = rgk_alloc(n * sizeof *g);
+    for (size_t i = 0; i < n; i++) g[i] = a->c.v[i].g;
+    a->sum = n == 1 ? g[0] : rg_add_n((int)n, g);
+    a->gd = a->c.v[0].gd;
+    return;
+  }
+  V *terms = rgk_alloc(n * sizeof *terms), *part = rgk_alloc(n * sizeof *part);
+  bool *done = rgk_alloc_atomic(n);
+  memset(done, 0, n);
+  int nt = 0;
+  for (size_t i = 0; i < n; i++) { /* one resolved sum per guard */
+    if (done[i]) continue;
+    int np = 0;
+    for (size_t j = i; j < n; j++)
+      if (!done[j] && same_guard(a->c.v[i].gd, a->c.v[j].gd)) part[np++] = a->c.v[j].g, done[j] = true;
+    terms[nt++] = unguard(w, np == 1 ? part[0] : rg_add_n(np, part), a->c.v[i].gd, x);
+  }
+  for (int i = 0; i < nt; i++)
+    if (!terms[i]) return;
+  a->sum = nt == 1 ? terms[0] : rg_add_n(nt, terms);
+  a->gd = NULL;
+}
+
+/* The total gradient of x so far and its guard (NULL: none reached it,
+ * or an error). */
+static V total(gwalk *w, V x, const guard **gd) {
   acc *a = acc_of(w, x, false);
-  if (!a || !a->g.n) return NULL;
-  if (!a->sum) a->sum = a->g.n == 1 ? a->g.v[0] : rg_add_n((int)a->g.n, a->g.v);
+  *gd = NULL;
+  if (!a || !a->c.n) return NULL;
+  if (!a->sum) sum_up(w, a, x);
+  *gd = a->gd;
   return a->sum;
+}
+
+/* Whether x has contributions (its total may still fail). */
+static bool reached(gwalk *w, V x) {
+  acc *a = acc_of(w, x, false);
+  return a && a->c.n;
 }
 
 /* ------------------------------------------------------------------ fitting a gradient to its input */
@@ -165,10 +258,43 @@ static void mark_dependents(gwalk *w) {
   }
 }
 
+/* The gradients of a node's outputs, in og, under one guard (returned):
+ * theirs when they share one, else none, each resolved.  Sets *any when
+ * some gradient reaches the node; -1 on an error. */
+static int output_grads(gwalk *w, const rg_node *node, V *og, const guard **common, bool *any) {
+  const guard *gd[node->nout > 0 ? node->nout : 1];
+  bool one = true, first = true;
+  *common = NULL;
+  *any = false;
+  for (int o = 0; o < node->nout; o++) {
+    bool r = reached(w, node->outputs[o]);
+    og[o] = total(w, node->outputs[o], &gd[o]);
+    if (r && !og[o]) return -1;
+    if (!og[o]) continue;
+    if (!first) one &= same_guard(*common, gd[o]);
+    *common = first ? gd[o] : *common;
+    first = false;
+    *any = true;
+  }
+  if (one) return 0;
+  *common = NULL;
+  for (int o = 0; o < node->nout; o++)
+    if (og[o] && gd[o] && !(og[o] = unguard(w, og[o], gd[o], node->outputs[o]))) return -1;
+  return 0;
+}
+
+/* The guard of input i's contribution: the node's, or for an ifelse's
+ * branch values the branch's within it. */
+static const guard *input_guard(const rg_node *node, int i, const guard *gd, const guard *branch[2]) {
+  if (node->op->code != RG_OP_IFELSE || i == 0) return gd;
+  return branch[i <= node->nout ? 0 : 1];
+}
+
 static int back_through(gwalk *w, const rg_node *node) {
   V og[node->nout > 0 ? node->nout : 1];
-  bool any = false;
-  for (int o = 0; o < node->nout; o++) any |= (og[o] = total(w, node->outputs[o])) != NULL;
+  const guard *gd;
+  bool any;
+  if (output_grads(w, node, og, &gd, &any)) return RG_ERR_TYPE;
   bool needed = false;
   for (int i = 0; i < node->nin && !needed; i++) needed = depends(w, node->inputs[i]);
   if (!any || !needed) return RG_OK;
@@ -178,6 +304,9 @@ static int back_through(gwalk *w, const rg_node *node) {
   for (int i = 0; i < node->nin; i++) need[i] = depends(w, node->inputs[i]);
   int rc = node->op->cls->grad(w->C, node, og, ig, need);
   if (rc != RG_OK) return rc;
+  const guard *branch[2] = {NULL, NULL};
+  if (node->op->code == RG_OP_IFELSE)
+    branch[0] = new_guard(node->inputs[0], true, gd), branch[1] = new_guard(node->inputs[0], false, gd);
   for (int i = 0; i < node->nin; i++) {
     V x = node->inputs[i];
     if (!ig[i] || !depends(w, x) || !rg_dtype_is_float(x->type->dtype)) continue;
@@ -187,7 +316,7 @@ static int back_through(gwalk *w, const rg_node *node) {
         rg_error(w->C, RG_ERR_TYPE, "grad: the gradient rule of %s failed for input %d", rg_op_name(node->op), i);
       return RG_ERR_TYPE;
     }
-    add_contrib(w, x, g);
+    add_contrib(w, x, g, input_guard(node, i, gd, branch));
   }
   return RG_OK;
 }
@@ -227,15 +356,19 @@ static rg_node **walk_order(gwalk *w, V cost, const rg_grad_opts *o, size_t *n) 
 }
 
 static void seed(gwalk *w, V cost, const rg_grad_opts *o) {
-  if (cost && depends(w, cost)) add_contrib(w, cost, rg_constant_scalar(w->C, cost->type->dtype, 1));
+  if (cost && depends(w, cost)) add_contrib(w, cost, rg_constant_scalar(w->C, cost->type->dtype, 1), NULL);
   for (int i = 0; o && i < o->nknown; i++) {
     V x = o->known[i], g = o->known_grads ? o->known_grads[i] : NULL;
-    if (g && depends(w, x) && rg_dtype_is_float(x->type->dtype)) add_contrib(w, x, fit(w, g, x));
+    if (g && depends(w, x) && rg_dtype_is_float(x->type->dtype)) add_contrib(w, x, fit(w, g, x), NULL);
   }
 }
 
 static int result(gwalk *w, int i, V x, const rg_grad_opts *o, V *out) {
-  V g = total(w, x);
+  const guard *gd;
+  bool r = reached(w, x);
+  V g = total(w, x, &gd);
+  if (g && gd) g = unguard(w, g, gd, x);
+  if (r && !g) return RG_ERR_TYPE;
   int mode = o ? o->disconnected : RG_GRAD_DISCONNECTED_RAISE;
   if (g) {
     *out = g;

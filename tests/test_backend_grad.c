@@ -141,10 +141,57 @@ static void test_linear_algebra(void **st) {
 static void test_control_and_inner_graphs(void **st) {
   verify_text(G(M34 V4 "(input c bool ()) ", "(nth 0 (ifelse c (exp x) (mul x v)))"));
   verify_text(G(M34 V4 "(input c bool ()) ", "(nth 1 (ifelse (not c) (exp x) x (mul x v) (sin x)))"));
+  /* (c is false at the points drawn) nested, under a guard, a value in
+   * both branches and outside, two outputs of one ifelse */
+  verify_text(G(M34 V4 "(input c bool ()) ", "(nth 0 (ifelse c (exp x) (nth 0 (ifelse (not c) (mul x v) (cos x)))))"));
+  verify_text(G(M34 V4 "(input c bool ()) ",
+                "(nth 0 (ifelse (not c) (mul (nth 0 (ifelse c (exp x) (cos x))) (sin v)) (add x v)))"));
+  verify_text(G(M34 V4 "(input c bool ()) ", "(add (nth 0 (ifelse (not c) (exp x) (sin x))) (mul x x))"));
+  verify_text(G(M34 V4 "(input c bool ()) ",
+                "(mul (nth 0 (ifelse (not c) (exp x) (tanh v) (sin x) v)) (nth 1 (ifelse (not c) (exp x) (tanh v) (sin x) v)))"));
   verify_text(G(M34 V4, "((composite (graph (input a float64 ()) (input b float64 ()) "
                         "(output (add (mul a b) (exp a))))) x v)"));
   verify_text(G(M34 V4, "((op_from_graph (graph (input a float64 (3 4)) (input b float64 (4)) "
                         "(output (sum (dot a b))))) x v)"));
+}
+
+/* The gradient of an ifelse is the gradient of the branch taken, and the
+ * lazy VM computes only that branch's forward values and gradient, after
+ * the standard rewrites too. */
+static void test_ifelse_gradient_lazy(void **st) {
+  rg_fgraph *fg = read_graph("(graph (input c bool ()) (input x float64 (3)) (input y float64 (3)) "
+                             "(define out (ifelse c (exp (sin x)) (neg y))) (define cost (sum (mul out out))) "
+                             "(define (gx gy) (grad cost x y)) (output gx) (output gy))");
+  const char *queries[] = {"none", "fast_run -fusion"};
+  rg_tensor *tx = rg_tensor_new(RG_FLOAT64, 1, (int64_t[]){3}), *ty = rg_tensor_new(RG_FLOAT64, 1, (int64_t[]){3});
+  for (int i = 0; i < 3; i++) rg_tensor_set_f64(tx, i, 0.1 * (i + 1)), rg_tensor_set_f64(ty, i, i + 1.0);
+  rg_tensor *yes = rg_tensor_scalar_f64(RG_BOOL, 1), *no = rg_tensor_scalar_f64(RG_BOOL, 0);
+  for (int q = 0; q < 2; q++) {
+    rg_compile_opts o = {.mode = {.query = queries[q]}, .profile = true};
+    rg_variable *outs[] = {rg_fgraph_output(fg, 0), rg_fgraph_output(fg, 1)};
+    rg_function *f = rg_compile(C, 3, (rg_variable *[]){rg_fgraph_input(fg, 0), rg_fgraph_input(fg, 1),
+                                                       rg_fgraph_input(fg, 2)}, 2, outs, &o);
+    assert_non_null(f);
+    rg_tensor *res[2];
+    assert_int_equal(rg_function_call(f, (rg_tensor *[]){no, tx, ty}, res), RG_OK);
+    for (int i = 0; i < 3; i++) {
+      assert_float_equal(rg_tensor_get_f64(res[0], i), 0, 0);
+      assert_float_equal(rg_tensor_get_f64(res[1], i), 2 * (i + 1.0), 1e-12);
+    }
+    rg_tensor_free(res[0]), rg_tensor_free(res[1]);
+    assert_int_equal(tu_calls_of(f, "sin") + tu_calls_of(f, "exp") + tu_calls_of(f, "cos"), 0);
+    assert_int_equal(rg_function_call(f, (rg_tensor *[]){yes, tx, ty}, res), RG_OK);
+    for (int i = 0; i < 3; i++) {
+      double x = 0.1 * (i + 1);
+      assert_float_equal(rg_tensor_get_f64(res[0], i), 2 * exp(2 * sin(x)) * cos(x), 1e-12);
+      assert_float_equal(rg_tensor_get_f64(res[1], i), 0, 0);
+    }
+    rg_tensor_free(res[0]), rg_tensor_free(res[1]);
+    assert_int_equal(tu_calls_of(f, "sin"), 1);
+    assert_int_equal(tu_calls_of(f, "cos"), 1);
+    rg_function_free(f);
+  }
+  rg_tensor_free(tx), rg_tensor_free(ty), rg_tensor_free(yes), rg_tensor_free(no);
 }
 
 /* float32 inputs are checked with float32 tolerances. */
@@ -742,6 +789,7 @@ int main(void) {
       cmocka_unit_test(test_reductions),
       cmocka_unit_test(test_linear_algebra),
       cmocka_unit_test(test_control_and_inner_graphs),
+      cmocka_unit_test(test_ifelse_gradient_lazy),
       cmocka_unit_test(test_float32),
       cmocka_unit_test(test_prod_with_zeros),
       cmocka_unit_test(test_broadcast_types),

@@ -151,24 +151,6 @@ static void test_function_outlives_graph(void **st) {
   rg_function_free(f);
 }
 
-/* Thunk call counts through the profile of a function. */
-static int64_t calls_of(rg_function *f, const char *label) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
-  rg_function_profile(f, m);
-  fclose(m);
-  int64_t total = 0;
-  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-    int idx;
-    char op[64];
-    long long calls;
-    if (sscanf(line, " %d %63s %lld", &idx, op, &calls) == 3 && !strcmp(op, label)) total += calls;
-  }
-  free(buf);
-  return total;
-}
-
 /* Only the branch the condition selects runs. */
 static void test_ifelse_lazy(void **st) {
   rg_variable *c = rg_input(C, "c", rg_type_scalar(RG_BOOL));
@@ -185,13 +167,13 @@ static void test_ifelse_lazy(void **st) {
     assert_true(rg_tensor_get_f64(res, 1) > 2.71 && rg_tensor_get_f64(res, 1) < 2.72);
     rg_tensor_free(res);
   }
-  assert_int_equal(calls_of(f, "exp"), 3);
-  assert_int_equal(calls_of(f, "sin"), 0);
-  assert_int_equal(calls_of(f, "cos"), 0);
+  assert_int_equal(tu_calls_of(f, "exp"), 3);
+  assert_int_equal(tu_calls_of(f, "sin"), 0);
+  assert_int_equal(tu_calls_of(f, "cos"), 0);
   assert_int_equal(rg_function_call(f, (rg_tensor *[]){no, tx}, &res), RG_OK);
   rg_tensor_free(res);
-  assert_int_equal(calls_of(f, "exp"), 3);
-  assert_int_equal(calls_of(f, "sin"), 1);
+  assert_int_equal(tu_calls_of(f, "exp"), 3);
+  assert_int_equal(tu_calls_of(f, "sin"), 1);
   rg_tensor_free(tx);
   rg_tensor_free(yes);
   rg_tensor_free(no);
@@ -306,8 +288,8 @@ static void test_subset(void **st) {
   rg_tensor *in = vec_f64(2, (double[]){0, 1}), *out;
   assert_int_equal(rg_function_call_subset(f, &in, 1, (int[]){1}, &out), RG_OK);
   assert_true(fabs(rg_tensor_get_f64(out, 1) - sin(1.0)) < 1e-12);
-  assert_int_equal(calls_of(f, "exp"), 0);
-  assert_int_equal(calls_of(f, "sin"), 1);
+  assert_int_equal(tu_calls_of(f, "exp"), 0);
+  assert_int_equal(tu_calls_of(f, "sin"), 1);
   rg_tensor_free(out);
   assert_int_not_equal(rg_function_call_subset(f, &in, 1, (int[]){5}, &out), RG_OK);
   rg_tensor_free(in);

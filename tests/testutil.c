@@ -48,6 +48,23 @@ const char *tu_function_dump(const rg_function *f) {
   return s;
 }
 
+int64_t tu_calls_of(rg_function *f, const char *label) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  rg_function_profile(f, m);
+  fclose(m);
+  int64_t total = 0;
+  for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+    int idx;
+    char op[64];
+    long long calls;
+    if (sscanf(line, " %d %63s %lld", &idx, op, &calls) == 3 && !strcmp(op, label)) total += calls;
+  }
+  free(buf);
+  return total;
+}
+
 const char *tu_eval(rg_interp *I, const char *expr) {
   rg_term v = rg_interp_eval_string(I, expr);
   if (!v) {

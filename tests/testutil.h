@@ -26,6 +26,9 @@ const char *tu_run_program(const char *text, int *rc);
 const char *tu_eval(rg_interp *I, const char *expr);
 /* What rg_function_dump prints for f (collected string). */
 const char *tu_function_dump(const rg_function *f);
+/* The calls of every node labelled `label` in f's profile (compiled
+ * with .profile). */
+int64_t tu_calls_of(rg_function *f, const char *label);
 /* Path of a file in the source tree. */
 const char *tu_source_path(const char *rel);
 
