@@ -87,18 +87,6 @@ static V set_rows(V x, V y, V a, V b) {
   return rg_set_subtensor(x, y, 1, &e, 2, (V[]){a, b});
 }
 
-static int64_t lowest(int n, const int64_t *t) {
-  int64_t m = t[0];
-  for (int i = 1; i < n; i++) m = t[i] < m ? t[i] : m;
-  return m;
-}
-
-static int64_t highest(int n, const int64_t *t) {
-  int64_t m = t[0];
-  for (int i = 1; i < n; i++) m = t[i] > m ? t[i] : m;
-  return m;
-}
-
 static int find_tap(int n, const int64_t *t, int64_t x) {
   for (int i = 0; i < n; i++)
     if (t[i] == x) return i;
@@ -251,7 +239,7 @@ static void seq_inputs(sg *w) {
   for (int k = 0; k < s->n_seqs; k++) {
     int nt = s->seq_ntaps[k];
     const int64_t *taps = s->seq_taps[k];
-    int64_t lo = lowest(nt, taps), hi = highest(nt, taps);
+    int64_t lo = rg_scan_tap_min(nt, taps), hi = rg_scan_tap_max(nt, taps);
     V x = w->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)];
     V eff = s->go_backwards ? reversed(x) : x;
     int64_t *bt = taps_new(nt);
@@ -398,7 +386,7 @@ static void mit_mot_buffers(sg *w, V const *og) {
   for (int k = 0; k < s->n_mit_mot; k++) {
     int64_t *u = taps_new(s->mit_mot_nin[k] + s->mit_mot_nout[k]);
     int nu = mit_mot_union(s, k, u);
-    int64_t lo = lowest(nu, u), hi = highest(nu, u), *bt = taps_new(nu);
+    int64_t lo = rg_scan_tap_min(nu, u), hi = rg_scan_tap_max(nu, u), *bt = taps_new(nu);
     const rg_type *rt = w->g->outputs[rg_scan_inner_out(s, RG_SCAN_MIT_MOT, k, 0)]->type;
     for (int j = 0; j < nu; j++) {
       bt[j] = hi - u[j];
@@ -650,7 +638,7 @@ static void state_results(sg *w, const rg_node *bn, V *ig, int *mm) {
         ig[at] = row(buf, w->n);
         continue;
       }
-      int64_t M = -lowest(s->mit_sot_ntaps[k], s->mit_sot_taps[k]);
+      int64_t M = -rg_scan_tap_min(s->mit_sot_ntaps[k], s->mit_sot_taps[k]);
       V d = reversed(rows(buf, w->n, iplus(w->C, w->n, M)));
       ig[at] = inc_rows(rgc_zeros_like(w->C, w->node->inputs[at]), d, idx(w->C, 0), idx(w->C, M));
     }
@@ -674,7 +662,7 @@ static void other_results(sg *w, const rg_node *bn, V *ig, int at_out) {
       ig[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)] = rg_sum(bn->outputs[at_out++], 1, (int64_t[]){0});
   for (int k = 0; k < s->n_seqs; k++) {
     int nt = s->seq_ntaps[k];
-    int64_t lo = lowest(nt, s->seq_taps[k]);
+    int64_t lo = rg_scan_tap_min(nt, s->seq_taps[k]);
     V x = w->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)], acc = NULL;
     for (int j = 0; j < nt; j++) {
       if (!w->din[rg_scan_inner_in(s, RG_SCAN_SEQ, k, j)]) continue;

@@ -147,6 +147,18 @@ static int sum(const int *v, int n) {
   return s;
 }
 
+int64_t rg_scan_tap_min(int n, const int64_t *taps) {
+  int64_t m = taps[0];
+  for (int i = 1; i < n; i++) m = taps[i] < m ? taps[i] : m;
+  return m;
+}
+
+int64_t rg_scan_tap_max(int n, const int64_t *taps) {
+  int64_t m = taps[0];
+  for (int i = 1; i < n; i++) m = taps[i] > m ? taps[i] : m;
+  return m;
+}
+
 int rg_scan_count(const rg_scan_info *s, rg_scan_kind kind) {
   switch (kind) {
   case RG_SCAN_N_STEPS: return 1;
@@ -392,10 +404,8 @@ static int check_seq(rg_ctx *C, const rg_op *op, const rg_scan_info *s, rg_varia
   const rg_type *t = in[rg_scan_outer_in(s, RG_SCAN_SEQ, k)]->type;
   if (t->ndim < 1) return rgc_op_error(C, op, "sequence %d is a scalar: it needs a dimension to walk", k);
   const rg_type *row = row_type(t);
-  int64_t lo = s->seq_taps[k][0], hi = lo;
+  int64_t lo = rg_scan_tap_min(s->seq_ntaps[k], s->seq_taps[k]), hi = rg_scan_tap_max(s->seq_ntaps[k], s->seq_taps[k]);
   for (int j = 0; j < s->seq_ntaps[k]; j++) {
-    int64_t tap = s->seq_taps[k][j];
-    lo = tap < lo ? tap : lo, hi = tap > hi ? tap : hi;
     const rg_type *it = op->inner->inputs[rg_scan_inner_in(s, RG_SCAN_SEQ, k, j)]->type;
     if (!compatible(row, it))
       return rgc_op_error(C, op, "sequence %d: a slice of %s does not fit the step's input %s", k,
@@ -422,9 +432,7 @@ static int check_init(rg_ctx *C, const rg_op *op, const rg_scan_info *s, rg_vari
     return rgc_op_error(C, op, "the initial values of %s %d (%s) must be rows of the step's %s",
                         kind_name(kind), k, rg_type_str(t), rg_type_str(it));
   if (kind == RG_SCAN_MIT_SOT) {
-    int64_t need = 0;
-    for (int j = 0; j < s->mit_sot_ntaps[k]; j++)
-      if (-s->mit_sot_taps[k][j] > need) need = -s->mit_sot_taps[k][j];
+    int64_t need = -rg_scan_tap_min(s->mit_sot_ntaps[k], s->mit_sot_taps[k]);
     if (t->shape[0] >= 0 && t->shape[0] < need)
       return rgc_op_error(C, op, "mit-sot state %d needs %lld initial rows, its initial value has "
                           "%lld", k, (long long)need, (long long)t->shape[0]);

@@ -193,8 +193,7 @@ static int make_feeds(run *r, plan *pl) {
   for (int k = 0; k < s->n_seqs; k++) {
     const rg_tensor *q = rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_SEQ, k));
     int nt = s->seq_ntaps[k];
-    int64_t lo = s->seq_taps[k][0];
-    for (int j = 1; j < nt; j++) lo = s->seq_taps[k][j] < lo ? s->seq_taps[k][j] : lo;
+    int64_t lo = rg_scan_tap_min(nt, s->seq_taps[k]);
     for (int j = 0; j < nt; j++)
       pl->feeds[pl->nfeeds++] = (feed){p->in_cells[rg_scan_inner_in(s, RG_SCAN_SEQ, k, j)], q->data,
                                        q->strides[0], s->seq_taps[k][j] - lo,

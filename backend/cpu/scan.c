@@ -65,18 +65,6 @@ static const int64_t zero_tap = 0, minus_one = -1;
 
 #define PREALLOC_MIN_BYTES 4096
 
-static int64_t min_tap(int n, const int64_t *t) {
-  int64_t m = t[0];
-  for (int i = 1; i < n; i++) m = t[i] < m ? t[i] : m;
-  return m;
-}
-
-static int64_t max_tap(int n, const int64_t *t) {
-  int64_t m = t[0];
-  for (int i = 1; i < n; i++) m = t[i] > m ? t[i] : m;
-  return m;
-}
-
 /* A new buffer where the node's outputs live. */
 static rg_tensor *new_buffer(run *r, rg_dtype dt, int ndim, const int64_t *shape) {
   return r->copy ? rg_tensor_empty_on(r->x->buft, dt, ndim, shape) : rg_tensor_empty(dt, ndim, shape);
@@ -116,7 +104,7 @@ static int check_steps(run *r) {
   for (int k = 0; k < r->s.n_seqs; k++) {
     const rg_tensor *q = rgb_in(x, rg_scan_outer_in(&r->s, RG_SCAN_SEQ, k));
     int nt = r->s.seq_ntaps[k];
-    int64_t lo = min_tap(nt, r->s.seq_taps[k]), hi = max_tap(nt, r->s.seq_taps[k]);
+    int64_t lo = rg_scan_tap_min(nt, r->s.seq_taps[k]), hi = rg_scan_tap_max(nt, r->s.seq_taps[k]);
     if (r->n > 0 && q->shape[0] < r->n + hi - lo)
       return rgb_error(x, RG_ERR_EVAL, "sequence %d has %lld rows: %lld steps with taps %lld..%lld "
                        "need %lld", k, (long long)q->shape[0], (long long)r->n, (long long)lo,
@@ -154,7 +142,7 @@ static int alloc_rows(run *r, trace *tr, rg_dtype dt, int rowdim, const int64_t 
 /* A state: rows for its trace, the initial values in positions 0..ninit. */
 static int init_state(run *r, trace *tr) {
   const rg_tensor *init = rgb_in(r->x, rg_scan_outer_in(&r->s, tr->kind, tr->k));
-  tr->ninit = -min_tap(tr->ntaps, tr->taps);
+  tr->ninit = -rg_scan_tap_min(tr->ntaps, tr->taps);
   bool sit = tr->kind == RG_SCAN_SIT_SOT;
   if (!sit && init->shape[0] < tr->ninit)
     return rgb_error(r->x, RG_ERR_EVAL, "mit-sot state %d needs %lld initial rows, got %lld", tr->k,
@@ -188,8 +176,8 @@ static int init_state(run *r, trace *tr) {
 
 static int init_mit_mot(run *r, trace *tr) {
   const rg_tensor *b = rgb_in(r->x, rg_scan_outer_in(&r->s, RG_SCAN_MIT_MOT, tr->k));
-  int64_t lo = min_tap(tr->ntaps, tr->taps), hi = max_tap(tr->ntaps, tr->taps);
-  int64_t olo = min_tap(tr->nout, tr->out_taps), ohi = max_tap(tr->nout, tr->out_taps);
+  int64_t lo = rg_scan_tap_min(tr->ntaps, tr->taps), hi = rg_scan_tap_max(tr->ntaps, tr->taps);
+  int64_t olo = rg_scan_tap_min(tr->nout, tr->out_taps), ohi = rg_scan_tap_max(tr->nout, tr->out_taps);
   lo = olo < lo ? olo : lo, hi = ohi > hi ? ohi : hi;
   tr->ninit = -lo;
   tr->rows = b->shape[0];
@@ -270,7 +258,7 @@ static void place_inputs(run *r, int64_t t) {
   for (int k = 0; k < s->n_seqs; k++) {
     const rg_tensor *q = rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_SEQ, k));
     int nt = s->seq_ntaps[k];
-    int64_t lo = min_tap(nt, s->seq_taps[k]);
+    int64_t lo = rg_scan_tap_min(nt, s->seq_taps[k]);
     for (int j = 0; j < nt; j++) {
       int64_t row = t + s->seq_taps[k][j] - lo;
       if (s->go_backwards) row = q->shape[0] - 1 - row;

@@ -104,6 +104,9 @@ int rg_scan_n_outer_in(const rg_scan_info *s);
 int rg_scan_n_outer_out(const rg_scan_info *s);
 int rg_scan_n_inner_in(const rg_scan_info *s);
 int rg_scan_n_inner_out(const rg_scan_info *s);
+/* The lowest and the highest of n >= 1 taps. */
+int64_t rg_scan_tap_min(int n, const int64_t *taps);
+int64_t rg_scan_tap_max(int n, const int64_t *taps);
 
 /* ------------------------------------------------------------------ the builder */
 
