@@ -30,16 +30,6 @@ static const rg_dtype kind_default[3] = {RG_BOOL, RG_INT64, RG_FLOAT64};
 
 static bool is_weak(const rg_variable *v) { return (v->flags & RG_VAR_WEAK) != 0; }
 
-static bool int_fits(int64_t v, rg_dtype dt) {
-  switch (dt) {
-  case RG_INT8: return v >= INT8_MIN && v <= INT8_MAX;
-  case RG_INT16: return v >= INT16_MIN && v <= INT16_MAX;
-  case RG_INT32: return v >= INT32_MIN && v <= INT32_MAX;
-  case RG_UINT8: return v >= 0 && v <= UINT8_MAX;
-  default: return true;
-  }
-}
-
 /* NEP 50 promotion of in[0..n). */
 static rg_dtype promote_nep50(rg_ctx *C, const rg_op *op, int n, rg_variable *const *in) {
   int strong = -1, weak_kind = -1;
@@ -57,7 +47,7 @@ static rg_dtype promote_nep50(rg_ctx *C, const rg_op *op, int n, rg_variable *co
   for (int i = 0; i < n; i++) {
     int64_t v;
     if (is_weak(in[i]) && kind_of(in[i]->type->dtype) == 1 && rg_constant_get_i64(in[i], &v) &&
-        !int_fits(v, r)) {
+        !rg_dtype_holds(r, v)) {
       rgc_op_error(C, op, "the literal %lld does not fit %s", (long long)v, rg_dtype_name(r));
       return RG_NDTYPES;
     }

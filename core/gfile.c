@@ -96,7 +96,7 @@ static int read_device(reader *r, rg_term form, rg_term t, rg_device *dev) {
 static bool value_of(rg_term t, rg_dtype dt, void *p) {
   switch (rg_kind_of(t)) {
   case RG_K_BOOL: rg_store_i64(dt, p, t == RG_TRUE); return dt == RG_BOOL;
-  case RG_K_INT: rg_store_i64(dt, p, rg_int_value(t)); return dt != RG_BOOL || rg_int_value(t) == !!rg_int_value(t);
+  case RG_K_INT: rg_store_i64(dt, p, rg_int_value(t)); return rg_dtype_holds(dt, rg_int_value(t));
   case RG_K_FLOAT: rg_store_f64(dt, p, rg_float_value(t)); return rg_dtype_is_float(dt);
   default: return false;
   }
@@ -125,7 +125,7 @@ static rg_variable *read_constant(reader *r, rg_term form) {
   rg_term v = nth(form, 3);
   for (int64_t i = 0; i < n; i++, v = rg_cdr(v))
     if (!value_of(rg_car(v), dt, buf + i * (int64_t)es)) {
-      rerr(r, form, RG_ERR_TYPE, "value %s is not a %s", rg_to_string(rg_car(v)), rg_dtype_name(dt));
+      rerr(r, form, RG_ERR_TYPE, "value %s is not of dtype %s", rg_to_string(rg_car(v)), rg_dtype_name(dt));
       return NULL;
     }
   return rg_constant_data(r->C, dt, nd, shape, buf);

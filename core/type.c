@@ -85,6 +85,17 @@ rg_dtype rg_dtype_promote(rg_dtype a, rg_dtype b) {
   return s == RG_INT8 ? RG_INT16 : s;
 }
 
+bool rg_dtype_holds(rg_dtype dt, int64_t v) {
+  switch (dt) {
+  case RG_BOOL: return v == 0 || v == 1;
+  case RG_INT8: return v >= INT8_MIN && v <= INT8_MAX;
+  case RG_INT16: return v >= INT16_MIN && v <= INT16_MAX;
+  case RG_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+  case RG_UINT8: return v >= 0 && v <= UINT8_MAX;
+  default: return true;
+  }
+}
+
 bool rg_dtype_can_cast(rg_dtype from, rg_dtype to) {
   return valid_dtype(from) && valid_dtype(to) && rg_dtype_promote(from, to) == to;
 }

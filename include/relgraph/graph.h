@@ -81,6 +81,8 @@ bool rg_dtype_is_signed(rg_dtype dt);          /* int8..int64, floats */
 rg_dtype rg_dtype_promote(rg_dtype a, rg_dtype b);
 /* Whether NumPy's "safe" casting allows a -> b (every value representable). */
 bool rg_dtype_can_cast(rg_dtype from, rg_dtype to);
+/* Whether the integer v is a value of dt (bool: 0 or 1; floats: any). */
+bool rg_dtype_holds(rg_dtype dt, int64_t v);
 
 /* Elements as double or int64 (conversion as C casts; bool is 0/1). */
 double rg_load_f64(rg_dtype dt, const void *p);
