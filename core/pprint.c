@@ -62,7 +62,10 @@ const char *rgc_op_label(const rg_op *op) {
   if (op->cls->label) return op->cls->label(op);
   if (op->inner) return rgk_sprintf("%s{%s}", op->cls->name, rgc_pprint_inner(op->inner));
   rg_term ps = op->code == RG_OP_OPAQUE ? RG_NIL : op->cls->params_term(op);
-  if (ps == RG_NIL) return op->code == RG_OP_OPAQUE ? op->name : op->cls->name;
+  if (ps == RG_NIL && op->code == RG_OP_OPAQUE) return op->name;
+  /* an empty parameter list where the bare name means another op: a
+   * reduction over no axes is sum{}, the bare sum reduces every axis */
+  if (ps == RG_NIL) return rg_is_pair(rg_op_term(op)) ? rgk_sprintf("%s{}", op->cls->name) : op->cls->name;
   char *s = rgk_strdup("");
   for (; rg_is_pair(ps); ps = rg_cdr(ps))
     s = rgk_sprintf("%s%s%s", s, *s ? "," : "", rg_to_string(rg_car(ps)));
