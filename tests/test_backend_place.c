@@ -369,6 +369,12 @@ static void test_scans_on_a_device(void **st) {
       "(graph (input x float64 (5 3)) (input h0 float64 (3)) (input W float64 (3 3))"
       " (define hs (scan (lambda (x_t h) (tanh (add (dot h W) x_t))) (sequences x) (outputs-info h0)))"
       " (define (gW gh) (grad (sum hs) W h0)) (output gW) (output gh))",
+      /* integer states and sequences: their scalar steps run on the host
+       * (integer scalars are shape arithmetic there), beside the traces */
+      "(graph (input i int64 ()) (input x int32 (6))"
+      " (output (scan (lambda (a) (add a 2)) (outputs-info i) (n-steps 5)))"
+      " (output (scan (lambda (x_t acc) (add acc x_t)) (sequences x) (outputs-info (constant int32 () (0)))))"
+      " (output (scan (lambda (a b) (add a b)) (outputs-info ((constant int64 (2) (0 1)) (taps -2 -1))) (n-steps 6))))",
   };
   for (size_t g = 0; g < sizeof graphs / sizeof *graphs; g++) {
     rg_fgraph *fg = rg_graph_read(C, "<test>", graphs[g], strlen(graphs[g]));
@@ -378,7 +384,7 @@ static void test_scans_on_a_device(void **st) {
     rg_tensor *vals[4];
     for (int i = 0; i < nin; i++) {
       in[i] = rg_fgraph_input(fg, i);
-      vals[i] = tu_value(in[i]->type, (uint64_t)(i + 1), -0.9, 1.8);
+      vals[i] = tu_value(in[i]->type, (uint64_t)(i + 1), -0.9, rg_dtype_is_float(in[i]->type->dtype) ? 1.8 : 20);
     }
     for (int j = 0; j < nout; j++) out[j] = rg_fgraph_output(fg, j);
     rg_function *f = compile(nin, in, nout, out, "mirror", "none", false);

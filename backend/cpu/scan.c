@@ -50,8 +50,10 @@
  * copied into its row (a memcpy for contiguous rows) after being checked
  * against the row's shape, as are outputs that are not preallocated:
  * mit-mots, outputs that are inner inputs or constants, a second output
- * of one variable, and rows under PREALLOC_MIN_BYTES, where wrapping a row
- * each step costs more than the copy it saves.  The pool of released
+ * of one variable, values made on another device than the trace's (a
+ * device's step runs integer scalar arithmetic on the host), and rows
+ * under PREALLOC_MIN_BYTES, where wrapping a row each step costs more
+ * than the copy it saves.  The pool of released
  * buffers never takes a wrapped row (backend/runtime.c).
  */
 #include "backend/cpu/scan-impl.h"
@@ -302,6 +304,9 @@ static int bind_rows(run *r, int64_t t) {
   for (int o = 0; o < r->ntr; o++) {
     trace *tr = &r->tr[o];
     if (tr->out_cell < 0 || !tr->buf || (!r->copy && row_bytes(tr->buf) < PREALLOC_MIN_BYTES)) continue;
+    /* a value made on another device (integer scalars run on the host)
+     * cannot be written into the trace's memory by its kernel */
+    if (r->p->cell_dev[tr->out_cell] != rg_tensor_device(tr->buf)) continue;
     unbind_row(r, tr);
     int64_t row = tr->kind == RG_SCAN_NIT_SOT ? rgbc_wrap_row(tr, t) : rgbc_wrap_row(tr, t + tr->ninit);
     const rg_tensor *b = tr->buf;
