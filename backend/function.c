@@ -424,6 +424,37 @@ static int bind_values(rg_function *f, rg_tensor *const *inputs, rg_tensor **ins
   return RG_OK;
 }
 
+/* Whether v shares storage with a value the caller or the function keeps:
+ * an input, a shared container's value, a constant of the program. */
+static bool kept_elsewhere(const rg_function *f, rg_tensor *const *ins, const rg_tensor *v) {
+  for (int i = 0; i < f->nin + f->nshared; i++)
+    if (ins[i] && ins[i]->storage == v->storage) return true;
+  const rgb_program *p = f->p;
+  for (int32_t k = 0; k < p->nconst; k++) {
+    const rg_tensor *c = p->cells[p->const_cells[k]];
+    if (c && c->storage == v->storage) return true;
+  }
+  return false;
+}
+
+/* Each returned value is the caller's alone: one that is (a view of) an
+ * input, a shared value or a constant is copied, as Aesara copies such
+ * outputs, so writing into it changes neither the caller's input nor a
+ * later call's result. */
+static int own_values(rg_function *f, rg_tensor *const *ins, int n, rg_tensor **v) {
+  for (int i = 0; i < n; i++) {
+    if (!kept_elsewhere(f, ins, v[i])) continue;
+    rg_tensor *c = rg_tensor_copy(v[i]);
+    if (!c) {
+      for (int j = 0; j < n; j++) rg_tensor_free(v[j]);
+      return ferr(f, RG_ERR_NOMEM, "out of memory copying output %d", i);
+    }
+    rg_tensor_free(v[i]);
+    v[i] = c;
+  }
+  return RG_OK;
+}
+
 int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, const int *which,
                             rg_tensor **outputs) {
   f->err[0] = 0;
@@ -441,6 +472,7 @@ int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, con
   bool everything = !which && n == f->nout;
   rc = rgb_program_run(f->p, ins, nwant, everything ? NULL : sel, all);
   if (rc) return ferr(f, rc, "%s", f->p->rt->err);
+  if ((rc = own_values(f, ins, nwant, all))) return rc;
   for (int i = 0; i < n; i++) outputs[i] = all[i];
   apply_updates(f, all + n);
   return RG_OK;

@@ -42,10 +42,45 @@ static void test_identity_and_constants(void **st) {
     assert_true(rg_tensor_equal(res[0], in));
     assert_true(rg_tensor_get_f64(res[1], 2) == 9);
     assert_true(rg_tensor_equal(res[2], in));
+    /* each output is the caller's own: writing into it changes neither
+     * the input nor the constant a later call returns */
+    for (int i = 0; i < 3; i++) rg_tensor_set_f64(res[i], 0, -1);
+    assert_true(rg_tensor_get_f64(in, 0) == 1);
     for (int i = 0; i < 3; i++) rg_tensor_free(res[i]);
   }
   rg_tensor_free(in);
   rg_function_free(f);
+}
+
+/* Outputs that are views of an input or of a constant, and a constant
+ * the kernels also read, are copies the caller may write into. */
+static void test_outputs_are_the_callers(void **st) {
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  int64_t shape = 3;
+  rg_variable *k = rg_constant_data(C, RG_FLOAT64, 1, &shape, (double[]){7, 8, 9});
+  rg_variable *outs[4] = {rg_dimshuffle(x, 2, (int64_t[]){-1, 0}), k, rg_add(x, k),
+                          rg_dimshuffle(k, 2, (int64_t[]){0, -1})};
+  const char *queries[] = {"none", "fast_run"};
+  for (int q = 0; q < 2; q++) {
+    rg_compile_opts o = {.mode = {.query = queries[q]}};
+    rg_function *f = rg_compile(C, 1, &x, 4, outs, &o);
+    assert_non_null(f);
+    rg_tensor *in = vec_f64(3, (double[]){1, 2, 3}), *res[4];
+    for (int rep = 0; rep < 3; rep++) {
+      assert_int_equal(rg_function_call(f, &in, res), RG_OK);
+      assert_true(rg_tensor_get_f64(res[0], 1) == 2);
+      assert_true(rg_tensor_get_f64(res[1], 0) == 7);
+      assert_true(rg_tensor_get_f64(res[2], 2) == 12);
+      assert_true(rg_tensor_get_f64(res[3], 1) == 8);
+      for (int i = 0; i < 4; i++) {
+        for (int e = 0; e < 3; e++) rg_tensor_set_f64(res[i], e, 12345);
+        rg_tensor_free(res[i]);
+      }
+      assert_true(rg_tensor_get_f64(in, 1) == 2);
+    }
+    rg_tensor_free(in);
+    rg_function_free(f);
+  }
 }
 
 static void test_errors(void **st) {
@@ -559,6 +594,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identity_and_constants), cmocka_unit_test(test_errors),
       cmocka_unit_test(test_call_type_errors),       cmocka_unit_test(test_ifelse_selects),
+      cmocka_unit_test(test_outputs_are_the_callers),
       cmocka_unit_test(test_shared_identity_update), cmocka_unit_test(test_function_outlives_graph),
       cmocka_unit_test(test_ifelse_lazy),            cmocka_unit_test(test_buffer_reuse),
       cmocka_unit_test(test_pool_best_fit_bounded),

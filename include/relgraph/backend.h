@@ -12,8 +12,10 @@
  * call and may live on any device (one on another device than the
  * function reads it from is copied for the call).  Each output returned is
  * a new reference the caller owns and frees with rg_tensor_free(); a later
- * call never writes into it.  Outputs are host tensors unless the function
- * was compiled with device_outputs.
+ * call never writes into it, and the caller may write into it: an output
+ * that is (a view of) an input, a shared value or a constant is returned
+ * as a copy.  Outputs are host tensors unless the function was compiled
+ * with device_outputs.
  *
  * Placement: every node runs on the backend asked for (the mode's, or the
  * device an input's type names) where that backend can run it, else on
