@@ -108,7 +108,7 @@ rg_variable *rg_constant_data(rg_ctx *C, rg_dtype dt, int ndim, const int64_t *s
 
 rg_variable *rg_constant(rg_ctx *C, const rg_tensor *value) {
   if (!value) return NULL;
-  rg_tensor *c = rg_tensor_copy(value);
+  rg_tensor *c = rg_tensor_to_host(value); /* from any device */
   if (!c) {
     rg_error(C, RG_ERR_NOMEM, "constant: out of memory copying the value");
     return NULL;

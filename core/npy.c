@@ -351,10 +351,10 @@ int rg_npy_write(rg_ctx *C, const rg_tensor *t, bool fortran, void **out, size_t
     int perm[RG_MAX_NDIM];
     for (int i = 0; i < t->ndim; i++) perm[i] = t->ndim - 1 - i;
     rg_tensor *rev = rg_tensor_permute(t, perm);
-    c = rg_tensor_copy(rev);
+    c = rev ? rg_tensor_to_host(rev) : NULL;
     rg_tensor_free(rev);
   } else {
-    c = rg_tensor_copy(t);
+    c = rg_tensor_to_host(t); /* a C-order copy, from any device */
   }
   size_t pre = version == 1 ? 10 : 12;
   size_t nbytes = c ? (size_t)rg_tensor_numel(c) * rg_dtype_size(c->dtype) : 0;

@@ -346,10 +346,46 @@ static char *flat_at(const rg_tensor *t, int64_t i) {
   return p;
 }
 
-double rg_tensor_get_f64(const rg_tensor *t, int64_t i) { return rg_load_f64(t->dtype, flat_at(t, i)); }
-int64_t rg_tensor_get_i64(const rg_tensor *t, int64_t i) { return rg_load_i64(t->dtype, flat_at(t, i)); }
-void rg_tensor_set_f64(rg_tensor *t, int64_t i, double v) { rg_store_f64(t->dtype, flat_at(t, i), v); }
-void rg_tensor_set_i64(rg_tensor *t, int64_t i, int64_t v) { rg_store_i64(t->dtype, flat_at(t, i), v); }
+/* Element i where the host reads it: in place, or for a tensor on a
+ * device its bytes copied into buf. */
+static const char *elem_in(const rg_tensor *t, int64_t i, char *buf) {
+  const char *p = flat_at(t, i);
+  if (!rg_tensor_on_device(t)) return p;
+  const rg_buffer_type *bt = t->storage->buft;
+  memset(buf, 0, 8);
+  bt->download(bt, buf, p, rg_dtype_size(t->dtype));
+  return buf;
+}
+
+/* Writes element i from buf (the host's bytes) where t keeps it. */
+static void elem_out(rg_tensor *t, int64_t i, const char *buf) {
+  char *p = flat_at(t, i);
+  size_t es = rg_dtype_size(t->dtype);
+  if (!rg_tensor_on_device(t)) memcpy(p, buf, es);
+  else t->storage->buft->upload(t->storage->buft, p, buf, es);
+}
+
+double rg_tensor_get_f64(const rg_tensor *t, int64_t i) {
+  char buf[8];
+  return rg_load_f64(t->dtype, elem_in(t, i, buf));
+}
+
+int64_t rg_tensor_get_i64(const rg_tensor *t, int64_t i) {
+  char buf[8];
+  return rg_load_i64(t->dtype, elem_in(t, i, buf));
+}
+
+void rg_tensor_set_f64(rg_tensor *t, int64_t i, double v) {
+  char buf[8];
+  rg_store_f64(t->dtype, buf, v);
+  elem_out(t, i, buf);
+}
+
+void rg_tensor_set_i64(rg_tensor *t, int64_t i, int64_t v) {
+  char buf[8];
+  rg_store_i64(t->dtype, buf, v);
+  elem_out(t, i, buf);
+}
 
 /* Odometer over the elements of t in C order. */
 typedef struct iter {
@@ -590,8 +626,24 @@ static rg_tensor *on_host_then_back(const rg_tensor *t, rg_dtype dt) {
   return r;
 }
 
+/* Host copies of a and b when either lives on a device (NULL: neither
+ * does, or memory ran out: *failed). */
+static bool on_host_pair(const rg_tensor *a, const rg_tensor *b, rg_tensor **ha, rg_tensor **hb) {
+  *ha = *hb = NULL;
+  if (!rg_tensor_on_device(a) && !rg_tensor_on_device(b)) return false;
+  *ha = rg_tensor_to_host(a);
+  *hb = rg_tensor_to_host(b);
+  return true;
+}
+
 bool rg_tensor_equal(const rg_tensor *a, const rg_tensor *b) {
   if (!a || !b || a->dtype != b->dtype || !same_shape(a, b)) return false;
+  rg_tensor *ha, *hb;
+  if (on_host_pair(a, b, &ha, &hb)) {
+    bool eq = ha && hb && rg_tensor_equal(ha, hb);
+    rg_tensor_free(ha), rg_tensor_free(hb);
+    return eq;
+  }
   bool fl = rg_dtype_is_float(a->dtype);
   iter ia, ib;
   iter_init(&ia, a);
@@ -610,6 +662,12 @@ bool rg_tensor_equal(const rg_tensor *a, const rg_tensor *b) {
 
 bool rg_tensor_allclose(const rg_tensor *a, const rg_tensor *b, double rtol, double atol) {
   if (!a || !b || !same_shape(a, b)) return false;
+  rg_tensor *ha, *hb;
+  if (on_host_pair(a, b, &ha, &hb)) {
+    bool close = ha && hb && rg_tensor_allclose(ha, hb, rtol, atol);
+    rg_tensor_free(ha), rg_tensor_free(hb);
+    return close;
+  }
   iter ia, ib;
   iter_init(&ia, a);
   iter_init(&ib, b);
@@ -652,6 +710,13 @@ void rgc_fprint_float(FILE *f, double d, bool single) {
 }
 
 void rg_tensor_fprint(FILE *f, const rg_tensor *t) {
+  if (rg_tensor_on_device(t)) { /* its values, read back */
+    rg_tensor *h = rg_tensor_to_host(t);
+    if (h) rg_tensor_fprint(f, h);
+    else fprintf(f, "%s %s <out of memory reading it back>", rg_dtype_name(t->dtype), rgc_shape_str(t->ndim, t->shape));
+    rg_tensor_free(h);
+    return;
+  }
   fprintf(f, "%s %s ", rg_dtype_name(t->dtype), rgc_shape_str(t->ndim, t->shape));
   if (t->ndim == 0) {
     rgc_fprint_elem(f, t->dtype, t->data);

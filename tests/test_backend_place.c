@@ -124,7 +124,28 @@ static void test_tensor_transfers(void **st) {
   rg_tensor *e = rg_tensor_empty_on(bt, RG_FLOAT32, 2, (int64_t[]){0, 4});
   rg_tensor *eh = rg_tensor_to_host(e);
   assert_int_equal(rg_tensor_numel(eh), 0);
-  rg_tensor *all[] = {h, d, back, t, r, rh, c, ch, e, eh};
+  /* the host's helpers read (and write) device values through the device */
+  assert_true(rg_tensor_get_f64(r, 0) == 4 && rg_tensor_get_i64(c, 5) == 3);
+  assert_true(rg_tensor_equal(r, rh) && rg_tensor_allclose(rh, r, 0, 0));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  rg_tensor_fprint(out, r);
+  fclose(out);
+  assert_string_equal(text, "float64 (3 2) [[4.0 1.0] [5.0 2.0] [6.0 3.0]]");
+  free(text);
+  void *npy, *npy_h;
+  size_t n1, n2;
+  assert_int_equal(rg_npy_write(C, r, false, &npy, &n1), RG_OK);
+  assert_int_equal(rg_npy_write(C, rh, false, &npy_h, &n2), RG_OK);
+  assert_true(n1 == n2 && !memcmp(npy, npy_h, n1));
+  free(npy), free(npy_h);
+  rg_variable *k = rg_constant(C, r);
+  rg_tensor *kv = rg_constant_to_tensor(k);
+  assert_true(rg_tensor_equal(kv, rh));
+  rg_tensor_set_f64(c, 1, 42);
+  assert_true(rg_tensor_get_f64(c, 1) == 42 && rg_tensor_get_f64(c, 0) == 4);
+  rg_tensor *all[] = {h, d, back, t, r, rh, c, ch, e, eh, kv};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) rg_tensor_free(all[i]);
   rg_backend_free(m);
 }

@@ -226,7 +226,10 @@ int rg_npy_write(rg_ctx *C, const rg_tensor *t, bool fortran, void **out, size_t
 /* A buffer type: where a storage lives and how its bytes move to and from
  * host memory (ggml's buffer types).  A tensor whose storage belongs to a
  * buffer type on a device (device != RG_DEVICE_HOST) may not be read
- * through `data` by the host: move it with rg_tensor_to_host().  A buffer
+ * through `data` by the host: move it with rg_tensor_to_host().  The
+ * element accessors (rg_tensor_get_f64, ..._set_...), rg_tensor_equal,
+ * rg_tensor_allclose, rg_tensor_fprint, rg_npy_write/_save and
+ * rg_constant read and write such tensors through their device.  A buffer
  * type whose device is the host (a GPU backend's pinned, page-locked host
  * memory: rg_backend_host_buffer_type) is host memory the host reads and
  * writes directly, which its device copies to and from without staging.
