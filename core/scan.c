@@ -299,9 +299,11 @@ static int check_layout(rg_ctx *C, const rg_scan_info *s) {
   return RG_OK;
 }
 
-/* a and b agree: same dtype and rank, equal sizes where both are known. */
+/* a and b agree: same dtype and rank, equal sizes where both are known.
+ * Devices do not count: a step runs where its node runs, whatever its
+ * types say, and the linker copies outer values to that device. */
 static bool compatible(const rg_type *a, const rg_type *b) {
-  if (a->dtype != b->dtype || a->ndim != b->ndim || a->device != b->device) return false;
+  if (a->dtype != b->dtype || a->ndim != b->ndim) return false;
   for (int d = 0; d < a->ndim; d++)
     if (a->shape[d] >= 0 && b->shape[d] >= 0 && a->shape[d] != b->shape[d]) return false;
   return true;
@@ -445,9 +447,10 @@ static int64_t const_steps(rg_variable *n) {
   return rg_constant_get_i64(n, &k) && k >= 0 ? k : RG_DIM_UNKNOWN;
 }
 
-/* The trace type of a state or nit-sot: rows, then the row type. */
+/* The trace type of a state or nit-sot: rows, then the row type, on the
+ * node's device. */
 static const rg_type *trace_type(const rg_scan_info *s, rg_variable *n_steps, int store_at,
-                                 const rg_type *row) {
+                                 const rg_type *row, rg_device dev) {
   int64_t shape[RG_MAX_NDIM];
   int64_t n = s->until ? RG_DIM_UNKNOWN : const_steps(n_steps);
   int64_t keep = s->store_steps[store_at];
@@ -455,7 +458,18 @@ static const rg_type *trace_type(const rg_scan_info *s, rg_variable *n_steps, in
   else if (keep > 0) n = RG_DIM_UNKNOWN;
   shape[0] = n;
   memcpy(shape + 1, row->shape, (size_t)row->ndim * sizeof *shape);
-  return rg_type_on_device(rg_type_new(row->dtype, row->ndim + 1, shape), row->device);
+  return rg_type_on_device(rg_type_new(row->dtype, row->ndim + 1, shape), dev);
+}
+
+/* Where a Scan's traces live: as for any op, the device of its first
+ * input off the host (sequences, initial values, non-sequences; the step
+ * count and the nit-sots' lengths are shape arguments). */
+static rg_device scan_device(const rg_scan_info *s, rg_variable *const *in) {
+  rg_device dev = RG_DEVICE_HOST;
+  for (rg_scan_kind kind = RG_SCAN_SEQ; kind <= RG_SCAN_NON_SEQ && dev == RG_DEVICE_HOST; kind++)
+    if (kind != RG_SCAN_NIT_SOT && rg_scan_count(s, kind))
+      dev = rgc_result_device(rg_scan_count(s, kind), in + rg_scan_outer_in(s, kind, 0));
+  return dev;
 }
 
 static int check_outer(rg_ctx *C, const rg_op *op, const rg_scan_info *s, rg_variable *const *in) {
@@ -493,18 +507,19 @@ int rgc_scan_make_node(rg_ctx *C, const rg_op **opp, int nin, rg_variable *const
   if (check_outer(C, op, &s, in)) return RG_ERR_TYPE;
   rgc_outs_alloc(out, rg_scan_n_outer_out(&s));
   const rg_fgraph *g = op->inner;
+  rg_device dev = scan_device(&s, in);
   for (int k = 0; k < s.n_mit_mot; k++)
     out->types[rg_scan_outer_out(&s, RG_SCAN_MIT_MOT, k)] = in[rg_scan_outer_in(&s, RG_SCAN_MIT_MOT, k)]->type;
   for (int k = 0; k < s.n_mit_sot; k++)
     out->types[rg_scan_outer_out(&s, RG_SCAN_MIT_SOT, k)] =
-        trace_type(&s, in[0], k, g->inputs[rg_scan_inner_in(&s, RG_SCAN_MIT_SOT, k, 0)]->type);
+        trace_type(&s, in[0], k, g->inputs[rg_scan_inner_in(&s, RG_SCAN_MIT_SOT, k, 0)]->type, dev);
   for (int k = 0; k < s.n_sit_sot; k++)
     out->types[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k)] =
-        trace_type(&s, in[0], s.n_mit_sot + k, g->inputs[rg_scan_inner_in(&s, RG_SCAN_SIT_SOT, k, 0)]->type);
+        trace_type(&s, in[0], s.n_mit_sot + k, g->inputs[rg_scan_inner_in(&s, RG_SCAN_SIT_SOT, k, 0)]->type, dev);
   for (int k = 0; k < s.n_nit_sot; k++)
     out->types[rg_scan_outer_out(&s, RG_SCAN_NIT_SOT, k)] =
         trace_type(&s, in[rg_scan_outer_in(&s, RG_SCAN_NIT_SOT, k)], s.n_mit_sot + s.n_sit_sot + k,
-                   g->outputs[rg_scan_inner_out(&s, RG_SCAN_NIT_SOT, k, 0)]->type);
+                   g->outputs[rg_scan_inner_out(&s, RG_SCAN_NIT_SOT, k, 0)]->type, dev);
   return RG_OK;
 }
 

@@ -424,6 +424,34 @@ static void test_scans_on_a_device(void **st) {
   }
 }
 
+/* A Scan over a sequence on a device with its state's initial value on
+ * the host (an input, a literal): the Scan and its traces live on the
+ * device (the first input off the host), the initial value is copied
+ * there, and the values are the CPU's. */
+static void test_scan_over_a_device_sequence(void **st) {
+  (void)st;
+  static const char *const graphs[] = {
+      "(graph (input x float64 (?) mirror) (input h0 float64 ())"
+      " (output (scan (lambda (x_t acc) (add acc x_t)) (sequences x) (outputs-info h0))))",
+      "(graph (input x float64 (?) mirror) (input h0 float64 ())"
+      " (output (scan (lambda (x_t acc) (add acc x_t)) (sequences x) (outputs-info 0.0))))",
+  };
+  for (size_t g = 0; g < sizeof graphs / sizeof *graphs; g++) {
+    rg_fgraph *fg = rg_graph_read(C, "<test>", graphs[g], strlen(graphs[g]));
+    if (!fg) fail_msg("%s", rg_errmsg(C));
+    rg_variable *in[2] = {rg_fgraph_input(fg, 0), rg_fgraph_input(fg, 1)}, *out = rg_fgraph_output(fg, 0);
+    assert_int_equal(out->type->device, RG_DEVICE_MIRROR);
+    rg_function *f = compile(2, in, 1, &out, NULL, "fast_run", false);
+    if (!strstr(tu_function_dump(f), "scan           mirror")) fail_msg("no Scan on the mirror\n%s", tu_function_dump(f));
+    rg_tensor *x = vec_f64(4, (double[]){1, 2, 3, 4}), *h0 = rg_tensor_scalar_f64(RG_FLOAT64, 10), *res;
+    assert_int_equal(rg_function_call(f, (rg_tensor *[]){x, h0}, &res), RG_OK);
+    double first = g ? 0 : 10;
+    for (int i = 0; i < 4; i++) assert_true(rg_tensor_get_f64(res, i) == first + (i + 1) * (i + 2) / 2);
+    rg_tensor_free(res), rg_tensor_free(x), rg_tensor_free(h0);
+    rg_function_free(f);
+  }
+}
+
 /* Running into outputs the caller provides: in place for a contiguous
  * host target, copied into a strided view or a device buffer. */
 static void test_call_into(void **st) {
@@ -529,6 +557,7 @@ int main(void) {
       cmocka_unit_test(test_lazy_across_devices),
       cmocka_unit_test(test_inner_graphs_and_scan),
       cmocka_unit_test(test_scans_on_a_device),
+      cmocka_unit_test(test_scan_over_a_device_sequence),
       cmocka_unit_test(test_call_into),
       cmocka_unit_test(test_errors),
   };
