@@ -511,7 +511,7 @@ static int set_outputs(run *r) {
 
 static void run_free(run *r) {
   unbind_rows(r);
-  for (int i = 0; r->in && i < r->nin; i++)
+  for (int i = 0; r->in && r->own && i < r->nin; i++)
     if (r->own[i]) rg_tensor_free(r->in[i]);
   for (int o = 0; r->tr && o < r->ntr; o++) rg_tensor_free(r->tr[o].buf);
   rg_free(r->in);

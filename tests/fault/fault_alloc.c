@@ -246,6 +246,15 @@ static int w_ifelse(rg_ctx *C, rg_tensor **out, char *msg, size_t len) {
 static int w_fast_run(rg_ctx *C, rg_tensor **out, char *msg, size_t len) {
   return run_graph_file(C, "tests/golden/rewrite/fast-run.graph", out, msg, len);
 }
+/* Loops: a mit-sot, then a recurrent network (a sequence, a state, a
+ * product per step). */
+static int w_scan(rg_ctx *C, rg_tensor **out, char *msg, size_t len) {
+  rg_tensor *first = NULL;
+  int rc = run_graph_file(C, "examples/graphs/fibonacci.graph", &first, msg, len);
+  if (rc == RG_OK) rc = run_graph_file(C, "examples/graphs/rnn.graph", out, msg, len);
+  rg_tensor_free(first);
+  return rc;
+}
 
 /* .npy: a float32 matrix written in Fortran order, read back, and a file
  * from the tree read. */
@@ -286,7 +295,7 @@ static const workload workloads[] = {
   {"compile-call", w_compile_call}, {"shared-updates", w_shared}, {"rewrite-fold", w_rewrite},
   {"graph-mlp", w_mlp},             {"graph-inner", w_inner},     {"graph-ifelse", w_ifelse},
   {"graph-fast-run", w_fast_run},   {"npy", w_npy},               {"kernels", w_kernels},
-  {"mirror", w_mirror},
+  {"mirror", w_mirror},              {"graph-scan", w_scan},
 };
 
 /* Runs w with the n-th allocation failing (0: none).  Returns 0 when the
