@@ -79,6 +79,14 @@ static bool is_local(scope *sc, rg_term name) {
   return lookup_local(sc, name, &d, &i);
 }
 
+/* Whether the program has bound `name` itself (a define or defrel of its
+ * own, before this form): then it shadows a built-in goal of that name. */
+static bool user_bound(rg_interp *I, rg_term name) {
+  if (I->compiling_lib) return false;
+  rgk_global *g = rgk_table_get(&I->user, name, false);
+  return g && g->value;
+}
+
 /* Is `head` the special form `name` here (not shadowed by a local)? */
 static bool is_form(scope *sc, rg_term head, const char *name) {
   return is_sym(head, name) && !is_local(sc, head);
@@ -427,7 +435,7 @@ static const char *const not_goals[] = {"quote", "quasiquote", "lambda", "run", 
 
 static rg_goal *compile_goal_pair(cc *k, scope *sc, rg_term form) {
   rg_term h = rgk_car(form);
-  if (rgk_is_symbol(h) && !is_local(sc, h)) {
+  if (rgk_is_symbol(h) && !is_local(sc, h) && !user_bound(k->I, h)) {
     const char *n = rgk_symname(h);
     if (!strcmp(n, "==")) return goal_binary(k, sc, form, G_EQ);
     if (!strcmp(n, "=/=")) return goal_binary(k, sc, form, G_NEQ);
@@ -540,12 +548,12 @@ static rgk_tx *value_let(cc *k, scope *sc, rg_term form) {
   return t->a ? t : NULL;
 }
 
-static bool is_goal_form(scope *sc, rg_term h) {
+static bool is_goal_form(cc *k, scope *sc, rg_term h) {
   static const char *const goals[] = {"==", "=/=", "absento", "numbero", "stringo", "symbolo",
                                       "fresh", "conde", "conda", "condu", "project", "conj",
                                       "disj", "all", NULL};
   for (int i = 0; goals[i]; i++)
-    if (is_form(sc, h, goals[i])) return true;
+    if (is_form(sc, h, goals[i]) && !user_bound(k->I, h)) return true;
   return false;
 }
 
@@ -601,7 +609,7 @@ static rgk_tx *compile_value_pair(cc *k, scope *sc, rg_term form) {
   if (is_form(sc, h, "run")) return value_run(k, sc, form, false);
   if (is_form(sc, h, "run*")) return value_run(k, sc, form, true);
   if (is_form(sc, h, "let")) return value_let(k, sc, form);
-  if (is_goal_form(sc, h)) return value_goal(k, sc, form);
+  if (is_goal_form(k, sc, h)) return value_goal(k, sc, form);
   if (!rgk_is_symbol(h) && !rgk_is_pair(h))
     return cerr(k, RG_ERR_TYPE, "not a procedure: %s", rg_to_string(h));
   return value_apply(k, sc, form);

@@ -77,6 +77,18 @@ static int status_of(rg_interp *I) {
 
 /* ------------------------------------------------------------------ run */
 
+/* Whether a message starts with a place, "FILE:LINE:COL: ". */
+static bool located(const char *msg) {
+  const char *c = strchr(msg, ':');
+  for (int part = 0; c && part < 2; part++) {
+    const char *d = c + 1;
+    while (*d >= '0' && *d <= '9') d++;
+    if (d == c + 1 || *d != ':') return false;
+    c = d;
+  }
+  return c && c[1] == ' ';
+}
+
 rg_term rgk_eval_run(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   int64_t n = -1;
   if (t->a) {
@@ -104,11 +116,10 @@ rg_term rgk_eval_run(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
     acc = rg_cons(a, acc);
   }
   if (rc != 0 && rc != 1) {
-    if (rc > 0) {
-      t->interp->stop = rc;
-      /* a limit belongs to the run that reached it */
-      if (t->where) rg_error(C, rc, "%s: %s", t->where, rgk_strdup(C->errmsg));
-    }
+    if (rc > 0) t->interp->stop = rc;
+    /* a limit belongs to the run that reached it, and so does an error
+     * raised where no place is known (inside a library relation) */
+    if (t->where && (rc > 0 || !located(C->errmsg))) rg_error(C, rc > 0 ? rc : C->errcode, "%s: %s", t->where, rgk_strdup(C->errmsg));
     return NULL;
   }
   return rgk_reverse(acc);

@@ -208,18 +208,31 @@ void rg_set_default_evaluator(rg_ctx *C, rg_evaluator fn, void *ud) {
   C->default_eval_ud = ud;
 }
 
-/* add sub mul true_div neg exp log on numbers. */
-static rg_term numeric_head(rg_ctx *C, const char *h, int n, const rg_term *a, bool *handled) {
-  *handled = true;
-  if (!strcmp(h, "add")) return arith(C, "add", OP_ADD, n, a, NULL);
-  if (!strcmp(h, "sub") && n == 2) return arith(C, "sub", OP_SUB, n, a, NULL);
-  if (!strcmp(h, "mul")) return arith(C, "mul", OP_MUL, n, a, NULL);
-  if (!strcmp(h, "true_div") && n == 2) return rg_float(rg_float_value(a[0]) / rg_float_value(a[1]));
-  if (!strcmp(h, "neg") && n == 1) return arith(C, "neg", OP_SUB, 1, a, NULL);
-  if (!strcmp(h, "exp") && n == 1) return rg_float(exp(rg_float_value(a[0])));
-  if (!strcmp(h, "log") && n == 1) return rg_float(log(rg_float_value(a[0])));
-  *handled = false;
-  return NULL;
+/* add sub mul true_div neg exp log on numbers: the heads, with their
+ * number of arguments (-1: any). */
+enum { NH_ADD, NH_SUB, NH_MUL, NH_DIV, NH_NEG, NH_EXP, NH_LOG, NH_COUNT };
+static const struct { const char *name; int arity; } numeric_heads[NH_COUNT] = {
+    {"add", -1}, {"sub", 2}, {"mul", -1}, {"true_div", 2}, {"neg", 1}, {"exp", 1}, {"log", 1}};
+
+/* Which numeric head h with n arguments is, or -1. */
+static int numeric_kind(rg_term h, int n) {
+  if (!rgk_is_symbol(h)) return -1;
+  for (int k = 0; k < NH_COUNT; k++)
+    if (!strcmp(rgk_symname(h), numeric_heads[k].name) && (numeric_heads[k].arity < 0 || numeric_heads[k].arity == n))
+      return k;
+  return -1;
+}
+
+static rg_term numeric_head(rg_ctx *C, int k, int n, const rg_term *a) {
+  switch (k) {
+  case NH_ADD: return arith(C, "add", OP_ADD, n, a, NULL);
+  case NH_SUB: return arith(C, "sub", OP_SUB, n, a, NULL);
+  case NH_MUL: return arith(C, "mul", OP_MUL, n, a, NULL);
+  case NH_DIV: return rg_float(rg_float_value(a[0]) / rg_float_value(a[1]));
+  case NH_NEG: return arith(C, "neg", OP_SUB, 1, a, NULL);
+  case NH_EXP: return rg_float(exp(rg_float_value(a[0])));
+  default: return rg_float(log(rg_float_value(a[0])));
+  }
 }
 
 static rgk_evalreg *find_evaluator(rg_ctx *C, rg_term head) {
@@ -230,11 +243,8 @@ static rgk_evalreg *find_evaluator(rg_ctx *C, rg_term head) {
 
 /* Applies the head of an expression to evaluated arguments. */
 static rg_term apply_head(rg_ctx *C, rg_term head, int n, const rg_term *a) {
-  if (rgk_is_symbol(head) && are_numbers(n, a)) {
-    bool handled;
-    rg_term v = numeric_head(C, rgk_symname(head), n, a, &handled);
-    if (handled) return v;
-  }
+  int numeric = numeric_kind(head, n);
+  if (numeric >= 0 && are_numbers(n, a)) return numeric_head(C, numeric, n, a);
   rg_clear_error(C);
   rgk_evalreg *r = find_evaluator(C, head);
   if (r) return r->fn(C, head, n, a, r->ud);
@@ -248,6 +258,12 @@ static rg_term apply_head(rg_ctx *C, rg_term head, int n, const rg_term *a) {
     return p->prim(C, n, a, NULL);
   }
   if (C->default_eval) return C->default_eval(C, head, n, a, C->default_eval_ud);
+  for (int i = 0; numeric >= 0 && i < n; i++) /* a numeric head over something else */
+    if (!are_numbers(1, a + i)) {
+      rg_error(C, RG_ERR_EVAL, "%s evaluates numbers only, and argument %d is %s", rgk_symname(head), i + 1,
+               rg_to_string(a[i]));
+      return NULL;
+    }
   rg_error(C, RG_ERR_EVAL, "no evaluator for %s", rg_to_string(head));
   return NULL;
 }

@@ -335,8 +335,6 @@ static rg_term drop_subsumed_A(rg_ctx *C, const rgk_state *st, rg_term A, prunin
 
 static bool reified_var(rg_term t) { return rgk_is_symbol(t) && rgk_symname(t)[0] == '_'; }
 
-static int cmp_car(rg_term a, rg_term b) { return rgk_lex_compare(rgk_car(a), rgk_car(b)); }
-
 /* Orients a pair so a reified variable on the right sorts before the left. */
 static rg_term sort_pr(rg_term pr) {
   rg_term l = rgk_car(pr), r = rgk_cdr(pr);
@@ -356,7 +354,7 @@ static rg_term format_D(rg_term D) {
   for (; rgk_is_pair(D); D = rgk_cdr(D)) {
     rg_term prs = RG_NIL;
     for (rg_term d = rgk_car(D); rgk_is_pair(d); d = rgk_cdr(d)) prs = rg_cons(sort_pr(rgk_car(d)), prs);
-    ds = rg_cons(sort_list(rgk_reverse(prs), cmp_car), ds);
+    ds = rg_cons(sort_list(rgk_reverse(prs), rgk_lex_compare), ds); /* whole pairs, as sort-d */
   }
   ds = sort_list(rgk_reverse(ds), rgk_lex_compare);
   rg_term r = RG_NIL;

@@ -943,7 +943,7 @@ static rg_goal *eq_assoc_args_impl(rg_ctx *C, const rg_term *w, void *ud) {
   int64_t want = -1;
   if (nv != RG_FALSE) {
     if (!rgk_is_int(nv) || rg_int_value(nv) < 1) {
-      rg_error(C, RG_ERR_TYPE, "eq-assoc-args: the group size must be a positive integer, got %s",
+      rg_error(C, RG_ERR_TYPE, "eq-assoc: the group size must be a positive integer, got %s",
                rg_to_string(nv));
       return NULL;
     }

@@ -298,7 +298,10 @@ static bool atom_equal(rg_term a, rg_term b) {
   if (rgk_is_int(a) && rgk_is_int(b)) return rg_int_value(a) == rg_int_value(b);
   if (ta != tb || ta == 0) return false;
   switch (ta) {
-  case RGK_T_FLOAT: return ((rgk_float *)a)->v == ((rgk_float *)b)->v;
+  case RGK_T_FLOAT: { /* NaN equals NaN, as Racket's equal? has it */
+    double x = ((rgk_float *)a)->v, y = ((rgk_float *)b)->v;
+    return x == y || (isnan(x) && isnan(y));
+  }
   case RGK_T_STRING: {
     rgk_string *x = (rgk_string *)a, *y = (rgk_string *)b;
     return x->h.n == y->h.n && memcmp(x->s, y->s, x->h.n) == 0;
@@ -350,6 +353,7 @@ static uint64_t atom_hash(rg_term t) {
     double d = ((rgk_float *)t)->v;
     uint64_t u;
     if (d == 0) d = 0; /* -0.0 == 0.0 */
+    if (isnan(d)) return mix(2, 0x7ff8000000000000ull); /* every NaN alike */
     /* an integral float hashes as the integer: a value equal to both (a
      * foreign constant) can then hash as either */
     if (d == floor(d) && d >= -9.2e18 && d <= 9.2e18) return mix(1, (uint64_t)(int64_t)d);

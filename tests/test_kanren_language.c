@@ -222,6 +222,15 @@ static void test_shadowing(void **st) {
   /* a definition is seen by code compiled before it */
   out = tu_run_program("(defrel (f x) (g x))\n(defrel (g x) (== x 'late))\n(run* (q) (f q))\n", &rc);
   assert_string_equal(out, "(late)\n");
+  /* the program's own definitions shadow the built-in goals, as they are
+   * procedures in faster-miniKanren */
+  out = tu_run_program("(define absento (lambda (a t) (=/= a t)))\n(run* (q) (absento 'x q) (== q '(x)))\n"
+                       "(defrel (symbolo x) (== x 'only-this))\n(run* (q) (symbolo q))\n", &rc);
+  assert_string_equal(out, "((x))\n(only-this)\n");
+  /* disequality pairs sorted whole within a clause, as sort-d does; NaN
+   * unifies with NaN, as Racket's equal? has it */
+  out = tu_run_program("(run* (x y z) (=/= (list x y) (list z z)))\n(run* (q) (== +nan.0 +nan.0))\n", &rc);
+  assert_string_equal(out, "(((_.0 _.1 _.2) (=/= ((_.0 _.1) (_.0 _.2)))))\n(_.0)\n");
   /* local names shadow special forms */
   out = tu_run_program("(defrel (f conde) (== conde 1))\n(run* (q) (f q))\n", &rc);
   assert_string_equal(out, "(1)\n");
@@ -366,6 +375,12 @@ static void test_program_errors(void **st) {
   check_program_error("(run* (q) (== q))", RG_ERR_ARITY, "<test>:1:11: == expects 2 arguments, got 1");
   check_program_error("(run* (q) 5)", RG_ERR_TYPE, "<test>:1:1: not a goal: 5");
   check_program_error("(run* (q) (list q))", RG_ERR_TYPE, "<test>:1:11: list is not a goal");
+  /* errors raised inside a library relation carry the place of the run */
+  check_program_error("(run* (q) (mapo 5 '(1) q))", RG_ERR_TYPE, "<test>:1:1: not a relation: 5");
+  check_program_error("(fact associative 'add)\n(run* (q) (eq-assoc '(add 1 2 3) q 0))", RG_ERR_TYPE,
+                      "<test>:2:1: eq-assoc: the group size must be a positive integer, got 0");
+  check_program_error("(display (eval-etuple (etuple 'add 1 'x)))", RG_ERR_EVAL,
+                      "add evaluates numbers only, and argument 2 is x");
   check_program_error("(define x 1)\n(run* (q) x)", RG_ERR_TYPE, "<test>:2:1: not a goal: 1");
   check_program_error("(run* (q) (car q))", RG_ERR_TYPE, "<test>:1:11: car is a function, not a relation");
   check_program_error("(run* (q) (1 q))", RG_ERR_TYPE, "<test>:1:11: not a goal: (1 q)");
