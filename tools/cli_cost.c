@@ -2,7 +2,8 @@
  * cli_cost.c — the cost models the `search` and `rewrite` subcommands take
  * from the command line: `--cost flops|bytes|time|FILE` and `--size
  * NAME=N`.  The measured model compiles each candidate node alone on the
- * CPU backend and times it on fixed inputs of its input types; FILE is a
+ * CPU backend and times it on fixed inputs of its input types (on the
+ * host, whatever device they name); FILE is a
  * rule file defining the relation (costo node c).
  */
 #include <math.h>
@@ -30,7 +31,7 @@ static double measure_node(const rg_node *node, void *ud) {
   rg_tensor **vals = calloc((size_t)n + 1, sizeof *vals);
   int nvar = 0;
   for (int i = 0; i < n; i++) {
-    const rg_type *t = node->inputs[i]->type;
+    const rg_type *t = rg_type_on_device(node->inputs[i]->type, RG_DEVICE_HOST); /* timed on the CPU */
     ins[i] = rg_is_constant(node->inputs[i]) ? node->inputs[i] : (vars[nvar] = rg_input(C, NULL, t));
     if (rg_is_constant(node->inputs[i])) continue;
     vals[nvar] = rg_tensor_new(t->dtype, t->ndim, t->shape);
