@@ -244,6 +244,9 @@ extern const rg_backend rgb_cpu;
 extern const rgb_backend *const rgb_backends[];
 /* The interface for a name ("cuda:1" finds "cuda"), or NULL. */
 const rgb_backend *rgb_backend_find(const char *name);
+/* The device number of a backend name, "NAME:N" (0 <= N < 1024; 0 for a
+ * bare "NAME"); RG_ERR_SYNTAX when N is not such a number. */
+int rgb_device_ordinal(const char *name, int *ordinal);
 /* The kernel of transfer thunks: copies its input to the device of the
  * buffer type in x->state (NULL: host memory). */
 int rgb_transfer_kernel(rgb_exec *x);

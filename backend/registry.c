@@ -9,6 +9,7 @@
 #include "backend/backend-impl.h"
 #include "base/base.h"
 
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,12 +43,26 @@ const char *rg_backend_name(int i) {
   return i >= 0 && i < rg_backend_count() ? rgb_backends[i]->name : NULL;
 }
 
+int rgb_device_ordinal(const char *name, int *ordinal) {
+  const char *colon = strchr(name, ':');
+  *ordinal = 0;
+  if (!colon) return 0;
+  char *end;
+  long k = strtol(colon + 1, &end, 10);
+  if (colon[1] < '0' || colon[1] > '9' || *end || k > 1023) return RG_ERR_SYNTAX;
+  *ordinal = (int)k;
+  return 0;
+}
+
 bool rg_backend_available(const char *name, char *why, size_t len) {
   const rgb_backend *b = name ? rgb_backend_find(name) : NULL;
   if (!b) return rg_say(why, len, "no backend named %s in this build", name ? name : "(null)");
   if (b->abi != RGB_BACKEND_ABI)
     return rg_say(why, len, "backend %s has interface version %u, not %u", b->name, b->abi, RGB_BACKEND_ABI);
   if (strchr(name, ':') && !b->init) return rg_say(why, len, "backend %s has no devices to number", b->name);
+  int ordinal;
+  if (rgb_device_ordinal(name, &ordinal))
+    return rg_say(why, len, "bad device in '%s' (%s or %s:N, N a device number)", name, b->name, b->name);
   return !b->available || b->available(why, len);
 }
 

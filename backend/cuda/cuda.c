@@ -173,17 +173,6 @@ static void cuda_fini(void *ctx) {
   rg_free(c);
 }
 
-static int parse_ordinal(const char *spec, int *ordinal) {
-  const char *colon = strchr(spec, ':');
-  *ordinal = 0;
-  if (!colon) return 0;
-  char *end;
-  long k = strtol(colon + 1, &end, 10);
-  if (end == colon + 1 || *end || k < 0 || k > 1023) return RG_ERR_SYNTAX;
-  *ordinal = (int)k;
-  return 0;
-}
-
 /* The device, its context, the stream, the architecture. */
 static bool open_device(rgcu_ctx *c, char *why, size_t len) {
   int n = device_count(&c->d, why, len);
@@ -202,7 +191,7 @@ static bool open_device(rgcu_ctx *c, char *why, size_t len) {
 static int cuda_init(const char *spec, void **ctx, rg_device *device, char *why, size_t len) {
   rgcu_ctx *c = rg_calloc(1, sizeof *c);
   if (!c) return rg_say(why, len, "out of memory"), RG_ERR_NOMEM;
-  if (parse_ordinal(spec, &c->ordinal)) {
+  if (rgb_device_ordinal(spec, &c->ordinal)) {
     rg_free(c);
     return rg_say(why, len, "bad CUDA device in '%s' (cuda or cuda:N)", spec), RG_ERR_SYNTAX;
   }
