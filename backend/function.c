@@ -375,15 +375,6 @@ static int ferr(rg_function *f, int code, const char *fmt, ...) {
   return code;
 }
 
-static void fmt_shape(char *buf, size_t len, int ndim, const int64_t *shape) {
-  size_t k = (size_t)snprintf(buf, len, "(");
-  for (int i = 0; i < ndim && k + 1 < len; i++) {
-    if (shape[i] < 0) k += (size_t)snprintf(buf + k, len - k, i ? " ?" : "?");
-    else k += (size_t)snprintf(buf + k, len - k, i ? " %lld" : "%lld", (long long)shape[i]);
-  }
-  if (k + 1 < len) snprintf(buf + k, len - k, ")");
-}
-
 static const char *input_label(const rg_function *f, int i, char *buf, size_t len) {
   if (f->in_names[i][0]) snprintf(buf, len, "input %s", f->in_names[i]);
   else snprintf(buf, len, "input %d", i);
@@ -397,8 +388,8 @@ static int check_value(rg_function *f, int i, const rg_tensor *v) {
   if (!v) return ferr(f, RG_ERR_TYPE, "%s is missing", label);
   if (fits_shape(v, t->dtype, t->ndim, t->shape)) return RG_OK;
   char want[256], got[256];
-  fmt_shape(want, sizeof want, t->ndim, t->shape);
-  fmt_shape(got, sizeof got, v->ndim, v->shape);
+  rgb_shape_str(want, sizeof want, t->ndim, t->shape);
+  rgb_shape_str(got, sizeof got, v->ndim, v->shape);
   return ferr(f, RG_ERR_TYPE, "%s: expected %s %s, got %s %s", label, rg_dtype_name(t->dtype), want,
               rg_dtype_name(v->dtype), got);
 }
@@ -490,6 +481,9 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
   if (rc) return rc;
   for (int j = 0; j < f->nout; j++) {
     if (!outputs[j]) return ferr(f, RG_ERR_TYPE, "output %d: no tensor given to write it into", j);
+    for (int k = 0; k < j; k++) /* one tensor would hold the last output written */
+      if (outputs[k]->storage == outputs[j]->storage && outputs[k]->data == outputs[j]->data)
+        return ferr(f, RG_ERR_TYPE, "outputs %d and %d are given the same tensor to write into", k, j);
     into[j] = outputs[j];
   }
   for (int u = 0; u < f->nupdates; u++) into[f->nout + u] = NULL;

@@ -357,9 +357,10 @@ static int finish_into(rgb_program *p, rg_tensor *const *into, rg_tensor **refs)
     if (!into[j]) {
       if (!(refs[j] = rg_tensor_ref(v))) return p->rt->errcode = RG_ERR_NOMEM;
     } else if (!same_type_shape(v, into[j])) {
-      snprintf(p->rt->err, sizeof p->rt->err, "output %d is %s with %d dimensions, the given tensor %s "
-               "with %d (or their sizes differ)", j, rg_dtype_name(v->dtype), v->ndim,
-               rg_dtype_name(into[j]->dtype), into[j]->ndim);
+      char a[256], b[256];
+      snprintf(p->rt->err, sizeof p->rt->err, "output %d is %s %s, the tensor given for it %s %s", j,
+               rg_dtype_name(v->dtype), rgb_shape_str(a, sizeof a, v->ndim, v->shape),
+               rg_dtype_name(into[j]->dtype), rgb_shape_str(b, sizeof b, into[j]->ndim, into[j]->shape));
       return p->rt->errcode = RG_ERR_TYPE;
     } else if (v->data != into[j]->data || rg_tensor_device(v) != rg_tensor_device(into[j])) {
       int rc = rg_tensor_copy_to(into[j], v);

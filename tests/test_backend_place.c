@@ -481,7 +481,9 @@ static void test_call_into(void **st) {
   /* a target of the wrong shape or dtype, or none */
   rg_tensor *bad = rg_tensor_new(RG_FLOAT64, 2, (int64_t[]){30, 20});
   assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){bad, t1, t2}), RG_OK);
-  assert_non_null(strstr(rg_function_errmsg(f), "output 0"));
+  assert_string_equal(rg_function_errmsg(f), "output 0 is float64 (20 30), the tensor given for it float64 (30 20)");
+  assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){t0, t0, t2}), RG_OK);
+  assert_string_equal(rg_function_errmsg(f), "outputs 0 and 1 are given the same tensor to write into");
   rg_tensor *i32 = rg_tensor_new(RG_INT32, 2, (int64_t[]){20, 30});
   assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){t0, i32, t2}), RG_OK);
   assert_non_null(strstr(rg_function_errmsg(f), "output 1"));

@@ -226,8 +226,8 @@ static int int_matmul(rgb_exec *x, const rg_tensor *a, const rg_tensor *b, int64
 static int align_error(rgb_exec *x, const rg_tensor *a, const rg_tensor *b) {
   char sa[64], sb[64];
   return rgb_error(x, RG_ERR_TYPE, "shapes %s and %s are not aligned",
-                   rgbc_shape_str(sa, sizeof sa, a->ndim, a->shape),
-                   rgbc_shape_str(sb, sizeof sb, b->ndim, b->shape));
+                   rgb_shape_str(sa, sizeof sa, a->ndim, a->shape),
+                   rgb_shape_str(sb, sizeof sb, b->ndim, b->shape));
 }
 
 /* a @ b with a, b viewed as (m, k) and (k, n) matrices. */

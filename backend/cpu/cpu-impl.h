@@ -178,7 +178,6 @@ rg_tensor *rgbc_blas_output(rgb_exec *x, bool copy, rgbc_copy_fn fn);
 rg_tensor *rgbc_dot_output(rgb_exec *x, int64_t *m, int64_t *k, int64_t *n);
 
 /* "(3 4)" into buf (for messages); returns buf. */
-const char *rgbc_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);
 
 /* ------------------------------------------------------------------ casts and copies */
 

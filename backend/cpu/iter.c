@@ -132,21 +132,13 @@ void rgbc_plan_run_parallel(rgb_exec *x, const rgbc_plan *pl, rgbc_loop fn, void
 
 /* ------------------------------------------------------------------ broadcasting */
 
-const char *rgbc_shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
-  size_t n = (size_t)snprintf(buf, len, "(");
-  for (int d = 0; d < ndim && n < len; d++)
-    n += (size_t)snprintf(buf + n, len - n, "%s%lld", d ? " " : "", (long long)shape[d]);
-  if (n < len) snprintf(buf + n, len - n, ")");
-  return buf;
-}
-
 static int shapes_error(rgb_exec *x, int n, const rg_tensor *const *t, int dim) {
   char list[512] = "", one[160];
   size_t len = 0;
   for (int i = 0; i < n && len < sizeof list; i++) {
     const char *sep = i == 0 ? "" : i == n - 1 ? " and " : ", ";
     len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", sep,
-                            rgbc_shape_str(one, sizeof one, t[i]->ndim, t[i]->shape));
+                            rgb_shape_str(one, sizeof one, t[i]->ndim, t[i]->shape));
   }
   return rgb_error(x, RG_ERR_TYPE, "shapes %s do not broadcast (dimension %d)", list, dim);
 }

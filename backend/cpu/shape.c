@@ -135,8 +135,8 @@ int rgbc_reshape_with(rgb_exec *x, rgbc_copy_fn copy) {
   char a[160], b[160];
   if ((minus >= 0 && ns[minus] < 0) || (minus < 0 && known != n))
     return rgb_error(x, RG_ERR_TYPE, "cannot reshape an array of size %lld (shape %s) into shape %s",
-                     (long long)n, rgbc_shape_str(a, sizeof a, t->ndim, t->shape),
-                     rgbc_shape_str(b, sizeof b, nn, ns));
+                     (long long)n, rgb_shape_str(a, sizeof a, t->ndim, t->shape),
+                     rgb_shape_str(b, sizeof b, nn, ns));
   return reshape_to(x, t, nn, ns, copy);
 }
 
@@ -199,8 +199,8 @@ int rgbc_alloc_shape(rgb_exec *x, int64_t *shape) {
   char a[160], b[160];
   if (!rgbc_fits(v, &n->in[0], nd, shape))
     return rgb_error(x, RG_ERR_TYPE, "the value of shape %s does not broadcast to %s",
-                     rgbc_shape_str(a, sizeof a, v->ndim, v->shape),
-                     rgbc_shape_str(b, sizeof b, nd, shape));
+                     rgb_shape_str(a, sizeof a, v->ndim, v->shape),
+                     rgb_shape_str(b, sizeof b, nd, shape));
   return RG_OK;
 }
 
@@ -245,8 +245,8 @@ int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy) {
     for (int d = 0; d < t->ndim; d++) {
       if (d != axis && t->shape[d] != t0->shape[d])
         return rgb_error(x, RG_ERR_TYPE, "shapes %s and %s differ outside the axis %d",
-                         rgbc_shape_str(a, sizeof a, t0->ndim, t0->shape),
-                         rgbc_shape_str(b, sizeof b, t->ndim, t->shape), axis);
+                         rgb_shape_str(a, sizeof a, t0->ndim, t0->shape),
+                         rgb_shape_str(b, sizeof b, t->ndim, t->shape), axis);
       shape[d] = d == axis && k > 0 ? shape[d] + t->shape[d] : t->shape[d];
     }
   }
@@ -373,8 +373,8 @@ int rgbc_set_subtensor_with(rgb_exec *x, rgbc_copy_fn copy, rgbc_copy_fn add) {
   char a[160], b[160];
   if (!rgbc_fits(y, &n->in[1], nd, shape))
     return rgb_error(x, RG_ERR_TYPE, "values of shape %s do not broadcast to the selection %s",
-                     rgbc_shape_str(a, sizeof a, y->ndim, y->shape),
-                     rgbc_shape_str(b, sizeof b, nd, shape));
+                     rgb_shape_str(a, sizeof a, y->ndim, y->shape),
+                     rgb_shape_str(b, sizeof b, nd, shape));
   if (numel_of(nd, shape) == 0) return RG_OK;
   rg_tensor sel = header(out, nd, shape, st, off);
   if (copy) return n->code == RG_OP_SET_SUBTENSOR ? copy(x, &sel, y) : add(x, &sel, y);
