@@ -39,7 +39,8 @@ void usage_run(void) {
          "  --input NAME=FILE    the value of input NAME, from a .npy file; repeatable\n"
          "  --random SEED        random values for inputs not given\n"
          "  --size N             size of unknown dimensions of random inputs (default 16)\n"
-         "  --output-dir DIR     write outputs as DIR/out0.npy, DIR/out1.npy, ...\n"
+         "  --output-dir DIR     write outputs as DIR/out0.npy, DIR/out1.npy, ... (DIR is made\n"
+         "                       when missing)\n"
          "  --repeat N           run N times; print the compile time and the median per call\n"
          "  --profile            print the per-node profile\n"
          "  --query Q            the rewrite query (default fast_run; none disables rewriting)\n"
@@ -80,6 +81,8 @@ static int parse(int argc, char **argv, run_args *a) {
       size_t len = (size_t)(eq - v);
       char *name = rg_gc_alloc(len + 1); /* collected: no free on any exit path */
       memcpy(name, v, len);
+      for (int k = 0; k < a->nin; k++)
+        if (!strcmp(a->in_names[k], name)) return cli_error("run", "--input %s is given twice", name), EXIT_USAGE;
       a->in_names[a->nin] = name;
       a->in_files[a->nin++] = eq + 1;
     } else if ((v = cli_option(argc, argv, &i, "--random", &missing))) {
@@ -174,8 +177,10 @@ static int load_inputs(rg_ctx *C, const run_args *a, rg_fgraph *fg, rg_tensor **
 /* ------------------------------------------------------------------ outputs */
 
 static int write_outputs(rg_ctx *C, const run_args *a, int n, rg_tensor **outs) {
-  if (a->outdir) {
+  if (a->outdir) { /* made when missing (its parent must exist) */
     struct stat st;
+    if (stat(a->outdir, &st) != 0 && mkdir(a->outdir, 0777) != 0)
+      return cli_error("run", "cannot create the directory %s: %s", a->outdir, strerror(errno)), EXIT_INPUT;
     if (stat(a->outdir, &st) != 0 || !S_ISDIR(st.st_mode))
       return cli_error("run", "cannot write to %s: not a directory", a->outdir), EXIT_INPUT;
   }
