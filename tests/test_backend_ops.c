@@ -2,11 +2,12 @@
  * test_backend_ops.c — every op on every backend against the CPU (ggml's
  * test-backend-ops).
  *
- * For each backend compiled in and usable here other than the CPU (the
- * mirror always; CUDA where a device is present, else reported as
- * skipped; CUDA without a device in test_backend_ops_cuda_host, which
- * runs this program against the host implementation of CUDA's libraries
- * in tests/cuda-host), every elementwise op runs on every dtype it accepts, over
+ * Without arguments it takes every backend compiled in other than the CPU
+ * and CUDA (the mirror); `test_backend_ops NAME` takes backend NAME alone
+ * and exits with CTest's skip status, 77, saying why, when NAME cannot run
+ * here (test_backend_ops_cuda: CUDA on a device; test_backend_ops_cuda_host:
+ * CUDA without one, against the host implementation of CUDA's libraries in
+ * tests/cuda-host).  On each, every elementwise op runs on every dtype it accepts, over
  * random shapes with broadcasting and empty tensors, with inputs given as
  * contiguous host values, as reversed host views, and as reversed views of
  * values already on the backend's device (inputs typed on that device);
@@ -360,17 +361,18 @@ static void others_on(ops_run *r) {
 
 /* ------------------------------------------------------------------ the test */
 
+/* The backend named on the command line, or NULL: every one but the CPU
+ * and CUDA (which has entries of its own). */
+static const char *only;
+
 static void test_every_op_on_every_backend(void **st) {
   (void)st;
   int tested = 0;
   for (int i = 0; i < rg_backend_count(); i++) {
     const char *name = rg_backend_name(i);
     char why[256];
-    if (!strcmp(name, "cpu")) continue;
-    if (!rg_backend_available(name, why, sizeof why)) {
-      printf("backend %s skipped: %s\n", name, why);
-      continue;
-    }
+    if (only ? strcmp(name, only) != 0 : !strcmp(name, "cpu") || !strcmp(name, "cuda")) continue;
+    if (!rg_backend_available(name, why, sizeof why)) fail_msg("backend %s cannot run: %s", name, why);
     rg_backend *b = rg_backend_new(name, why, sizeof why);
     assert_non_null(b);
     ops_run r = {.backend = name, .buft = rg_backend_buffer_type(b), .device = rg_backend_device(b),
@@ -387,7 +389,16 @@ static void test_every_op_on_every_backend(void **st) {
   assert_true(tested >= 1); /* the mirror at least */
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    only = argv[1];
+    char why[256];
+    rg_init();
+    if (!rg_backend_available(only, why, sizeof why)) {
+      printf("backend %s skipped: %s\n", only, why);
+      return 77;
+    }
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_op_on_every_backend),
   };
