@@ -35,6 +35,13 @@
  * store_steps.  A state or nit-sot with store_steps s > 0 keeps only the
  * last s steps (its output has min(s, steps) rows); 0 keeps the whole
  * trace.  Any s works: the executor keeps at least the rows its taps need.
+ *
+ * Threads.  A scan op is an immutable value, like any op (graph.h): any
+ * thread may read its layout (rg_scan_info_of, the position helpers).
+ * rg_scan builds into the graph of its inputs and records errors in their
+ * context, so it follows that graph's rule: one thread at a time per
+ * context.  A compiled Scan runs its steps on the thread calling the
+ * function, its kernels on the function's own workers (backend.h).
  */
 #ifndef RELGRAPH_SCAN_H
 #define RELGRAPH_SCAN_H
