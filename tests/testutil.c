@@ -37,6 +37,17 @@ const char *tu_run_program(const char *text, int *rc) {
   return gc;
 }
 
+const char *tu_tensor_text(const rg_tensor *t) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  rg_tensor_fprint(out, t);
+  fclose(out);
+  const char *s = rg_string_value(rg_string(buf));
+  free(buf);
+  return s;
+}
+
 const char *tu_function_dump(const rg_function *f) {
   char *buf = NULL;
   size_t len = 0;

@@ -24,6 +24,8 @@ const char *tu_run_program(const char *text, int *rc);
 /* Evaluates an expression in interpreter I and returns its printed value,
  * or "ERROR: message". */
 const char *tu_eval(rg_interp *I, const char *expr);
+/* What rg_tensor_fprint prints for t (collected string). */
+const char *tu_tensor_text(const rg_tensor *t);
 /* What rg_function_dump prints for f (collected string). */
 const char *tu_function_dump(const rg_function *f);
 /* The calls of every node labelled `label` in f's profile (compiled
