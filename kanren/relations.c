@@ -16,6 +16,8 @@
  *   %optional name k rest x  x is the one optional argument in `rest` (the
  *                            rest arguments of `name`, which has k fixed
  *                            ones), or #f; more is an arity error
+ *   %group-size name n       n is #f or a positive integer (else an error
+ *                            naming `name`), checked before any search
  *   %ground-order a b u v    (u v) is (a b) or (b a), the more ground first
  *   %mapo rel lists          rel holds across the elements of the lists
  *   %map-anyo rel lists ok   map-anyo; `ok`: some element already matched
@@ -306,6 +308,16 @@ static rg_goal *rel_optional(rg_ctx *C, const rg_term *args, void *ud) {
   if (n == 1) return rg_eq(args[3], rgk_car(args[2]));
   rg_error(C, RG_ERR_ARITY, "%s expects %lld or %lld arguments, got %lld", rg_to_string(args[0]),
            (long long)k, (long long)k + 1, (long long)(n < 0 ? -1 : k + n));
+  return NULL;
+}
+
+/* (walked) name n: n is #f, unbound, or a positive integer group size. */
+static rg_goal *group_size_impl(rg_ctx *C, const rg_term *w, void *ud) {
+  (void)ud;
+  rg_term n = w[1];
+  if (n == RG_FALSE || rgk_is_var(n) || (rgk_is_int(n) && rg_int_value(n) >= 1)) return rg_succeed();
+  rg_error(C, RG_ERR_TYPE, "%s: the group size must be a positive integer, got %s", rg_to_string(w[0]),
+           rg_to_string(n));
   return NULL;
 }
 
@@ -1042,6 +1054,7 @@ void rgk_install_builtins(rg_interp *I) {
   vs->prim = prim_visited_set;
   define_lib(I, "%visited-set", (rg_term)vs);
   define_rel(I, "%optional", 4, rel_optional, NULL);
+  define_projecting(I, "%group-size", 2, group_size_impl, NULL);
   define_rel(I, "%ground-order", 4, rel_ground_order, NULL);
   define_rel(I, "assoc-flatten", 2, rel_assoc_flatten, NULL);
   rgk_proc *mapo = (rgk_proc *)define_rel(I, "%mapo", 2, rel_mapo, NULL);

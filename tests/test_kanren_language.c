@@ -379,6 +379,8 @@ static void test_program_errors(void **st) {
   check_program_error("(run* (q) (mapo 5 '(1) q))", RG_ERR_TYPE, "<test>:1:1: not a relation: 5");
   check_program_error("(fact associative 'add)\n(run* (q) (eq-assoc '(add 1 2 3) q 0))", RG_ERR_TYPE,
                       "<test>:2:1: eq-assoc: the group size must be a positive integer, got 0");
+  check_program_error("(run* (q) (eq-assoc '(add 1 2) q -3))", RG_ERR_TYPE, /* even with nothing to group */
+                      "<test>:1:1: eq-assoc: the group size must be a positive integer, got -3");
   check_program_error("(display (eval-etuple (etuple 'add 1 'x)))", RG_ERR_EVAL,
                       "add evaluates numbers only, and argument 2 is x");
   check_program_error("(define x 1)\n(run* (q) x)", RG_ERR_TYPE, "<test>:2:1: not a goal: 1");
