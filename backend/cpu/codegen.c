@@ -44,10 +44,13 @@
  * off.  A compiler that is missing or fails leaves the interpreter in
  * charge: generation is an
  * optimisation, never a requirement.  Two processes compiling one kernel
- * write their own temporary files and rename the result into place.  An
- * entry is checked before it is loaded (a whole ELF object) and compiled
- * again when it is not one or does not load.  Loaded objects stay loaded
- * for the life of the process.
+ * write their own temporary files and rename the result into place.  The
+ * key the entry is named by hashes the source, the flags, the compiler and
+ * the processor's features (what -march=native resolves), and the object
+ * carries it (rg_kernel_key): an entry is loaded only when it is a whole
+ * ELF object naming its key, and compiled again otherwise (a kernel of
+ * another source, or of another machine sharing the cache, never runs).
+ * Loaded objects stay loaded for the life of the process.
  */
 #include "backend/cpu/cpu-impl.h"
 #include "backend/cpu/scalar-float.h"
@@ -56,6 +59,9 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,19 +464,42 @@ static bool elf_whole(const char *path) {
 }
 
 /* The kernels of the object at path, compiling src into it first when
- * there is no whole object there; an entry that cannot be loaded is
- * compiled again once (a cache is never trusted to be intact). */
-static rgbc_kernels load_kernels(const char *src, const char *path) {
+ * there is no whole object there.  The object names its key (the string
+ * rg_kernel_key), so an entry made for another source, compiler or
+ * processor is never run; such an entry, and one that cannot be loaded,
+ * is compiled again once (a cache is never trusted to be intact). */
+static rgbc_kernels load_kernels(const char *src, const char *key, const char *path) {
   rgbc_kernels fn = {NULL, NULL};
   bool cached = access(path, R_OK) == 0 && elf_whole(path);
   for (int attempt = 0; attempt < 2 && !fn.plain; attempt++, cached = false) {
     if (!cached && !compile(src, path)) break;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const char *k = h ? (const char *)dlsym(h, "rg_kernel_key") : NULL;
+    if (h && (!k || strcmp(k, key))) dlclose(h), h = NULL; /* someone else's object */
     if (h) fn.plain = (rgbc_kernel_fn)dlsym(h, "rg_kernel"), fn.stream = (rgbc_kernel_fn)dlsym(h, "rg_kernel_nt");
     if (!cached) break;
   }
   if (!fn.plain) fn.stream = NULL;
   return fn;
+}
+
+/* What the processor offers, as far as -march=native reads it (x86's
+ * feature words), so an entry compiled on another machine sharing the
+ * cache directory has another key. */
+static uint64_t cpu_features(uint64_t h) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  char words[64];
+  if (__get_cpuid(1, &a, &b, &c, &d)) {
+    snprintf(words, sizeof words, "%x.%x", c, d);
+    h = rg_fnv1a(words, h);
+  }
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    snprintf(words, sizeof words, "%x.%x.%x", b, c, d);
+    h = rg_fnv1a(words, h);
+  }
+#endif
+  return h;
 }
 
 rgbc_kernels rgbc_codegen(const rgb_program *p, rg_dtype dt, const rgb_codegen *cg) {
@@ -479,11 +508,17 @@ rgbc_kernels rgbc_codegen(const rgb_program *p, rg_dtype dt, const rgb_codegen *
   if ((cg && cg->off) || (on && !strcmp(on, "0")) || (dt != RG_FLOAT32 && dt != RG_FLOAT64)) return fn;
   char *src = kernel_source(p, dt);
   if (!src) return fn;
-  char dir[4096], path[4200];
+  char dir[4096], path[4200], key[17];
   if (rg_cache_dir(cg ? cg->cache_dir : NULL, dir, sizeof dir)) {
-    snprintf(path, sizeof path, "%s/rgk-%016llx.so", dir,
-             (unsigned long long)rg_fnv1a(CFLAGS, rg_fnv1a(src, RG_FNV_SEED)));
-    fn = load_kernels(src, path);
+    /* the key: the source, the flags, the compiler, the processor */
+    const char *cc = getenv("RELGRAPH_CC");
+    uint64_t h = rg_fnv1a(CFLAGS, rg_fnv1a(cc && *cc ? cc : "cc", rg_fnv1a(src, RG_FNV_SEED)));
+    snprintf(key, sizeof key, "%016llx", (unsigned long long)cpu_features(h));
+    snprintf(path, sizeof path, "%s/rgk-%s.so", dir, key);
+    rg_strbuf full = {0};
+    rg_strbuf_put(&full, "%s\nconst char rg_kernel_key[] = \"%s\";\n", src, key);
+    if (!full.failed) fn = load_kernels(full.s, key, path);
+    rg_free(full.s);
   }
   rg_free(src);
   return fn;
