@@ -38,7 +38,11 @@ bool rg_cache_dir(const char *chosen, char *dir, size_t len) {
       if (mkdir(dir, 0755) && errno != EEXIST) return false;
       *q = '/';
     }
-  return !mkdir(dir, 0755) || errno == EEXIST;
+  if (!mkdir(dir, 0755)) return true;
+  struct stat st; /* there already: usable only as a directory */
+  if (errno == EEXIST && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) errno = ENOTDIR;
+  else if (errno == EEXIST) return true;
+  return false;
 }
 
 /* Every entry ends with a trailer: a tag, the size of what precedes it
