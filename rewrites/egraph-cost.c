@@ -177,7 +177,8 @@ static rg_variable **sized_classes(rg_egraph *eg, const rg_cost_model *cm) {
     if (!sized[c]) {
       free(order);
       if (!rg_errcode(eg->C)) rg_error(eg->C, RG_ERR_TYPE, "cost: the sizes given do not fit the graph");
-      else rg_error(eg->C, rg_errcode(eg->C), "cost: with the sizes given: %s", rgr_sprintf("%s", rg_errmsg(eg->C)));
+      else if (!h->leaf) /* a leaf's own message says what size is missing */
+        rg_error(eg->C, rg_errcode(eg->C), "cost: with the sizes given: %s", rgr_sprintf("%s", rg_errmsg(eg->C)));
       return NULL;
     }
   }
@@ -283,6 +284,13 @@ static double relation_cost(rg_ctx *C, rg_cost_model *cm, rg_variable *out) {
   else if (rg_kind_of(rg_car(answers)) == RG_K_INT) v = (double)rg_int_value(rg_car(answers));
   else if (rg_kind_of(rg_car(answers)) == RG_K_FLOAT) v = rg_float_value(rg_car(answers));
   else why = rgr_sprintf("costo answered %s for %s, not a number", rg_to_string(rg_car(answers)), rg_pprint_str(out));
+  if (!why && !(v >= 0)) { /* negative or NaN; +inf.0 rules the node out */
+    why = rgr_sprintf("costo answered %s for %s: a cost is a number >= 0", rg_to_string(rg_car(answers)),
+                      rg_pprint_str(out));
+    v = INFINITY;
+  } else if (!why && isinf(v)) {
+    why = rgr_sprintf("costo priced %s at +inf.0", rg_pprint_str(out));
+  }
   rg_clear_error(C);
   if (why && !cm->why) cm->why = why;
   return v;
@@ -294,6 +302,8 @@ static double cached_dynamic(rg_ctx *C, rg_cost_model *cm, const rg_node *node, 
   double *slot = cache_slot(cm, node, out, &found);
   if (found) return *slot;
   double v = cm->kind == CM_TIME ? cm->measure(node, cm->ud) : relation_cost(C, cm, node->outputs[out]);
+  if (cm->kind == CM_TIME && v < 0 && !cm->why)
+    cm->why = rgr_sprintf("%s could not be timed: it did not compile or run on the CPU", rg_pprint_str(node->outputs[out]));
   return *slot = v < 0 ? INFINITY : v;
 }
 
