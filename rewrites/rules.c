@@ -196,8 +196,11 @@ static rg_term var_list(rg_term vars) {
 }
 
 /* Matches with a guard: a search for the first answer of
- * (== term from) (guard args...), giving (to . vars). */
-static bool match_guarded(rg_rewrite_run *run, pattern *p, rg_term term, rg_term want, rg_term *out) {
+ * (== term from) (guard args...), giving (to . vars).  1 on a match, 0
+ * when the guard fails, or an error (a guard that fails to run, such as
+ * one calling an unbound name, or one that runs past the step limit,
+ * stops the run as a relation's error does). */
+static int match_guarded(rg_rewrite_run *run, pattern *p, rg_term term, rg_term want, rg_term *out) {
   rg_ctx *C = run->C;
   int n = (int)rg_list_length(p->guard_args);
   rg_term args[n > 0 ? n : 1];
@@ -207,10 +210,13 @@ static bool match_guarded(rg_rewrite_run *run, pattern *p, rg_term term, rg_term
   rg_run_opts o = {.max_steps = RULE_STEP_LIMIT};
   rg_term answers;
   int rc = rg_run(C, 1, want, g, &o, &answers);
-  if (rc != RG_OK) return false;
-  if (answers == RG_NIL) return false;
+  if (rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT)
+    return rg_error(C, RG_ERR_LIMIT, "the guard did not answer within %d steps on %s", RULE_STEP_LIMIT,
+                    rg_to_string(term)), RG_ERR_LIMIT;
+  if (rc < 0) return rc;
+  if (rc != RG_OK || answers == RG_NIL) return 0;
   *out = rg_car(answers);
-  return true;
+  return 1;
 }
 
 /* A pattern rule: the pattern and the rule's flags. */
@@ -226,9 +232,9 @@ static int pattern_rule_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out
   rg_term want = p->want, got;
   /* one unification first: most nodes fail it, and a guard's search is
    * only worth starting on a match */
-  bool ok = rg_unify_walk(C, term, p->from, want, true, &got);
+  int ok = rg_unify_walk(C, term, p->from, want, true, &got);
   if (ok && p->guard) ok = match_guarded(run, p, term, want, &got);
-  if (!ok) return 0;
+  if (ok <= 0) return ok;
   if (!(pr->flags & RG_RULE_SHARED_OK) && !single_clients(p->from, term)) return 0;
   int status;
   rg_variable *v = eval_answer(C, rg_car(got), &status);
