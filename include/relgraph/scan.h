@@ -121,8 +121,10 @@ int64_t rg_scan_tap_max(int n, const int64_t *taps);
  * (ntaps 0: the one tap 0), as aesara.scan walks it: step t reads row
  * t + k - min(m, 0) for tap k (taps m..M), len - (max(M, 0) - min(m, 0))
  * steps, and with go_backwards the same rows from the last step to the
- * first (a tap keeps the sequence's own time: tap -1 is the row before).
- * rg_scan gives the op the rows it reads and the taps it needs for that. */
+ * first (a tap keeps the sequence's own time: tap -1 is the row before;
+ * fewer steps than that read the sequence's last rows, since aesara.scan
+ * reverses a sequence before cutting it to n_steps).  rg_scan gives the
+ * op the rows it reads and the taps it needs for that. */
 typedef struct rg_scan_seq {
   rg_variable *x;
   int ntaps;
