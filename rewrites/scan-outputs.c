@@ -25,7 +25,9 @@
  * scan_nit_sot_of_seq: a nit-sot whose step value is a single-tap
  * sequence's slice records rows the graph already has: its users read
  * those rows of the outer sequence (reversed with go_backwards), and
- * scan_prune_nit_sots then stops recording it.  Gradients through loops
+ * scan_prune_nit_sots then stops recording it.  Only where the step count
+ * surely fits the sequence (0 <= n <= its rows): the Scan refuses a count
+ * that does not, a slice would clamp it silently.  Gradients through loops
  * make these (the backward loop's accumulations pushed out read the
  * forward inputs again), and each cost a copy per step.
  *
@@ -334,6 +336,84 @@ static V seq_as_trace(const rg_node *node, const rg_scan_info *s, int j, V trace
   return more ? rg_reshape_to(x, t->ndim, t->shape) : x;
 }
 
+/* n without casts. */
+static V uncast(V n) {
+  while (n->owner && n->owner->op->code == RG_OP_CAST) n = n->owner->inputs[0];
+  return n;
+}
+
+/* Whether n >= 0 for sure: a constant >= 0, a size, or a minimum of such. */
+static bool nonneg(V n) {
+  int64_t c;
+  n = uncast(n);
+  if (rg_constant_get_i64(n, &c)) return c >= 0;
+  if (!n->owner) return false;
+  switch (n->owner->op->code) {
+  case RG_OP_SHAPE_I: return true;
+  case RG_OP_MINIMUM: return nonneg(n->owner->inputs[0]) && nonneg(n->owner->inputs[1]);
+  case RG_OP_MAXIMUM: return nonneg(n->owner->inputs[0]) || nonneg(n->owner->inputs[1]);
+  default: return false;
+  }
+}
+
+static bool rows_at_least(V x, V n);
+
+/* Whether the integer r >= n for sure: n itself, or a size of rows that
+ * are (rows_at_least). */
+static bool value_at_least(V r, V n) {
+  r = uncast(r), n = uncast(n);
+  if (r == n) return true;
+  const rg_node *o = r->owner;
+  return o && o->op->code == RG_OP_SHAPE_I && o->op->ints[0] == 0 && rows_at_least(o->inputs[0], n);
+}
+
+/* Whether x has at least n rows for sure, following x back through what
+ * keeps its rows: a constant within x's static length; x's own length; a
+ * minimum with such a term; a slice [0:n] of such rows; elementwise ops,
+ * gemm, dot and alloc (their rows are an input's or a size given); a
+ * dimshuffle keeping dimension 0 first. */
+static bool rows_at_least(V x, V n) {
+  int64_t c;
+  V m = uncast(n);
+  if (rg_constant_get_i64(m, &c)) return x->type->ndim > 0 && x->type->shape[0] >= 0 && c <= x->type->shape[0];
+  if (m->owner && m->owner->op->code == RG_OP_MINIMUM &&
+      (rows_at_least(x, m->owner->inputs[0]) || rows_at_least(x, m->owner->inputs[1])))
+    return true;
+  if (m->owner && m->owner->op->code == RG_OP_SHAPE_I && m->owner->op->ints[0] == 0 && m->owner->inputs[0] == x)
+    return true;
+  const rg_node *o = x->owner;
+  if (!o || x->type->ndim < 1) return false;
+  const rg_op *op = o->op;
+  switch (op->code) {
+  case RG_OP_SUBTENSOR: { /* [0:stop] or [:stop], stop an input that is n itself */
+    const int64_t *e = op->ints;
+    if (op->nints < 4 || e[0] != RG_IDX_SLICE || !(e[1] == RG_IDX_NONE || e[1] == 0) ||
+        !(e[3] == RG_IDX_NONE || e[3] == 1) || e[2] != RG_IDX_INPUT || o->nin < 2)
+      return false;
+    return uncast(o->inputs[1]) == m && rows_at_least(o->inputs[0], n);
+  }
+  case RG_OP_GEMM: return rows_at_least(o->inputs[0], n);
+  case RG_OP_DOT: return o->inputs[0]->type->ndim >= 2 && rows_at_least(o->inputs[0], n);
+  case RG_OP_ALLOC: return o->nin > 1 && value_at_least(o->inputs[1], n);
+  case RG_OP_ALLOC_EMPTY: return o->nin > 0 && value_at_least(o->inputs[0], n);
+  case RG_OP_DIMSHUFFLE: return op->nints > 0 && op->ints[0] == 0 && rows_at_least(o->inputs[0], n);
+  default: break;
+  }
+  if (rg_opcode_family(op->code) != RG_FAM_ELEMWISE) return false;
+  for (int i = 0; i < o->nin; i++)
+    if (o->inputs[i]->type->ndim == x->type->ndim && rows_at_least(o->inputs[i], n)) return true;
+  return false;
+}
+
+/* Whether the loop's step count fits sequence j for sure.  The executor
+ * refuses a negative count or one past a sequence's rows; once the Scan
+ * is gone, slices would clamp such a count silently, so the rows of the
+ * sequence stand for the trace only when it cannot be wrong. */
+static bool steps_fit(const rg_node *node, const rg_scan_info *s, int j) {
+  V n = node->inputs[0], x = node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, j)];
+  return nonneg(n) && rows_at_least(x, n);
+}
+
 static int nit_sot_of_seq(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   (void)ud;
   rg_ctx *C = rg_rewrite_ctx(run);
@@ -344,7 +424,7 @@ static int nit_sot_of_seq(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
   for (int k = 0; k < s.n_nit_sot; k++) {
     V trace = node->outputs[rg_scan_outer_out(&s, RG_SCAN_NIT_SOT, k)];
     int j = trace->nclients && !s.store_steps[s.n_mit_sot + s.n_sit_sot + k] ? recorded_seq(&s, g, k) : -1;
-    V x = j >= 0 ? seq_as_trace(node, &s, j, trace) : NULL;
+    V x = j >= 0 && steps_fit(node, &s, j) ? seq_as_trace(node, &s, j, trace) : NULL;
     if (!x) {
       rg_clear_error(C);
       continue;
