@@ -334,9 +334,9 @@ static rg_variable *steps(build *b) {
     tap_range(q, &lo, &hi);
     lo = lo < 0 ? lo : 0, hi = hi > 0 ? hi : 0; /* as if tap 0 were used */
     int64_t len = q->x->type->shape[0];
-    if (len >= 0 && len < hi - lo + 1)
+    if (len >= 0 && len < hi - lo) /* len == hi - lo: zero steps */
       return berr(b->C, "sequence %d has %lld rows, too short for its taps (%lld rows needed)", i,
-                  (long long)len, (long long)(hi - lo + 1)), NULL;
+                  (long long)len, (long long)(hi - lo)), NULL;
     rg_variable *li = rgc_iarith(b->C, 1, rg_shape_of(b->C, q->x)[0], rgc_dim_const(b->C, hi - lo));
     n = n ? rgc_iarith(b->C, 5, n, li) : li;
   }

@@ -413,7 +413,7 @@ static int check_seq(rg_ctx *C, const rg_op *op, const rg_scan_info *s, rg_varia
       return rgc_op_error(C, op, "sequence %d: a slice of %s does not fit the step's input %s", k,
                           rg_type_str(t), rg_type_str(it));
   }
-  if (t->shape[0] >= 0 && t->shape[0] < hi - lo + 1)
+  if (t->shape[0] >= 0 && t->shape[0] < hi - lo) /* zero steps read none */
     return rgc_op_error(C, op, "sequence %d has %lld rows, too short for its taps %lld..%lld", k,
                         (long long)t->shape[0], (long long)lo, (long long)hi);
   return RG_OK;

@@ -161,8 +161,9 @@ static void test_make_node_errors(void **st) {
                      .truncate_gradient = -1};
   assert_null(rg_scan(C, &sp, &y));
   assert_non_null(strstr(rg_errmsg(C), "n_steps"));
-  /* a sequence too short for its taps, statically */
-  rg_scan_seq q = {in("x2", RG_FLOAT64, 1, SHAPE(2)), 3, SHAPE(-1, 0, 1)};
+  /* a sequence too short for its taps, statically (2 rows for taps -1..1
+   * would be zero steps, 1 row is too few) */
+  rg_scan_seq q = {in("x1", RG_FLOAT64, 1, SHAPE(1)), 3, SHAPE(-1, 0, 1)};
   rg_variable *a = in("a", RG_FLOAT64, 0, NULL), *b = in("b", RG_FLOAT64, 0, NULL), *c = in("c", RG_FLOAT64, 0, NULL);
   rg_variable *s3 = rg_add(rg_add(a, b), c);
   rg_scan_output none = {0};
@@ -248,7 +249,7 @@ static void test_file_errors(void **st) {
                "  (sequences x) (outputs-info 0.0))))", "t.graph:2:", "changes type across a step");
   expect_error("(graph\n (output (scan (lambda (a b) (add a b))\n"
                "  (outputs-info ((constant int64 (2) (0 1)) (taps -2 1))) (n-steps 3))))", "t.graph:3:", "wrong sign");
-  expect_error("(graph (input x float64 (2))\n (output (scan (lambda (a b c) a)\n"
+  expect_error("(graph (input x float64 (1))\n (output (scan (lambda (a b c) a)\n"
                "  (sequences (x (taps -1 0 1))) (outputs-info none))))", "t.graph:2:", "too short for its taps");
   expect_error("(graph\n (output (scan (lambda (h) (values (add h 1.0) (until h)))\n"
                "  (outputs-info 1.0) (n-steps 3))))", "t.graph:2:", "until must be a boolean scalar");
