@@ -325,6 +325,15 @@ static const char *var_label(const rg_variable *v, int i) {
   return v->name ? rgk_sprintf("'%s'", v->name) : rgk_sprintf("wrt %d", i);
 }
 
+/* A given gradient fits its variable: the same rank, the same sizes
+ * where both know them (the dtype is cast). */
+static bool grad_fits(const rg_type *g, const rg_type *t) {
+  if (g->ndim != t->ndim) return false;
+  for (int d = 0; d < t->ndim; d++)
+    if (g->shape[d] >= 0 && t->shape[d] >= 0 && g->shape[d] != t->shape[d]) return false;
+  return true;
+}
+
 static int check_args(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_opts *o) {
   if (!cost && (!o || o->nknown <= 0)) return rg_error(C, RG_ERR_TYPE, "grad: no cost and no known gradients");
   if (cost && cost->type->ndim != 0)
@@ -333,8 +342,15 @@ static int check_args(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_o
     return rg_error(C, RG_ERR_TYPE, "grad: the cost must be a float, got %s", rg_type_str(cost->type));
   for (int i = 0; i < nwrt; i++)
     if (!wrt[i]) return rg_error(C, RG_ERR_TYPE, "grad: wrt %d is NULL", i);
-  for (int i = 0; o && i < o->nknown; i++)
+  if (o && o->nknown > 0 && !o->known) return rg_error(C, RG_ERR_TYPE, "grad: %d known variables and no list of them", o->nknown);
+  for (int i = 0; o && i < o->nknown; i++) {
     if (!o->known[i]) return rg_error(C, RG_ERR_TYPE, "grad: known variable %d is NULL", i);
+    const rg_variable *g = o->known_grads ? o->known_grads[i] : NULL;
+    if (g && !grad_fits(g->type, o->known[i]->type))
+      return rg_error(C, RG_ERR_TYPE, "grad: the known gradient of %s is %s, the variable is %s",
+                      o->known[i]->name ? rgk_sprintf("'%s'", o->known[i]->name) : rgk_sprintf("known variable %d", i),
+                      rg_type_str(g->type), rg_type_str(o->known[i]->type));
+  }
   return RG_OK;
 }
 

@@ -358,6 +358,15 @@ static void test_constants_and_known(void **st) {
   rg_tensor_free(res);
   rg_tensor_free(in);
   rg_function_free(f);
+  /* a known gradient must fit its variable; the list must be there */
+  rg_variable *v3 = input("v3", RG_FLOAT64, 1, (int64_t[]){3}), *s3 = rg_sin(v3);
+  rg_variable *g4 = input("g4", RG_FLOAT64, 1, (int64_t[]){4});
+  rg_grad_opts bad = {.nknown = 1, .known = &s3, .known_grads = &g4};
+  assert_int_not_equal(rg_grad(C, rg_sum(v3, -1, NULL), 1, &v3, &bad, &g), RG_OK);
+  assert_string_equal(rg_errmsg(C), "grad: the known gradient of known variable 0 is float64 (4), the variable is float64 (3)");
+  rg_grad_opts none = {.nknown = 1};
+  assert_int_not_equal(rg_grad(C, NULL, 1, &v3, &none, &g), RG_OK);
+  assert_non_null(strstr(rg_errmsg(C), "1 known variables and no list of them"));
 }
 
 /* ------------------------------------------------------------------ an MLP against a hand-written backward pass */
