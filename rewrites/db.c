@@ -252,15 +252,24 @@ static int check_known(rg_ctx *C, const rg_rewrite_db *db, const char *const *wo
   return RG_OK;
 }
 
+/* Every word of q, and of its name:word parts, names something of db. */
+static int check_query(rg_ctx *C, const rg_rewrite_db *db, const query *q) {
+  if (check_known(C, db, q->include) || check_known(C, db, q->require) || check_known(C, db, q->exclude))
+    return rg_errcode(C);
+  for (int i = 0; i < q->nsub; i++) {
+    if (!known_tag(db, q->subnames[i]))
+      return rg_error(C, RG_ERR_NAME, "rewrite query: no database named '%s'", q->subnames[i]);
+    query part;
+    memset(&part, 0, sizeof part);
+    int rc = add_word(C, &part, q->subwords[i]);
+    if (rc || (rc = check_query(C, db, &part))) return rc;
+  }
+  return RG_OK;
+}
+
 rg_rewriter *rg_db_query(rg_ctx *C, rg_rewrite_db *db, const char *qs) {
   query q;
-  if (parse_query(C, qs, &q)) return NULL;
-  if (check_known(C, db, q.include) || check_known(C, db, q.require) ||
-      check_known(C, db, q.exclude))
-    return NULL;
-  for (int i = 0; i < q.nsub; i++)
-    if (!known_tag(db, q.subnames[i]))
-      return rg_error(C, RG_ERR_NAME, "rewrite query: no database named '%s'", q.subnames[i]), NULL;
+  if (parse_query(C, qs, &q) || check_query(C, db, &q)) return NULL;
   rg_rewriter *rw = rgr_rewriter_new(rgr_sprintf("%s{%s}", db->name, qs), RW_SELECTION);
   if (q.none) {
     rw->sel = rg_gc_alloc(sizeof *rw->sel);

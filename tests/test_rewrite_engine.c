@@ -563,6 +563,12 @@ static void test_queries(void **st) {
   rg_clear_error(C);
   assert_null(rg_db_query(C, rg_std_db(C), "nodb:x"));
   rg_clear_error(C);
+  /* unknown names inside a sub-query, included or excluded */
+  assert_null(rg_db_query(C, rg_std_db(C), "fast_run canonicalize:-no-such-tag"));
+  assert_non_null(strstr(rg_errmsg(C), "no rewriter or tag named 'no-such-tag'"));
+  rg_clear_error(C);
+  assert_null(rg_db_query(C, rg_std_db(C), "canonicalize:no-such-tag"));
+  rg_clear_error(C);
   assert_null(rg_db_query(C, rg_std_db(C), "fast_run -"));
   rg_clear_error(C);
 }
