@@ -66,14 +66,16 @@ static int next_partner(const rg_node *node, const rg_scan_info *s, int k, int j
 /* Refines pair[] until every pair's steps agree under the pairing. */
 static void refine_pairs(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, int *pair) {
   int n = s->n_sit_sot;
-  V xs[n], ys[n];
+  V xs[2 * n], ys[2 * n];
   for (bool changed = true; changed;) {
     changed = false;
     int m = 0;
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) /* each pair's states are one value, either way round */
       if (pair[k] >= 0) {
-        xs[m] = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, pair[k], 0));
-        ys[m++] = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0));
+        V a = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, pair[k], 0));
+        V b = rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SIT_SOT, k, 0));
+        xs[m] = a, ys[m++] = b;
+        xs[m] = b, ys[m++] = a;
       }
     for (int k = 0; k < n && !changed; k++) {
       if (pair[k] < 0) continue;

@@ -366,6 +366,18 @@ static void test_merge_inouts_inputs(void **st) {
   assert_ptr_equal(rg_fgraph_output(fg, 0), rg_fgraph_output(fg, 1)); /* both read one state */
 }
 
+/* States that read each other merge too: under h = g each step computes
+ * the same (h' = .5g + .1h + x, g' = .5h + .1g + x); the values stay. */
+static void test_merge_inouts_crossed(void **st) {
+  const char *text = "(graph (input x float64 (5 3)) (input h0 float64 (3)) "
+                     "(define (a b) (scan (lambda (x_t h g) (values (add (add (mul g 0.5) (mul h 0.1)) x_t) "
+                     "(add (add (mul h 0.5) (mul g 0.1)) x_t))) (sequences x) (outputs-info h0 h0))) "
+                     "(output a) (output b))";
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  rewrite_same(fg, "scan_merge_inouts");
+  assert_ptr_equal(rg_fgraph_output(fg, 0), rg_fgraph_output(fg, 1));
+}
+
 static void test_repeated_sequence_inlined(void **st) {
   assert_int_equal(seqs_after_remove("1.5 -2.0 1.5 -2.0 1.5 -2.0 1.5 -2.0"), 0);
   assert_int_equal(seqs_after_remove("1.5 -2.0 1.5 -2.0 1.5 -2.5 1.5 -2.0"), 1);
@@ -551,6 +563,7 @@ int main(void) {
       cmocka_unit_test(test_remove_inputs),
       cmocka_unit_test(test_repeated_sequence_inlined),
       cmocka_unit_test(test_merge_inouts_inputs),
+      cmocka_unit_test(test_merge_inouts_crossed),
       cmocka_unit_test(test_push_out_add),
       cmocka_unit_test(test_push_out_sum),
       cmocka_unit_test(test_push_out_plain_term),
