@@ -575,9 +575,13 @@ typedef struct dot1 {
   bool acc_first;  /* acc + dot (else dot + acc) */
 } dot1;
 
+/* m reads trace[-1], the trace's only use (a trace also read elsewhere,
+ * or an output of the graph, is computed anyway: the closed form would
+ * do the steps' work twice).  Outside a FunctionGraph (an e-graph's
+ * terms) a variable has no clients to count. */
 static bool is_last_row(const rg_node *m) {
   return m && m->op->code == RG_OP_SUBTENSOR && m->nin == 1 && m->op->nints == 4 && m->op->ints[0] == RG_IDX_INDEX &&
-         m->op->ints[1] == -1;
+         m->op->ints[1] == -1 && m->inputs[0]->nclients <= 1;
 }
 
 static bool dot1_match(V v, dot1 *d) {
