@@ -30,8 +30,8 @@
  * rewrites of the outer graph; the step's own dot -> gemm happens when it
  * is linked.
  *
- * The issue asks for these as relations that also run backwards (pushing
- * work back in); this file is the forward direction in C.
+ * The push-outs are also relations that run backwards (pushing work back
+ * in, scan.kn); this file is the forward direction in C.
  */
 #include "rewrites/scan-rw.h"
 #include "relgraph/scan.h"
@@ -123,10 +123,13 @@ static V dimshuffle_all(const rg_node *m, V x) {
 
 /* ------------------------------------------------------------------ classifying */
 
+/* Ops that compute a value from their inputs alone: the arithmetic
+ * families, and inner-graph ops (a loop in the step over non-sequences
+ * only runs once before the outer loop). */
 static bool pure(const rg_node *m) {
   rg_op_family f = rg_opcode_family(m->op->code);
   return m->op->inplace < 0 && m->nout == 1 && m->op->code != RG_OP_ALLOC_EMPTY &&
-         (f == RG_FAM_ELEMWISE || f == RG_FAM_SHAPE || f == RG_FAM_BLAS || f == RG_FAM_REDUCE);
+         (f == RG_FAM_ELEMWISE || f == RG_FAM_SHAPE || f == RG_FAM_BLAS || f == RG_FAM_REDUCE || m->op->inner);
 }
 
 /* The outer value of an all-steps node, or NULL when it cannot be. */
