@@ -116,6 +116,21 @@ static void test_non_seq_chain(void **st) {
   same_values(fg, ref);
 }
 
+/* A loop in the step over non-sequences only runs once before the outer
+ * loop (scan_push_out, the C rule in fast_run). */
+#define NESTED "(scan (lambda (x_t h) (add (mul h ((subtensor -1) (scan (lambda (g) (tanh (dot g W1))) " \
+               "(outputs-info h0) (n-steps 3)))) x_t)) (sequences x) (outputs-info h0))"
+static void test_non_seq_nested_loop(void **st) {
+  (void)st;
+  rg_fgraph *fg = read_graph("(output " NESTED ")"), *ref = read_graph("(output " NESTED ")");
+  int nscans;
+  assert_int_equal(tu_count_inner(tu_first_scan(fg, &nscans), RG_OP_SCAN), 1);
+  assert_true(rewrite(fg, "scan_push_out") >= 1);
+  assert_int_equal(tu_count_inner(tu_first_scan(fg, &nscans), RG_OP_SCAN), 0);
+  assert_int_equal(nscans, 2); /* the inner loop, now beside the outer one */
+  same_values(fg, ref);
+}
+
 /* Nothing to move: the step reads its state everywhere; and backwards
  * nothing moves in from non-sequences that are the graph's inputs. */
 static void test_non_seq_nothing(void **st) {
@@ -334,6 +349,7 @@ int main(void) {
       cmocka_unit_test(test_non_seq_out),
       cmocka_unit_test(test_non_seq_round_trip),
       cmocka_unit_test(test_non_seq_chain),
+      cmocka_unit_test(test_non_seq_nested_loop),
       cmocka_unit_test(test_non_seq_nothing),
       cmocka_unit_test(test_non_seq_scan_gone),
       cmocka_unit_test(test_tags),
