@@ -90,8 +90,10 @@ static int run_loop(rgb_program *p) {
 
 /* ------------------------------------------------------------------ the stack VM */
 
+/* A condition, read on the host (the linker puts it there). */
 static bool truthy(const rg_tensor *t) {
   if (rg_tensor_numel(t) != 1) return false;
+  if (t->dtype == RG_BOOL) return *(const uint8_t *)t->data != 0;
   return rg_tensor_get_f64(t, 0) != 0;
 }
 

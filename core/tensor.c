@@ -348,9 +348,9 @@ static char *flat_at(const rg_tensor *t, int64_t i) {
 
 /* Element i where the host reads it: in place, or for a tensor on a
  * device its bytes copied into buf. */
-static const char *elem_in(const rg_tensor *t, int64_t i, char *buf) {
+static inline const char *elem_in(const rg_tensor *t, int64_t i, char *buf) {
   const char *p = flat_at(t, i);
-  if (!rg_tensor_on_device(t)) return p;
+  if (__builtin_expect(!on_device(t->storage), 1)) return p;
   const rg_buffer_type *bt = t->storage->buft;
   memset(buf, 0, 8);
   bt->download(bt, buf, p, rg_dtype_size(t->dtype));
@@ -358,10 +358,10 @@ static const char *elem_in(const rg_tensor *t, int64_t i, char *buf) {
 }
 
 /* Writes element i from buf (the host's bytes) where t keeps it. */
-static void elem_out(rg_tensor *t, int64_t i, const char *buf) {
+static inline void elem_out(rg_tensor *t, int64_t i, const char *buf) {
   char *p = flat_at(t, i);
   size_t es = rg_dtype_size(t->dtype);
-  if (!rg_tensor_on_device(t)) memcpy(p, buf, es);
+  if (__builtin_expect(!on_device(t->storage), 1)) memcpy(p, buf, es);
   else t->storage->buft->upload(t->storage->buft, p, buf, es);
 }
 
