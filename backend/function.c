@@ -159,6 +159,8 @@ struct rg_function {
   rgb_vtype *in_types;      /* nin + nshared */
   char **in_names;          /* for messages ("" when unnamed) */
   rgb_codegen codegen;      /* its cache_dir is owned here; the program points at it */
+  bool *may_share;          /* per program output: its value may be an input's, a shared
+                               value's or a constant's storage (checked per call) */
   char err[1024];
 };
 
@@ -212,6 +214,25 @@ static rg_fgraph *prepare(rg_ctx *C, int nin, rg_variable **ins, int nout, rg_va
   return rgb_rewrite_scans(C, fg, rw, &ro) == RG_OK ? fg : NULL;
 }
 
+/* Whether cell c's value may be (a view of) a program input's or a
+ * constant's storage: an input or constant cell itself, or what a view,
+ * an in-place node, an ifelse or a transfer hands on, or a node whose
+ * kernel may give back an input (the shape family); elementwise,
+ * reduction and BLAS kernels and composites write buffers of their own. */
+static bool may_share(const rgb_program *p, int32_t c, int depth) {
+  int32_t k = p->producer[c];
+  if (k < 0 || depth > 64) return true;
+  const rgb_thunk *t = &p->thunks[k];
+  if (t->kind != RGB_T_KERNEL) return true;
+  if (t->node.view_of >= 0) return may_share(p, t->in_cells[t->node.view_of], depth + 1);
+  if (t->node.inplace >= 0) return may_share(p, t->in_cells[t->node.inplace], depth + 1);
+  if (t->node.code == RG_OP_COMPOSITE) return false;
+  switch (rg_opcode_family(t->node.code)) {
+  case RG_FAM_ELEMWISE: case RG_FAM_REDUCE: case RG_FAM_BLAS: return false;
+  default: return true;
+  }
+}
+
 /* The function's own tables: shared containers, update targets, input
  * types and names.  False when memory ran out; what was made is then
  * owned by f (rg_function_free takes it back). */
@@ -236,6 +257,9 @@ static bool describe(rg_function *f, int nallin, rg_variable *const *ins, const 
   f->nupdates = nup;
   for (int u = 0; u < nup; u++)
     f->update_shared[u] = shared_index(f->shared, f->nshared, rg_variable_shared(o->updates[u].shared));
+  f->may_share = rg_calloc((size_t)f->p->nout + 1, sizeof *f->may_share);
+  if (!f->may_share) return false;
+  for (int32_t j = 0; j < f->p->nout; j++) f->may_share[j] = may_share(f->p, f->p->out_cells[j], 0);
   return true;
 }
 
@@ -343,6 +367,7 @@ void rg_function_free(rg_function *f) {
   for (int i = 0; i < f->nshared; i++) rg_shared_free(f->shared[i]);
   rg_free(f->shared);
   rg_free(f->update_shared);
+  rg_free(f->may_share);
   rg_free(f->in_types);
   for (int i = 0; f->in_names && i < f->nin + f->nshared; i++) rg_free(f->in_names[i]);
   rg_free(f->in_names);
@@ -431,10 +456,10 @@ static bool kept_elsewhere(const rg_function *f, rg_tensor *const *ins, const rg
 /* Each returned value is the caller's alone: one that is (a view of) an
  * input, a shared value or a constant is copied, as Aesara copies such
  * outputs, so writing into it changes neither the caller's input nor a
- * later call's result. */
-static int own_values(rg_function *f, rg_tensor *const *ins, int n, rg_tensor **v) {
+ * later call's result.  which[i]: the program output v[i] is. */
+static int own_values(rg_function *f, rg_tensor *const *ins, int n, const int *which, rg_tensor **v) {
   for (int i = 0; i < n; i++) {
-    if (!kept_elsewhere(f, ins, v[i])) continue;
+    if (!f->may_share[which[i]] || !kept_elsewhere(f, ins, v[i])) continue;
     rg_tensor *c = rg_tensor_copy(v[i]);
     if (!c) {
       for (int j = 0; j < n; j++) rg_tensor_free(v[j]);
@@ -463,7 +488,7 @@ int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, con
   bool everything = !which && n == f->nout;
   rc = rgb_program_run(f->p, ins, nwant, everything ? NULL : sel, all);
   if (rc) return ferr(f, rc, "%s", f->p->rt->err);
-  if ((rc = own_values(f, ins, nwant, all))) return rc;
+  if ((rc = own_values(f, ins, nwant, sel, all))) return rc;
   for (int i = 0; i < n; i++) outputs[i] = all[i];
   apply_updates(f, all + n);
   return RG_OK;
