@@ -381,6 +381,12 @@ static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   }
   for (int o = 0; o < node->nout; o++)
     if (node->outputs[o]->nclients) out[o] = nn->outputs[o]; /* only outputs in use */
+  if (run->opts.trace) { /* the trace names what moved: the new outer values */
+    const char *moved = "";
+    for (int i = 0; i < f.n; i++)
+      moved = rgr_sprintf("%s%s%s", moved, i ? "; " : "", rg_pprint_str(rg_memo_get(c.outer, f.v[i])));
+    run->subst = rgr_sprintf("moved out = %s", moved);
+  }
   return 1;
 }
 
