@@ -89,6 +89,13 @@ bool rgr_pure_node(const rg_node *m) {
 }
 
 
+/* What push_out_non_seq moves and push_in_non_seq brings back: a pure
+ * node, or a loop of one output (a Scan in the step over non-sequences
+ * only runs once before the outer loop). */
+static bool movable_once(const rg_node *m) {
+  return rgr_pure_node(m) || (m->op->code == RG_OP_SCAN && m->nout == 1 && m->op->inplace < 0);
+}
+
 /* The Scan node behind a graph term, or NULL. */
 static const rg_node *scan_of(rg_term t) {
   V v = rg_term_var(t);
@@ -137,7 +144,7 @@ static void classify_once(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
     rg_memo_put(outer, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)),
                 node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)]);
   for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) {
-    if (!rgr_pure_node(m) || m->nin > 16) continue;
+    if (!movable_once(m) || m->nin > 16) continue;
     V in[16];
     bool ok = true, reads = false;
     for (int i = 0; ok && i < m->nin; i++) {
@@ -223,7 +230,7 @@ static bool pushable_in(const rg_node *node, const rg_scan_info *s, int k, V x, 
   if (rg_is_constant(x)) return true;
   for (int j = 0; j < s->n_non_seqs; j++)
     if (j != k && node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)] == x) return true;
-  if (!x->owner || !rgr_pure_node(x->owner) || depth > 64) return false;
+  if (!x->owner || !movable_once(x->owner) || depth > 64) return false;
   for (int i = 0; i < x->owner->nin; i++)
     if (!pushable_in(node, s, k, x->owner->inputs[i], depth + 1)) return false;
   return true;

@@ -117,7 +117,8 @@ static void test_non_seq_chain(void **st) {
 }
 
 /* A loop in the step over non-sequences only runs once before the outer
- * loop (scan_push_out, the C rule in fast_run). */
+ * loop (scan_push_out, the C rule in fast_run, and the relational
+ * push_out_non_seq, which scan_pushin reverses). */
 #define NESTED "(scan (lambda (x_t h) (add (mul h ((subtensor -1) (scan (lambda (g) (tanh (dot g W1))) " \
                "(outputs-info h0) (n-steps 3)))) x_t)) (sequences x) (outputs-info h0))"
 static void test_non_seq_nested_loop(void **st) {
@@ -129,6 +130,13 @@ static void test_non_seq_nested_loop(void **st) {
   assert_int_equal(tu_count_inner(tu_first_scan(fg, &nscans), RG_OP_SCAN), 0);
   assert_int_equal(nscans, 2); /* the inner loop, now beside the outer one */
   same_values(fg, ref);
+  /* the relation does the same, and brings the loop back in */
+  rg_fgraph *rel = read_graph("(output " NESTED ")");
+  assert_int_equal(rewrite(rel, "push_out_non_seq"), 1);
+  assert_int_equal(tu_count_inner(tu_first_scan(rel, &nscans), RG_OP_SCAN), 0);
+  same_values(rel, ref);
+  assert_int_equal(rewrite(rel, "scan_pushin"), 1);
+  assert_true(tu_equal_graphs(rel, ref));
 }
 
 /* Nothing to move: the step reads its state everywhere; and backwards
