@@ -116,6 +116,19 @@ static rg_node *read_partners(rg_ctx *C, const rg_node *node, const rg_scan_info
   return op ? rg_make_node(C, op, node->nin, node->inputs) : NULL;
 }
 
+bool rgr_scan_states_merge(const rg_node *node) {
+  rg_scan_info s;
+  if (!rg_scan_info_of(node->op, &s) || s.n_sit_sot < 2) return false;
+  int n = s.n_sit_sot, pair[n];
+  bool any = false;
+  for (int k = 0; k < n; k++) any |= (pair[k] = next_partner(node, &s, k, -1)) >= 0;
+  if (!any) return false;
+  refine_pairs(node, &s, rg_op_inner_graph(node->op), pair);
+  for (int k = 0; k < n; k++)
+    if (pair[k] >= 0 && node->outputs[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k)]->nclients) return true;
+  return false;
+}
+
 static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   (void)ud;
   if (rgr_scan_merge_input_dups(run, node, out)) return 1;

@@ -12,6 +12,9 @@
 /* A value the push-outs may compute outside the loop: no side effect, one
  * output, and nothing that allocates uninitialised memory (scan-term.c). */
 bool rgr_pure_node(const rg_node *m);
+/* Whether scan_merge_inouts would merge states of node (scan_save_mem
+ * waits for it, as Aesara's save-mem runs after its merge). */
+bool rgr_scan_states_merge(const rg_node *node);
 /* The Scan as a term and its helper relations (scan-step.c). */
 void rgr_define_step_relations(rg_interp *I);
 /* The rows of outer sequence x (single tap) that n steps read, in the

@@ -29,7 +29,7 @@
  * A graph rewriter in fast_run (tags fast_run scan scan_save_mem): it
  * looks at Scan nodes only, so a graph without one costs one walk.
  */
-#include "rewrites/rewrite-impl.h"
+#include "rewrites/scan-rw.h"
 #include "relgraph/scan.h"
 
 #include <string.h>
@@ -233,6 +233,7 @@ static int save_mem_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   for (rg_node *x = rg_fgraph_first(fg); x; x = rg_fgraph_next(x))
     if (x->op->code == RG_OP_SCAN) scans[k++] = x;
   for (int i = 0; i < n; i++) {
+    if (rgr_scan_states_merge(scans[i])) continue; /* merged first, then cut */
     bool cut = shrink_steps(run, ud, fg, scans[i]);
     changed += cut || save_mem(run, ud, fg, scans[i]);
   }

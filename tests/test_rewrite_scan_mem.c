@@ -378,6 +378,20 @@ static void test_merge_inouts_crossed(void **st) {
   assert_ptr_equal(rg_fgraph_output(fg, 0), rg_fgraph_output(fg, 1));
 }
 
+/* Under fast_run the merge comes before save-mem cuts one state's trace
+ * (as in Aesara, whose save-mem runs after scan_merge_inouts): a state read
+ * at [-1] and its twin read whole become one. */
+static void test_merge_before_save_mem(void **st) {
+  const char *text = "(graph (input x float64 (5 3)) (input h0 float64 (3)) "
+                     "(define (a b) (scan (lambda (x_t h g) (values (add (mul h 0.5) x_t) (add (mul g 0.5) x_t))) "
+                     "(sequences x) (outputs-info h0 h0))) (output ((subtensor -1) a)) (output b))";
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  rewrite_same(fg, "fast_run");
+  rg_scan_info info;
+  assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+  assert_int_equal(info.n_sit_sot, 1);
+}
+
 static void test_repeated_sequence_inlined(void **st) {
   assert_int_equal(seqs_after_remove("1.5 -2.0 1.5 -2.0 1.5 -2.0 1.5 -2.0"), 0);
   assert_int_equal(seqs_after_remove("1.5 -2.0 1.5 -2.0 1.5 -2.5 1.5 -2.0"), 1);
@@ -564,6 +578,7 @@ int main(void) {
       cmocka_unit_test(test_repeated_sequence_inlined),
       cmocka_unit_test(test_merge_inouts_inputs),
       cmocka_unit_test(test_merge_inouts_crossed),
+      cmocka_unit_test(test_merge_before_save_mem),
       cmocka_unit_test(test_push_out_add),
       cmocka_unit_test(test_push_out_sum),
       cmocka_unit_test(test_push_out_plain_term),
