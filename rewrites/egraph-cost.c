@@ -157,6 +157,7 @@ static rg_variable **sized_classes(rg_egraph *eg, const rg_cost_model *cm) {
   if (!sizes_name_leaves(eg, cm)) return NULL;
   /* (smallest node id, class) pairs, sorted */
   uint64_t *order = malloc((eg->nlive + 1) * sizeof *order);
+  if (!order) return rg_error(eg->C, RG_ERR_NOMEM, "cost: out of memory for %u e-classes", eg->ncls), NULL;
   uint32_t n = 0;
   for (uint32_t c = 0; c < eg->ncls; c++)
     if (eg->uf[c] == c) order[n++] = (uint64_t)eg->cls[c].minnode << 32 | c;
@@ -340,6 +341,7 @@ double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm) {
   rg_variable **sized = sized_classes(eg, cm);
   if (!sized) return NULL;
   double *cost = malloc((eg->nnodes + 1) * sizeof *cost);
+  if (!cost) return rg_error(eg->C, RG_ERR_NOMEM, "cost: out of memory for %u e-nodes", eg->nnodes), NULL;
   for (uint32_t id = 0; id < eg->nnodes; id++)
     cost[id] = eg->nodes[id].dead ? INFINITY : node_cost(eg, cm, sized, id);
   return cost;

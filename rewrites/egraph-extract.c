@@ -127,7 +127,8 @@ static bool acyclic_from(extractor *x, uint32_t c, uint8_t *state) {
 }
 
 static bool acyclic(extractor *x) {
-  uint8_t *state = calloc(x->eg->ncls, 1);
+  uint8_t *state = calloc(x->eg->ncls + 1, 1);
+  if (!state) return false; /* out of memory: the answer is not kept */
   bool ok = true;
   for (int i = 0; i < x->eg->nroots && ok; i++) {
     uint32_t r = eg_find(x->eg, x->eg->roots[i]);
@@ -167,6 +168,7 @@ static cand *sorted_nodes(extractor *x, uint32_t c, uint32_t *n) {
   const eg_ids *ns = &x->eg->cls[c].nodes;
   cand *v = malloc((ns->n + 1) * sizeof *v);
   uint32_t m = 0, s;
+  if (!v) return *n = 0, NULL; /* out of memory: no candidates kept */
   for (uint32_t i = 0; i < ns->n; i++) {
     uint32_t id = ns->v[i];
     if (x->eg->nodes[id].dead || !isfinite(x->cost[id])) continue;
@@ -306,7 +308,8 @@ static void greedy_answer(extractor *x) {
     if (n) x->choice[c] = v[0].id;
   }
   double total = 0;
-  uint8_t *seen = calloc(eg->ncls, 1);
+  uint8_t *seen = calloc(eg->ncls + 1, 1);
+  if (!seen) return; /* out of memory: no greedy answer */
   eg_ids st = {0};
   for (int i = 0; i < eg->nroots; i++) eg_ids_push(&st, eg_find(eg, eg->roots[i]));
   while (st.n) {
