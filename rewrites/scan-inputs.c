@@ -151,6 +151,7 @@ static int rewrite_inputs(rg_rewrite_run *run, rg_node *node, V *out, bool dups_
   const int64_t **tp = rg_gc_alloc(sizeof(int64_t *) * (size_t)(s.n_seqs + 1));
   V *outer = rg_gc_alloc(sizeof(V) * (size_t)(node->nin + 1));
   int no = 0, ns = 0, nn = 0;
+  const char *dropped = NULL; /* for the trace */
   for (int i = 0; i < node->nin; i++) {
     bool drop = false;
     for (int k = 0; k < s.n_seqs; k++)
@@ -164,6 +165,8 @@ static int rewrite_inputs(rg_rewrite_run *run, rg_node *node, V *out, bool dups_
         nn += !drop;
       }
     if (!drop) outer[no++] = node->inputs[i];
+    else if (run->opts.trace)
+      dropped = rgr_sprintf("%s%s%s", dropped ? dropped : "", dropped ? "; " : "", rg_pprint_str(node->inputs[i]));
   }
   t.n_seqs = ns, t.n_non_seqs = nn, t.seq_ntaps = nt, t.seq_taps = tp;
   rg_fgraph *ng = new_step(C, g, &p);
@@ -175,6 +178,7 @@ static int rewrite_inputs(rg_rewrite_run *run, rg_node *node, V *out, bool dups_
   }
   for (int o = 0; o < node->nout; o++)
     if (node->outputs[o]->nclients) out[o] = nw->outputs[o];
+  if (dropped) run->subst = rgr_sprintf("inputs dropped, merged or inlined = %s", dropped);
   return 1;
 }
 
