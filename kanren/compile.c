@@ -83,8 +83,10 @@ static bool is_local(scope *sc, rg_term name) {
  * own, before this form): then it shadows a built-in goal of that name. */
 static bool user_bound(rg_interp *I, rg_term name) {
   if (I->compiling_lib) return false;
-  rgk_global *g = rgk_table_get(&I->user, name, false);
-  return g && g->value;
+  rgk_global *g = rgk_table_get(&I->user, name, false), *lib;
+  if (!g || !g->value) return false;
+  lib = rgk_table_get(&I->lib, name, false); /* a user cell may hold the library's value */
+  return !lib || lib->value != g->value;
 }
 
 /* Is `head` the special form `name` here (not shadowed by a local)? */
