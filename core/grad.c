@@ -340,8 +340,12 @@ static int check_args(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_o
     return rg_error(C, RG_ERR_TYPE, "grad: the cost must be a scalar, got %s", rg_type_str(cost->type));
   if (cost && !rg_dtype_is_float(cost->type->dtype))
     return rg_error(C, RG_ERR_TYPE, "grad: the cost must be a float, got %s", rg_type_str(cost->type));
+  if (nwrt > 0 && !wrt) return rg_error(C, RG_ERR_TYPE, "grad: %d wrt and no list of them", nwrt);
   for (int i = 0; i < nwrt; i++)
     if (!wrt[i]) return rg_error(C, RG_ERR_TYPE, "grad: wrt %d is NULL", i);
+  if (o && o->nconsts > 0 && !o->consts) return rg_error(C, RG_ERR_TYPE, "grad: %d constants and no list of them", o->nconsts);
+  for (int i = 0; o && i < o->nconsts; i++)
+    if (!o->consts[i]) return rg_error(C, RG_ERR_TYPE, "grad: constant %d is NULL", i);
   if (o && o->nknown > 0 && !o->known) return rg_error(C, RG_ERR_TYPE, "grad: %d known variables and no list of them", o->nknown);
   for (int i = 0; o && i < o->nknown; i++) {
     if (!o->known[i]) return rg_error(C, RG_ERR_TYPE, "grad: known variable %d is NULL", i);
@@ -400,6 +404,7 @@ static int result(gwalk *w, int i, V x, const rg_grad_opts *o, V *out) {
 
 int rg_grad(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_opts *o, V *out) {
   if (cost) C = rgc_ctx_of(C, 1, &cost);
+  if (nwrt > 0 && !out) return rg_error(C, RG_ERR_TYPE, "grad: no array for the %d gradients", nwrt);
   int rc = check_args(C, cost, nwrt, wrt, o);
   if (rc != RG_OK) return rc;
   gwalk w = {.C = C, .leaf_dep = rg_memo_new(), .leaf_acc = rg_memo_new(), .consts = rg_memo_new()};

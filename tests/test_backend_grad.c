@@ -367,6 +367,11 @@ static void test_constants_and_known(void **st) {
   rg_grad_opts none = {.nknown = 1};
   assert_int_not_equal(rg_grad(C, NULL, 1, &v3, &none, &g), RG_OK);
   assert_non_null(strstr(rg_errmsg(C), "1 known variables and no list of them"));
+  rg_grad_opts no_consts = {.nconsts = 2};
+  assert_int_not_equal(rg_grad(C, rg_sum(v3, -1, NULL), 1, &v3, &no_consts, &g), RG_OK);
+  assert_non_null(strstr(rg_errmsg(C), "2 constants and no list of them"));
+  assert_int_not_equal(rg_grad(C, rg_sum(v3, -1, NULL), 1, NULL, NULL, &g), RG_OK);
+  assert_int_not_equal(rg_grad(C, rg_sum(v3, -1, NULL), 1, &v3, NULL, NULL), RG_OK);
 }
 
 /* ------------------------------------------------------------------ an MLP against a hand-written backward pass */
