@@ -15,7 +15,13 @@
  * (the context keeps a readable message, see rg_errmsg()), or a positive
  * code meaning "stopped early" (a step or time limit).  Logical failure — a
  * unification that fails, a goal without answers — is a value, never an
- * error.
+ * error.  Errors report bad *values* (a graph that does not type-check, a
+ * goal that fails to run); calls' own preconditions are the caller's:
+ * every pointer argument of every public header is non-NULL unless its
+ * comment says NULL is allowed, an array given with a count > 0 has that
+ * many elements, and a term accessor is called on a term of its kind
+ * (rg_car on a pair, rg_int_value on an integer; rg_kind_of tells which).
+ * Breaking one is undefined (in debug builds, an assertion).
  *
  * Threads.  rg_init() may be called from any number of threads at once (it
  * initialises once).  A context (rg_ctx) and everything that records into it
