@@ -21,7 +21,8 @@
  * comment says NULL is allowed, an array given with a count > 0 has that
  * many elements, and a term accessor is called on a term of its kind
  * (rg_car on a pair, rg_int_value on an integer; rg_kind_of tells which).
- * Breaking one is undefined (in debug builds, an assertion).
+ * Breaking one is undefined behaviour (an assertion where the library
+ * checks, else whatever the bad pointer or term leads to).
  *
  * Threads.  rg_init() may be called from any number of threads at once (it
  * initialises once).  A context (rg_ctx) and everything that records into it
