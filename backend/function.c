@@ -381,6 +381,10 @@ int rg_function_nout(const rg_function *f) { return f->nout; }
 
 void rg_function_input_type(const rg_function *f, int i, rg_dtype *dtype, int *ndim,
                             int64_t shape[RG_MAX_NDIM]) {
+  if (i < 0 || i >= f->nin + f->nshared) { /* no such input */
+    *dtype = RG_NDTYPES, *ndim = -1;
+    return;
+  }
   const rgb_vtype *t = &f->in_types[i];
   *dtype = t->dtype;
   *ndim = t->ndim;

@@ -193,7 +193,9 @@ int rg_opcode_from_name(const char *name) {
   return -1;
 }
 
-rg_op_family rg_opcode_family(rg_opcode code) { return rgc_classes[code].family; }
+rg_op_family rg_opcode_family(rg_opcode code) {
+  return (unsigned)code < RG_OP_COUNT ? rgc_classes[code].family : RG_FAM_OPAQUE; /* not an op of the table */
+}
 
 /* ------------------------------------------------------------------ op values */
 

@@ -365,24 +365,34 @@ static inline void elem_out(rg_tensor *t, int64_t i, const char *buf) {
   else t->storage->buft->upload(t->storage->buft, p, buf, es);
 }
 
+/* Whether i is an element of t (0 <= i < numel). */
+static inline bool in_range(const rg_tensor *t, int64_t i) {
+  if (i < 0) return false;
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+  return i < n;
+}
+
 double rg_tensor_get_f64(const rg_tensor *t, int64_t i) {
   char buf[8];
-  return rg_load_f64(t->dtype, elem_in(t, i, buf));
+  return in_range(t, i) ? rg_load_f64(t->dtype, elem_in(t, i, buf)) : NAN;
 }
 
 int64_t rg_tensor_get_i64(const rg_tensor *t, int64_t i) {
   char buf[8];
-  return rg_load_i64(t->dtype, elem_in(t, i, buf));
+  return in_range(t, i) ? rg_load_i64(t->dtype, elem_in(t, i, buf)) : 0;
 }
 
 void rg_tensor_set_f64(rg_tensor *t, int64_t i, double v) {
   char buf[8];
+  if (!in_range(t, i)) return;
   rg_store_f64(t->dtype, buf, v);
   elem_out(t, i, buf);
 }
 
 void rg_tensor_set_i64(rg_tensor *t, int64_t i, int64_t v) {
   char buf[8];
+  if (!in_range(t, i)) return;
   rg_store_i64(t->dtype, buf, v);
   elem_out(t, i, buf);
 }

@@ -410,7 +410,7 @@ rg_interp *rg_interp_new(rg_ctx *C) {
 
 rg_ctx *rg_interp_ctx(rg_interp *I) { return I->C; }
 void rg_interp_set_output(rg_interp *I, FILE *out) { I->out = out; }
-void rg_interp_set_run_opts(rg_interp *I, const rg_run_opts *opts) { I->opts = *opts; }
+void rg_interp_set_run_opts(rg_interp *I, const rg_run_opts *opts) { I->opts = opts ? *opts : (rg_run_opts){0}; }
 
 rg_term rg_interp_eval_string(rg_interp *I, const char *text) {
   rg_clear_error(I->C);

@@ -86,8 +86,17 @@ int rg_db_register(rg_rewrite_db *db, const char *name, rg_rewriter *rw, double 
   return db_add(db, name, rw, NULL, position, tags);
 }
 
+/* Whether db is inner, or nested somewhere in it. */
+static bool contains_db(const rg_rewrite_db *db, const rg_rewrite_db *inner) {
+  if (db == inner) return true;
+  for (int i = 0; i < db->n; i++)
+    if (db->e[i].sub && contains_db(db->e[i].sub, inner)) return true;
+  return false;
+}
+
 int rg_db_register_db(rg_rewrite_db *db, const char *name, rg_rewrite_db *sub, double position,
                       const char *tags) {
+  if (contains_db(sub, db)) return RG_ERR_TYPE; /* a database inside itself */
   return db_add(db, name, NULL, sub, position, tags);
 }
 

@@ -405,8 +405,12 @@ int rg_rule_set_load_string(rg_rule_set *rs, const char *name, const char *text)
   return rg_interp_load_string(rs->I, name, text);
 }
 int rg_rule_set_count(const rg_rule_set *rs) { return rs->n; }
-rg_rewriter *rg_rule_set_rule(const rg_rule_set *rs, int i) { return rs->v[i].rw; }
-const char *rg_rule_set_tags(const rg_rule_set *rs, int i) { return rs->v[i].tags; }
+rg_rewriter *rg_rule_set_rule(const rg_rule_set *rs, int i) {
+  return i >= 0 && i < rg_rule_set_count(rs) ? rs->v[i].rw : NULL;
+}
+const char *rg_rule_set_tags(const rg_rule_set *rs, int i) {
+  return i >= 0 && i < rg_rule_set_count(rs) ? rs->v[i].tags : NULL;
+}
 
 int rg_rule_set_register(const rg_rule_set *rs, rg_rewrite_db *db, const char *name) {
   rg_rewrite_db *eq = rg_db_equilibrium(name);

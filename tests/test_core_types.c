@@ -112,6 +112,14 @@ static void test_tensor_new_and_access(void **st) {
   assert_true(rg_tensor_get_f64(t, 4) == 4.5);
   assert_true(*(double *)rg_tensor_at(t, (int64_t[]){1, 2}) == 5.5);
   assert_string_equal(tu_tensor_text(t), "float64 (2 3) [[0.5 1.5 2.5] [3.5 4.5 5.5]]");
+  /* elements outside the tensor read NaN / 0 and write nothing */
+  assert_true(isnan(rg_tensor_get_f64(t, 6)) && isnan(rg_tensor_get_f64(t, -1)) && rg_tensor_get_i64(t, 6) == 0);
+  rg_tensor_set_f64(t, -1, 9), rg_tensor_set_i64(t, 6, 9);
+  assert_string_equal(tu_tensor_text(t), "float64 (2 3) [[0.5 1.5 2.5] [3.5 4.5 5.5]]");
+  rg_tensor *none = rg_tensor_new(RG_FLOAT64, 2, (int64_t[]){0, 5});
+  assert_true(isnan(rg_tensor_get_f64(none, 0)));
+  rg_tensor_free(none);
+  assert_int_equal(rg_opcode_family((rg_opcode)1000), RG_FAM_OPAQUE);
   rg_tensor_free(t);
   assert_null(rg_tensor_new(RG_INT8, 1, (int64_t[]){-1}));
   assert_null(rg_tensor_new(RG_INT64, 2, (int64_t[]){INT64_MAX / 2, 4}));

@@ -452,6 +452,7 @@ static rg_rewrite_run *navigate(rg_fgraph *fg, const char *r, rg_nav_order order
   rg_rewriter *rws[8];
   int n = rg_rule_set_count(rs);
   for (int i = 0; i < n; i++) rws[i] = rg_rule_set_rule(rs, i);
+  assert_null(rg_rule_set_rule(rs, n)), assert_null(rg_rule_set_tags(rs, -1)); /* no such rule */
   rg_rewrite_opts o = {.max_use_ratio = ratio, .profile = true};
   rg_rewrite_run *run = rg_rewrite(fg, rg_navigator("walk", order, ignore_new, n, rws), &o);
   assert_int_equal(rg_fgraph_check(fg), RG_OK);
@@ -563,6 +564,11 @@ static void test_queries(void **st) {
   rg_clear_error(C);
   assert_null(rg_db_query(C, rg_std_db(C), "nodb:x"));
   rg_clear_error(C);
+  /* a database inside itself is refused */
+  rg_rewrite_db *a = rg_db_sequence("a"), *b = rg_db_equilibrium("b");
+  assert_int_equal(rg_db_register_db(a, "b", b, 0, ""), RG_OK);
+  assert_int_not_equal(rg_db_register_db(b, "a", a, 0, ""), RG_OK);
+  assert_int_not_equal(rg_db_register_db(a, "self", a, 1, ""), RG_OK);
   /* unknown names inside a sub-query, included or excluded */
   assert_null(rg_db_query(C, rg_std_db(C), "fast_run canonicalize:-no-such-tag"));
   assert_non_null(strstr(rg_errmsg(C), "no rewriter or tag named 'no-such-tag'"));

@@ -119,7 +119,8 @@ void rg_function_free(rg_function *f);
 
 int rg_function_nin(const rg_function *f);
 int rg_function_nout(const rg_function *f);
-/* The static type of input i (a copy in plain memory). */
+/* The static type of input i (a copy in plain memory); *ndim -1 and
+ * *dtype RG_NDTYPES when there is no input i. */
 void rg_function_input_type(const rg_function *f, int i, rg_dtype *dtype, int *ndim,
                             int64_t shape[RG_MAX_NDIM]);
 

@@ -198,7 +198,8 @@ size_t rg_storage_nbytes(const rg_tensor *t);
 bool rg_storage_is_external(const rg_tensor *t);
 /* Address of the element at a multi-index (no bounds check). */
 void *rg_tensor_at(const rg_tensor *t, const int64_t *idx);
-/* Element i in C order of the logical shape, as double / int64. */
+/* Element i in C order of the logical shape, as double / int64; an i
+ * outside 0..numel-1 reads NaN / 0 and writes nothing. */
 double rg_tensor_get_f64(const rg_tensor *t, int64_t i);
 int64_t rg_tensor_get_i64(const rg_tensor *t, int64_t i);
 void rg_tensor_set_f64(rg_tensor *t, int64_t i, double v);

@@ -18,8 +18,9 @@
  * error.  Errors report bad *values* (a graph that does not type-check, a
  * goal that fails to run); calls' own preconditions are the caller's:
  * every pointer argument of every public header is non-NULL unless its
- * comment says NULL is allowed, an array given with a count > 0 has that
- * many elements, and a term accessor is called on a term of its kind
+ * comment says NULL is allowed, counts are >= 0 and an array given with a
+ * count > 0 has that many elements, an opcode or dtype is one of its
+ * enum's, and a term accessor is called on a term of its kind
  * (rg_car on a pair, rg_int_value on an integer; rg_kind_of tells which).
  * Breaking one is undefined behaviour (an assertion where the library
  * checks, else whatever the bad pointer or term leads to).

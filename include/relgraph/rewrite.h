@@ -136,7 +136,8 @@ rg_rewrite_db *rg_db_equilibrium(const char *name);
 /* Registers a rewriter or a sub-database under a name with tags (a
  * space-separated list; the entry's own name is always a tag too).
  * Positions order sequence entries; equilibrium databases ignore them.
- * Returns an error if the name is taken. */
+ * Returns an error if the name is taken, or (rg_db_register_db) if the
+ * database would end up inside itself. */
 int rg_db_register(rg_rewrite_db *db, const char *name, rg_rewriter *rw, double position,
                    const char *tags);
 int rg_db_register_db(rg_rewrite_db *db, const char *name, rg_rewrite_db *sub, double position,
@@ -241,6 +242,7 @@ rg_rule_set *rg_rule_set_new(rg_interp *interp);
 int rg_rule_set_load(rg_rule_set *rs, const char *path);
 int rg_rule_set_load_string(rg_rule_set *rs, const char *name, const char *text);
 int rg_rule_set_count(const rg_rule_set *rs);
+/* Rule i and its tags (NULL when i is not 0..count-1). */
 rg_rewriter *rg_rule_set_rule(const rg_rule_set *rs, int i);
 const char *rg_rule_set_tags(const rg_rule_set *rs, int i);
 /* Adds the rules as entries of an equilibrium database named after their
