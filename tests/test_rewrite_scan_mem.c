@@ -321,6 +321,15 @@ static void test_push_out_nothing(void **st) {
 
 /* ------------------------------------------------------------------ inputs */
 
+/* The graph of text rewritten by query (values unchanged), and its Scan's
+ * layout in *info. */
+static rg_fgraph *rewritten(const char *text, const char *query, rg_scan_info *info) {
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  rewrite_same(fg, query);
+  assert_true(rg_scan_info_of(the_scan(fg)->op, info));
+  return fg;
+}
+
 /* A constant non-sequence inlined, a duplicate merged, an unread
  * sequence dropped; after the push-out of the LSTM's projection, its x,
  * W_ih and b_ih leave the step. */
@@ -328,10 +337,8 @@ static void test_remove_inputs(void **st) {
   const char *text = "(graph (input h0 float64 (3)) (input x float64 (4 3)) (input w float64 (3)) "
                      "(output (scan (lambda (x_t h w a b) (mul h (add w (mul a b)))) (sequences x) (outputs-info h0) "
                      "(non-sequences w (constant float64 () (2.0)) w))))";
-  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
-  rewrite_same(fg, "remove_constants_and_unused_inputs_scan");
   rg_scan_info info;
-  assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+  rewritten(text, "remove_constants_and_unused_inputs_scan", &info);
   assert_int_equal(info.n_seqs, 0);
   assert_int_equal(info.n_non_seqs, 1);
 }
@@ -343,10 +350,8 @@ static int seqs_after_remove(const char *rows) {
   snprintf(text, sizeof text,
            "(graph (input h0 float64 (2)) (output (scan (lambda (r_t r_tp1 h) (add h (mul r_t r_tp1))) "
            "(sequences ((constant float64 (4 2) (%s)) (taps 0 1))) (outputs-info h0))))", rows);
-  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
-  rewrite_same(fg, "remove_constants_and_unused_inputs_scan");
   rg_scan_info info;
-  assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+  rewritten(text, "remove_constants_and_unused_inputs_scan", &info);
   return info.n_seqs;
 }
 
@@ -357,10 +362,8 @@ static void test_merge_inouts_inputs(void **st) {
                      "(define (a b) (scan (lambda (x_t y_t h g W V) (values (tanh (add (dot h W) x_t)) "
                      "(tanh (add (dot g V) y_t)))) (sequences x x) (outputs-info h0 h0) (non-sequences W W))) "
                      "(output a) (output b))";
-  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
-  rewrite_same(fg, "scan_merge_inouts");
   rg_scan_info info;
-  assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+  rg_fgraph *fg = rewritten(text, "scan_merge_inouts", &info);
   assert_int_equal(info.n_seqs, 1);
   assert_int_equal(info.n_non_seqs, 1);
   assert_ptr_equal(rg_fgraph_output(fg, 0), rg_fgraph_output(fg, 1)); /* both read one state */
@@ -373,8 +376,8 @@ static void test_merge_inouts_crossed(void **st) {
                      "(define (a b) (scan (lambda (x_t h g) (values (add (add (mul g 0.5) (mul h 0.1)) x_t) "
                      "(add (add (mul h 0.5) (mul g 0.1)) x_t))) (sequences x) (outputs-info h0 h0))) "
                      "(output a) (output b))";
-  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
-  rewrite_same(fg, "scan_merge_inouts");
+  rg_scan_info info;
+  rg_fgraph *fg = rewritten(text, "scan_merge_inouts", &info);
   assert_ptr_equal(rg_fgraph_output(fg, 0), rg_fgraph_output(fg, 1));
 }
 
@@ -385,10 +388,8 @@ static void test_merge_before_save_mem(void **st) {
   const char *text = "(graph (input x float64 (5 3)) (input h0 float64 (3)) "
                      "(define (a b) (scan (lambda (x_t h g) (values (add (mul h 0.5) x_t) (add (mul g 0.5) x_t))) "
                      "(sequences x) (outputs-info h0 h0))) (output ((subtensor -1) a)) (output b))";
-  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
-  rewrite_same(fg, "fast_run");
   rg_scan_info info;
-  assert_true(rg_scan_info_of(the_scan(fg)->op, &info));
+  rewritten(text, "fast_run", &info);
   assert_int_equal(info.n_sit_sot, 1);
 }
 

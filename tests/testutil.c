@@ -37,27 +37,23 @@ const char *tu_run_program(const char *text, int *rc) {
   return gc;
 }
 
-const char *tu_tensor_text(const rg_tensor *t) {
+/* What print(out, x) writes, as a collected string. */
+static const char *captured(void (*print)(FILE *, const void *), const void *x) {
   char *buf = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
-  rg_tensor_fprint(out, t);
+  print(out, x);
   fclose(out);
   const char *s = rg_string_value(rg_string(buf));
   free(buf);
   return s;
 }
 
-const char *tu_function_dump(const rg_function *f) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&buf, &len);
-  rg_function_dump(f, out);
-  fclose(out);
-  const char *s = rg_string_value(rg_string(buf));
-  free(buf);
-  return s;
-}
+static void print_tensor(FILE *out, const void *t) { rg_tensor_fprint(out, t); }
+static void print_dump(FILE *out, const void *f) { rg_function_dump(f, out); }
+
+const char *tu_tensor_text(const rg_tensor *t) { return captured(print_tensor, t); }
+const char *tu_function_dump(const rg_function *f) { return captured(print_dump, f); }
 
 int64_t tu_calls_of(rg_function *f, const char *label) {
   char *buf = NULL;
