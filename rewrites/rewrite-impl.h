@@ -194,6 +194,10 @@ void rgr_record(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, int n
 void rgr_reject(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, rg_variable *old,
                 rg_variable *new_);
 #define RGR_MAX_REJECTS 64
+/* Adds "WHAT = TEXT" to the trace's `with` line of the rewrite a rule is
+ * making (parts joined by "; "); nothing unless the run traces. */
+void rgr_note(rg_rewrite_run *run, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 double rgr_now(void);
 /* Steps shared by the equilibrium driver and the navigators.
  * rgr_attempt runs a node rewriter's function (timed only when profiling;

@@ -5,6 +5,7 @@
 #include "rewrites/rewrite-impl.h"
 
 #include <assert.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -104,6 +105,7 @@ void rgr_record(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, int n
       if (created[k]->fgraph == run->fg) e->created[e->ncreated++] = created[k]->id;
     append_event(&run->events, &run->last_event, e);
   }
+  run->subst = NULL; /* the note was this rewrite's */
   if (run->opts.provenance) {
     for (int k = 0; k < ncreated; k++) {
       rgr_origin *o = rg_gc_alloc(sizeof *o);
@@ -117,6 +119,15 @@ void rgr_record(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, int n
     }
   }
   (void)nout;
+}
+
+void rgr_note(rg_rewrite_run *run, const char *what, const char *fmt, ...) {
+  if (!run->opts.trace) return;
+  va_list ap;
+  va_start(ap, fmt);
+  const char *text = rgk_vsprintf(fmt, ap);
+  va_end(ap);
+  run->subst = run->subst ? rgr_sprintf("%s; %s = %s", run->subst, what, text) : rgr_sprintf("%s = %s", what, text);
 }
 
 void rgr_reject(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, rg_variable *old,
@@ -137,6 +148,7 @@ void rgr_reject(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, rg_va
     t->next = NULL;
     append_event(&run->events, &run->last_event, t);
   }
+  run->subst = NULL;
 }
 
 static void print_ids(FILE *f, const char *label, int n, const uint64_t *ids) {

@@ -178,7 +178,7 @@ static int rewrite_inputs(rg_rewrite_run *run, rg_node *node, V *out, bool dups_
   }
   for (int o = 0; o < node->nout; o++)
     if (node->outputs[o]->nclients) out[o] = nw->outputs[o];
-  if (dropped) run->subst = rgr_sprintf("inputs dropped, merged or inlined = %s", dropped);
+  if (dropped) rgr_note(run, "inputs dropped, merged or inlined", "%s", dropped);
   return 1;
 }
 

@@ -385,7 +385,7 @@ static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
     const char *moved = "";
     for (int i = 0; i < f.n; i++)
       moved = rgr_sprintf("%s%s%s", moved, i ? "; " : "", rg_pprint_str(rg_memo_get(c.outer, f.v[i])));
-    run->subst = rgr_sprintf("moved out = %s", moved);
+    rgr_note(run, "moved out", "%s", moved);
   }
   return 1;
 }

@@ -201,8 +201,20 @@ static bool shrink_steps(rg_rewrite_run *run, const rg_rewriter *rw, rg_fgraph *
     rg_clear_error(C);
     return false;
   }
+  rgr_note(run, "steps", "at most %lld", (long long)m);
   rgr_record(run, rw, node, w.n, w.old, w.new_, 1, &nw);
   return true;
+}
+
+/* The trace's `with` line: the steps each cut trace keeps. */
+static void note_rows(rg_rewrite_run *run, const rg_scan_info *s, const int64_t *st) {
+  static const char *const kinds[] = {[RG_SCAN_MIT_SOT] = "mit-sot", [RG_SCAN_SIT_SOT] = "sit-sot",
+                                      [RG_SCAN_NIT_SOT] = "nit-sot"};
+  for (rg_scan_kind kind = RG_SCAN_MIT_SOT; kind <= RG_SCAN_NIT_SOT; kind++)
+    for (int k = 0; k < rg_scan_count(s, kind); k++) {
+      int at = store_at(s, kind, k);
+      if (st[at] != s->store_steps[at]) rgr_note(run, "steps kept", "%s %d: %lld", kinds[kind], k, (long long)st[at]);
+    }
 }
 
 static bool save_mem(rg_rewrite_run *run, const rg_rewriter *rw, rg_fgraph *fg, rg_node *node) {
@@ -221,6 +233,7 @@ static bool save_mem(rg_rewrite_run *run, const rg_rewriter *rw, rg_fgraph *fg, 
     rg_clear_error(C);
     return false;
   }
+  note_rows(run, &s, st);
   rgr_record(run, rw, node, w.n, w.old, w.new_, 1, &nw);
   return true;
 }
