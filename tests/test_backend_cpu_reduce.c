@@ -190,6 +190,31 @@ static void test_numpy_corner_cases(void **st) {
   free_all(12, all);
 }
 
+/* A sum reaching an infinity is that infinity, as in NumPy, also in rows
+ * long enough for the blocked, compensated sum (its correction term is
+ * NaN there: inf - inf); inf + -inf stays NaN. */
+static void test_sums_reaching_infinity(void **st) {
+  const int64_t n = 40;
+  rg_dtype dts[] = {RG_FLOAT64, RG_FLOAT32};
+  for (int d = 0; d < 2; d++) {
+    rg_tensor *x = tens(dts[d], 1, &n, NULL), *big = tens(dts[d], 1, &n, NULL);
+    for (int64_t i = 0; i < n; i++) {
+      rg_tensor_set_f64(x, i, i == 17 ? -INFINITY : 1);
+      rg_tensor_set_f64(big, i, dts[d] == RG_FLOAT64 ? 1e308 : 3e38);
+    }
+    rg_tensor *s = reduce1(RG_OP_SUM, x, -1, NULL), *m = reduce1(RG_OP_MEAN, x, -1, NULL);
+    rg_tensor *o = reduce1(RG_OP_SUM, big, -1, NULL);
+    check(s, dts[d], 0, NULL, VALS(-INFINITY));
+    check(m, dts[d], 0, NULL, VALS(-INFINITY));
+    check(o, dts[d], 0, NULL, VALS(INFINITY));
+    rg_tensor_set_f64(x, 30, INFINITY);
+    rg_tensor *nan = reduce1(RG_OP_SUM, x, -1, NULL);
+    check(nan, dts[d], 0, NULL, VALS(NAN));
+    rg_tensor *all[] = {x, big, s, m, o, nan};
+    free_all(6, all);
+  }
+}
+
 static void test_empty_reductions(void **st) {
   rg_tensor *e = tens(RG_FLOAT32, 2, SHAPE(3, 0), NULL);
   rg_tensor *s = reduce1(RG_OP_SUM, e, 1, SHAPE(1)), *p = reduce1(RG_OP_PROD, e, 1, SHAPE(1));
@@ -348,6 +373,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_reduction_every_axes),
       cmocka_unit_test(test_numpy_corner_cases),
+      cmocka_unit_test(test_sums_reaching_infinity),
       cmocka_unit_test(test_empty_reductions),
       cmocka_unit_test(test_large_and_threads),
       cmocka_unit_test(test_float32_sum_accuracy),

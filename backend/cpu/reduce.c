@@ -120,7 +120,8 @@ typedef void (*argacc_fn)(char *val, int64_t *idx, int64_t ast, const char *in, 
       c += fabs(s) >= fabs(b) ? (s - t) + b : (b - t) + s;                               \
       s = t;                                                                             \
     }                                                                                    \
-    *(TA *)accp = (TA)((double)*(TA *)accp + (s + c));                                   \
+    /* an infinite total (an inf read, or overflow) made c NaN (inf - inf) */            \
+    *(TA *)accp = (TA)((double)*(TA *)accp + (isfinite(s) ? s + c : s));                 \
   }
 
 /* acc[j] = comb(acc[j], x[j]). */
