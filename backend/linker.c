@@ -356,6 +356,60 @@ static bool link_thunk(linker *L, const rg_node *n) {
   return ok && wire_thunk(L, t, n);
 }
 
+/* ------------------------------------------------------------------ in-place marks */
+
+/* Whether the value in cell c has no reader but the one thunk that reads
+ * it once, and is no output: an ifelse's output is one of its branch
+ * values, so each of those must be so too (the ifelse their reader). */
+static bool sole_reader(const rgb_program *p, const int32_t *readers, const bool *out, int32_t c) {
+  if (readers[c] != 1 || out[c]) return false;
+  int32_t k = p->producer[c];
+  if (k < 0 || p->thunks[k].kind != RGB_T_IFELSE) return true;
+  const rgb_thunk *t = &p->thunks[k];
+  int j = 0;
+  while (t->out_cells[j] != c) j++;
+  return sole_reader(p, readers, out, t->in_cells[1 + j]) &&
+         sole_reader(p, readers, out, t->in_cells[1 + t->node.nout + j]);
+}
+
+/* Whether every input thunk t overwrites has t as its only reader. */
+static bool victims_unread(const rgb_program *p, const rgb_thunk *t, const int32_t *readers, const bool *out) {
+  if (t->node.code != RG_OP_SCAN) return sole_reader(p, readers, out, t->in_cells[t->node.inplace]);
+  char scratch[RG_SCAN_SCRATCH(t->node.nints)];
+  rg_scan_info s;
+  if (!rg_scan_info_decode(t->node.nints, t->node.ints, &s, scratch)) return false;
+  for (int k = 0; k < s.n_mit_mot; k++)
+    if (!sole_reader(p, readers, out, t->in_cells[rg_scan_outer_in(&s, RG_SCAN_MIT_MOT, k)])) return false;
+  return true;
+}
+
+/* Drops the in-place mark of every node that would overwrite a value
+ * something else still reads, or an output: an op made in place by hand
+ * (a graph file's `(inplace K)`, rg_op_inplace) is checked here as
+ * inplace_elemwise checks the ones it makes, so a mark is never unsafe.
+ * The storage check at run time does not see this case: the readers
+ * share the cell's one tensor. */
+static bool check_inplace(linker *L) {
+  rgb_program *p = L->p;
+  int32_t *readers = rg_calloc((size_t)p->ncells + 1, sizeof(int32_t));
+  bool *out = rg_calloc((size_t)p->ncells + 1, sizeof(bool));
+  if (!readers || !out) {
+    rg_free(readers);
+    rg_free(out);
+    return lerr(L, "out of memory");
+  }
+  for (int32_t k = 0; k < p->nthunks; k++)
+    for (int i = 0; i < p->thunks[k].node.nin; i++) readers[p->thunks[k].in_cells[i]]++;
+  for (int32_t j = 0; j < p->nout; j++) out[p->out_cells[j]] = true;
+  for (int32_t k = 0; k < p->nthunks; k++) {
+    rgb_thunk *t = &p->thunks[k];
+    if (t->node.inplace >= 0 && !victims_unread(p, t, readers, out)) t->node.inplace = -1;
+  }
+  rg_free(readers);
+  rg_free(out);
+  return true;
+}
+
 /* For each intermediate cell, the last thunk that reads it releases it
  * (a cell nobody reads is released by its producer). */
 static bool plan_releases(linker *L) {
@@ -486,7 +540,7 @@ rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *c
     ok = link_thunk(&L, nodes[k]);
     if (ok && nodes[k]->op->code == RG_OP_IFELSE) L.p->lazy = true;
   }
-  ok = ok && link_outputs(&L, nout, outputs);
+  ok = ok && link_outputs(&L, nout, outputs) && check_inplace(&L);
   L.p->release = L.o->release && !L.p->lazy;
   set_profile(L.p, L.o->profile);
   ok = ok && (L.p->lazy || rgb_join_into(L.p) || lerr(&L, "out of memory"));
