@@ -198,6 +198,17 @@ void rg_graph_declare_opaque(rg_ctx *C, const rg_op *op) {
   if (op && op->code == RG_OP_OPAQUE) rg_register_evaluator(C, rg_symbol(op->name), opaque_eval, (void *)op);
 }
 
+const rg_op *rg_graph_op_of(rg_ctx *C, rg_term head) {
+  const rg_op *op = rg_op_from_term(C, head);
+  rg_evaluator fn;
+  void *ud;
+  if (!op && rg_kind_of(head) == RG_K_SYMBOL && rg_evaluator_of(C, head, &fn, &ud) && fn == opaque_eval) {
+    rg_clear_error(C);
+    return ud;
+  }
+  return op;
+}
+
 rg_variable *rg_graph_eval(rg_ctx *C, rg_term t) {
   rg_graph_install_evaluator(C);
   rg_term v = rg_eval_etuple(C, t);

@@ -203,6 +203,16 @@ void rg_register_evaluator(rg_ctx *C, rg_term head, rg_evaluator fn, void *ud) {
   C->evaluators = r;
 }
 
+bool rg_evaluator_of(rg_ctx *C, rg_term head, rg_evaluator *fn, void **ud) {
+  for (rgk_evalreg *r = C->evaluators; r; r = r->next)
+    if (rg_equal(r->head, head)) {
+      *fn = r->fn;
+      *ud = r->ud;
+      return true;
+    }
+  return false;
+}
+
 void rg_set_default_evaluator(rg_ctx *C, rg_evaluator fn, void *ud) {
   C->default_eval = fn;
   C->default_eval_ud = ud;

@@ -211,6 +211,7 @@ static double flops(rg_opcode code, int nin, const rg_type *const *in, const rg_
   case RG_OP_OUTER: return numel(out);
   case RG_OP_GER: return 2 * numel(out);
   case RG_OP_SOFTMAX: case RG_OP_LOG_SOFTMAX: return 5 * numel(in[0]);
+  case RG_OP_OPAQUE: return numel(out); /* unknown work: one per element made */
   default: break;
   }
   switch (rg_opcode_family(code)) {

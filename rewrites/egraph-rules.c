@@ -181,8 +181,12 @@ static pat *compile_op(rg_egraph *eg, eg_rule *r, rg_term t, bool rhs, int out) 
     p->hpat = h;
     if (!rhs) note_param_vars(r, h);
   } else {
-    const rg_op *op = rg_op_from_term(C, h);
-    if (!op) return NULL;
+    const rg_op *op = rg_graph_op_of(C, h);
+    if (!op) {
+      const char *why = rg_gc_sprintf("%s", rg_errmsg(C)); /* the message is rewritten */
+      rg_error(C, rg_errcode(C), "rule %s: %s", r->name, why);
+      return NULL;
+    }
     if (out >= op->nout) {
       rg_error(C, RG_ERR_SYNTAX, "rule %s: %s has no output %d", r->name, rg_to_string(h), out);
       return NULL;
@@ -585,7 +589,7 @@ static uint32_t instantiate_op(rg_egraph *eg, eg_rule *r, const pat *p, const ui
                                uint32_t into) {
   uint32_t head = p->opv ? binds[p->var] : p->head;
   if (p->hpat) {
-    const rg_op *op = rg_op_from_term(eg->C, subst_params(p->hpat, r, tb));
+    const rg_op *op = rg_graph_op_of(eg->C, subst_params(p->hpat, r, tb));
     if (!op) return EG_NONE;
     if (p->out >= op->nout) return EG_NONE;
     head = eg_intern_op(eg, op, p->out);
@@ -830,7 +834,7 @@ static bool op_term(rg_egraph *eg, rg_term t, const rg_op **op, int *out, rg_ter
   }
   if (has_pvar(h) || rg_is_var(h)) return false;
   *args = rg_cdr(t);
-  return (*op = rg_op_from_term(eg->C, h)) != NULL;
+  return (*op = rg_graph_op_of(eg->C, h)) != NULL;
 }
 
 /* Appends the tokens of answer term t (see eg_rule's ans); false when
@@ -1172,7 +1176,7 @@ static bool tpl_head(tpl_ctx *x, const rgk_tx *h, int level, pat *p) {
     return true;
   }
   if (h->op != TX_CONST || (rg_kind_of(h->k) != RG_K_SYMBOL && !rg_is_pair(h->k)) || has_pvar(h->k)) return false;
-  const rg_op *op = rg_op_from_term(x->eg->C, h->k);
+  const rg_op *op = rg_graph_op_of(x->eg->C, h->k);
   if (!op) {
     rg_clear_error(x->eg->C); /* not an op: the interpreter keeps it */
     return false;

@@ -154,6 +154,12 @@ static void test_multi_outputs_and_opaque(void **st) {
   v = rg_graph_eval(C, L3(sym("op1"), rg_var_term(x), rg_float(2.0)));
   if (!v) fail_msg("%s", rg_errmsg(C));
   assert_string_equal(rg_pprint_str(v), "op1(x, 2.0)");
+  /* the op a head names: built-in, declared opaque, or neither */
+  assert_ptr_equal(rg_graph_op_of(C, sym("op1")), op1);
+  assert_int_equal(rg_graph_op_of(C, sym("exp"))->code, RG_OP_EXP);
+  assert_null(rg_graph_op_of(C, sym("op2")));
+  assert_string_equal(rg_errmsg(C), "unknown op 'op2'");
+  rg_clear_error(C);
 }
 
 /* The same rule from the relational language, both directions. */

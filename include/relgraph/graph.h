@@ -901,6 +901,9 @@ rg_variable *rg_term_to_variable(rg_ctx *C, rg_term t);
 void rg_graph_install_evaluator(rg_ctx *C);
 /* Lets heads naming this opaque op evaluate in C. */
 void rg_graph_declare_opaque(rg_ctx *C, const rg_op *op);
+/* The op a head names in C: rg_op_from_term's, or an opaque op declared
+ * in C under that name; NULL with rg_op_from_term's error otherwise. */
+const rg_op *rg_graph_op_of(rg_ctx *C, rg_term head);
 /* Installs the evaluator and evaluates t to one graph variable (NULL with
  * an error on failure). */
 rg_variable *rg_graph_eval(rg_ctx *C, rg_term t);

@@ -193,6 +193,8 @@ typedef rg_term (*rg_evaluator)(rg_ctx *C, rg_term head, int nargs,
 /* Registers `fn` for etuples whose head is the symbol `head` (or, for a
  * foreign head, whose head is equal to it). */
 void rg_register_evaluator(rg_ctx *C, rg_term head, rg_evaluator fn, void *ud);
+/* The evaluator registered for `head` and its ud; false when none is. */
+bool rg_evaluator_of(rg_ctx *C, rg_term head, rg_evaluator *fn, void **ud);
 /* A fallback evaluator, called when no evaluator is registered for a head. */
 void rg_set_default_evaluator(rg_ctx *C, rg_evaluator fn, void *ud);
 /* Evaluates an etuple (or a list, read as an etuple) bottom-up; other terms
