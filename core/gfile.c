@@ -518,6 +518,7 @@ typedef struct writer {
   rg_fgraph *fg;
   rg_memo *names;   /* variable -> const char * (defined or input names) */
   rg_memo *used;    /* symbol -> itself: names taken */
+  rg_memo *wanted;  /* symbol -> itself: the graph's own names, never generated for another */
   rg_memo *depth;   /* variable -> inline depth + 1 */
   rg_memo *heads;   /* op -> its term as text (ops are shared by many nodes) */
   int next;
@@ -544,7 +545,7 @@ static const char *fresh_name(writer *w, const char *want) {
   }
   for (;;) {
     char *s = rgk_sprintf("t%d", ++w->next);
-    if (!rg_memo_get(w->used, rg_symbol(s))) {
+    if (!rg_memo_get(w->used, rg_symbol(s)) && !rg_memo_get(w->wanted, rg_symbol(s))) {
       rg_memo_put(w->used, rg_symbol(s), s);
       return s;
     }
@@ -646,6 +647,16 @@ static void write_shared_constants(writer *w, rg_node *const *order, size_t n) {
     }
 }
 
+/* The names the graph's inputs and values carry, so that a name made up
+ * for an unnamed value never takes one a value named later wants. */
+static void want_names(writer *w, rg_node *const *order, size_t n) {
+  for (int i = 0; i < w->fg->nin; i++)
+    if (w->fg->inputs[i]->name) rg_memo_put(w->wanted, rg_symbol(w->fg->inputs[i]->name), (void *)1);
+  for (size_t k = 0; k < n; k++)
+    for (int o = 0; o < order[k]->nout; o++)
+      if (order[k]->outputs[o]->name) rg_memo_put(w->wanted, rg_symbol(order[k]->outputs[o]->name), (void *)1);
+}
+
 /* Decides names and inline depths in topological order. */
 static void plan(writer *w, rg_node *const *order, size_t n) {
   for (size_t k = 0; k < n; k++) {
@@ -683,8 +694,11 @@ static void write_defines(writer *w, rg_node *const *order, size_t n) {
 }
 
 int rg_graph_write(rg_ctx *C, FILE *f, rg_fgraph *fg) {
-  writer w = {.f = f, .fg = fg, .names = rg_memo_new(), .used = rg_memo_new(), .depth = rg_memo_new(),
-              .heads = rg_memo_new()};
+  writer w = {.f = f, .fg = fg, .names = rg_memo_new(), .used = rg_memo_new(), .wanted = rg_memo_new(),
+              .depth = rg_memo_new(), .heads = rg_memo_new()};
+  size_t n;
+  rg_node *const *order = rg_fgraph_toposort(fg, &n);
+  want_names(&w, order, n);
   fputs("(graph\n", f);
   for (int i = 0; i < fg->nin; i++) {
     rg_variable *v = fg->inputs[i];
@@ -694,8 +708,6 @@ int rg_graph_write(rg_ctx *C, FILE *f, rg_fgraph *fg) {
     write_type(f, v->type);
     fputs(")\n", f);
   }
-  size_t n;
-  rg_node *const *order = rg_fgraph_toposort(fg, &n);
   write_opaque_decls(&w, order, n);
   plan(&w, order, n);
   write_shared_constants(&w, order, n);

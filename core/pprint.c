@@ -225,10 +225,16 @@ static void run(pp *p) {
 static void bind_shared(pp *p, int n, rg_variable *const *outs, rgk_stack *lines) {
   size_t nn;
   rg_node **order = rg_toposort(0, NULL, n, outs, &nn);
-  rg_memo *size = rg_memo_new(), *uses = rg_memo_new(), *taken = rg_memo_new();
+  rg_memo *size = rg_memo_new(), *uses = rg_memo_new(), *taken = rg_memo_new(), *named = rg_memo_new();
   for (size_t k = 0; k < nn; k++)
-    for (int i = 0; i < order[k]->nin; i++)
-      rg_memo_put(uses, order[k]->inputs[i], (void *)((uintptr_t)rg_memo_get(uses, order[k]->inputs[i]) + 1));
+    for (int i = 0; i < order[k]->nin; i++) {
+      const rg_variable *in = order[k]->inputs[i];
+      rg_memo_put(uses, in, (void *)((uintptr_t)rg_memo_get(uses, in) + 1));
+      if (!in->owner && in->name) rg_memo_put(taken, rg_symbol(in->name), (void *)in->name); /* printed as is */
+    }
+  for (size_t k = 0; k < nn; k++)
+    for (int o = 0; o < order[k]->nout; o++)
+      if (order[k]->outputs[o]->name) rg_memo_put(named, rg_symbol(order[k]->outputs[o]->name), (void *)1);
   int next = 0;
   for (size_t k = 0; k < nn; k++) {
     const rg_node *x = order[k];
@@ -244,7 +250,7 @@ static void bind_shared(pp *p, int n, rg_variable *const *outs, rgk_stack *lines
         const char *name = v->name && !rg_memo_get(taken, rg_symbol(v->name)) ? v->name : NULL;
         while (!name) {
           char *c = rgk_sprintf("t%d", ++next);
-          if (!rg_memo_get(taken, rg_symbol(c))) name = c;
+          if (!rg_memo_get(taken, rg_symbol(c)) && !rg_memo_get(named, rg_symbol(c))) name = c; /* nobody's name */
         }
         rg_memo_put(taken, rg_symbol(name), (void *)name);
         rg_memo_put(p->bound, v, (void *)name);
