@@ -436,9 +436,10 @@ static bool rows_at_least(V x, V n) {
  * is gone, slices would clamp such a count silently, so the rows of the
  * sequence stand for the trace only when it cannot be wrong. */
 static bool steps_fit(const rg_node *node, const rg_scan_info *s, int j) {
-  V n = node->inputs[0], x = node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, j)];
-  return nonneg(n) && rows_at_least(x, n);
+  return rgr_steps_fit(node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, j)], node->inputs[0]);
 }
+
+bool rgr_steps_fit(V x, V n) { return nonneg(n) && rows_at_least(x, n); }
 
 static int nit_sot_of_seq(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   (void)ud;

@@ -25,6 +25,11 @@ rg_variable *rgr_steps_rows(const rg_scan_info *s, rg_variable *n, rg_variable *
  * (same taps) or non-sequences repeat an outer value rebuilt reading each
  * once; 1 with out filled, 0 when none repeats. */
 int rgr_scan_merge_input_dups(rg_rewrite_run *run, rg_node *node, rg_variable **out);
+/* Whether n steps surely fit sequence x: n >= 0 and x has at least n
+ * rows, as far as the graph shows (scan-outputs.c).  A closed form
+ * reading x[:n] where a loop ran n steps must know it: the slice clamps
+ * where the loop fails. */
+bool rgr_steps_fit(rg_variable *x, rg_variable *n);
 /* A constant copied for another graph (a constant belongs to one). */
 rg_variable *rgr_copy_const(rg_ctx *C, rg_variable *x);
 /* An all-steps value aligned to rank ndim + 1, the time axis first

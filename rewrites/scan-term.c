@@ -591,6 +591,11 @@ static bool is_last_row(const rg_node *m) {
          m->op->ints[1] == -1 && m->inputs[0]->nclients <= 1;
 }
 
+/* Whether the steps' sum and the closed form's one product compute the
+ * same: float values of one dtype (an integer product wraps in each step
+ * on its own, and a sum of integers widens to int64). */
+static bool same_float(V a, V b) { return rg_dtype_is_float(a->type->dtype) && a->type->dtype == b->type->dtype; }
+
 static bool dot1_match(V v, dot1 *d) {
   if (!is_last_row(v->owner)) return false;
   V trace = v->owner->inputs[0];
@@ -609,13 +614,14 @@ static bool dot1_match(V v, dot1 *d) {
   if (o->owner->inputs[d->acc_first ? 0 : 1] != acc || !prod->owner || prod->owner->op->code != RG_OP_DOT ||
       prod->owner->inputs[0] != slice)
     return false;
+  if (!same_float(acc, prod)) return false;
   for (int k = 0; k < s.n_non_seqs; k++)
     if (rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)) == prod->owner->inputs[1]) {
       d->W = node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)];
       d->x = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SEQ, 0)];
       d->a0 = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, 0)];
       d->n = node->inputs[0];
-      return true;
+      return rgr_steps_fit(d->x, d->n);
     }
   return false;
 }
@@ -649,9 +655,9 @@ static bool dot1_unmatch(rg_ctx *C, V v, dot1 *d) {
     if (!p || p->op->code != RG_OP_DOT || !(sm = p->inputs[0]->owner) || sm->op->code != RG_OP_SUM ||
         sm->op->nints != 1 || sm->op->ints[0] != 0 || !(st = sm->inputs[0]->owner))
       continue;
-    V n = rows_stop(C, st);
-    if (!n) continue;
-    *d = (dot1){.x = st->inputs[0], .n = n, .W = p->inputs[1], .a0 = a->inputs[1 - i], .acc_first = i == 1};
+    V n = rows_stop(C, st), x = st->inputs[0];
+    if (!n || !same_float(x, p->inputs[1]) || !same_float(x, a->inputs[1 - i]) || !rgr_steps_fit(x, n)) continue;
+    *d = (dot1){.x = x, .n = n, .W = p->inputs[1], .a0 = a->inputs[1 - i], .acc_first = i == 1};
     return true;
   }
   return false;
@@ -715,7 +721,7 @@ static bool add_match(V v, pushadd *d) {
   V prod = o->owner->inputs[d->acc_first ? 1 : 0];
   if (o->owner->inputs[d->acc_first ? 0 : 1] != acc || !prod->owner || prod->owner->op->code != RG_OP_DOT) return false;
   V x = prod->owner->inputs[0], y = prod->owner->inputs[1];
-  if (x->type->ndim != 2 || y->type->ndim != 2) return false;
+  if (x->type->ndim != 2 || y->type->ndim != 2 || !same_float(acc, prod)) return false;
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++)
       if (i != j && x == rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_SEQ, i, 0)) &&
@@ -724,7 +730,7 @@ static bool add_match(V v, pushadd *d) {
         d->b = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SEQ, j)];
         d->a0 = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, 0)];
         d->n = node->inputs[0];
-        return true;
+        return rgr_steps_fit(d->a, d->n) && rgr_steps_fit(d->b, d->n);
       }
   return false;
 }
@@ -770,7 +776,8 @@ static bool add_unmatch(rg_ctx *C, V v, pushadd *d) {
         !is_laid(C, p->inputs[1], false, &d->b, &nb) || !rg_equal_computations(1, &na, &nb, 0, NULL, NULL))
       continue;
     d->n = na, d->a0 = a->inputs[1 - i], d->acc_first = i == 1;
-    return true;
+    if (same_float(d->a, d->b) && same_float(d->a, d->a0) && rgr_steps_fit(d->a, na) && rgr_steps_fit(d->b, na))
+      return true;
   }
   return false;
 }

@@ -329,6 +329,30 @@ static void test_dot1_nothing(void **st) {
   assert_int_equal(rewrite(fg, "scan_pushin"), 0); /* no slice of the rows: not the loop's form */
 }
 
+/* Where the closed form would not compute what the loop does: integer
+ * products wrap in each step (the sum of rows widens to int64); more
+ * steps than the sequence may have rows (the loop fails, a slice
+ * clamps); backwards, a stop past the rows or one that may be negative. */
+static void test_dot1_not_equal(void **st) {
+  (void)st;
+  const char *ints = "(input x int8 (7 3)) (input W int8 (3 4)) (input a0 float64 (4)) ";
+  rg_fgraph *fg = read_graph_over(ints, "(output ((subtensor -1) (scan (lambda (x_t acc W) (add acc (dot x_t W)))"
+                                        " (sequences x) (outputs-info a0) (non-sequences W))))");
+  assert_int_equal(rewrite(fg, "push_out_dot1"), 0);
+  const char *dyn = "(input x float64 (? 3)) (input W float64 (3 4)) (input a0 float64 (4)) (input n int64 ()) ";
+  fg = read_graph_over(dyn, "(output ((subtensor -1) (scan (lambda (x_t acc W) (add acc (dot x_t W)))"
+                            " (sequences x) (outputs-info a0) (non-sequences W) (n-steps n))))");
+  assert_int_equal(rewrite(fg, "push_out_dot1"), 0);
+  fg = read_graph_over(dyn, "(output (add a0 (dot ((sum 0) ((subtensor (0 ?)) x n)) W)))");
+  assert_int_equal(rewrite(fg, "scan_pushin"), 0);
+  fg = read_graph("(output (add h0 (dot ((sum 0) ((subtensor (0 10)) x)) W1)))"); /* x has 5 rows */
+  assert_int_equal(rewrite(fg, "scan_pushin"), 0);
+  rg_fgraph *ref = read_graph("(output (add h0 (dot ((sum 0) ((subtensor (0 4)) x)) W1)))");
+  fg = read_graph("(output (add h0 (dot ((sum 0) ((subtensor (0 4)) x)) W1)))");
+  assert_int_equal(rewrite(fg, "scan_pushin"), 1); /* 4 of 5 rows: a loop of 4 steps */
+  close_values(fg, ref, 1e-12);
+}
+
 /* ------------------------------------------------------------------ push_out_add */
 
 #define SUMPROD "((subtensor -1) (scan (lambda (a_t b_t acc) (add acc (dot a_t b_t))) (sequences A B)" \
@@ -350,6 +374,11 @@ static void test_push_add(void **st) {
   /* the whole trace read: the loop stays */
   fg = read_graph_over(in, "(output (scan (lambda (a_t b_t acc) (add acc (dot a_t b_t))) (sequences A B) (outputs-info P0)))");
   assert_int_equal(rewrite(fg, "push_out_add"), 0);
+  /* int8 products wrap in each step before the float accumulator adds
+   * them: no one product computes that */
+  in = "(input A int8 (5 2 3)) (input B int8 (5 3 4)) (input P0 float64 (2 4)) ";
+  fg = read_graph_over(in, "(output " SUMPROD ")");
+  assert_int_equal(rewrite(fg, "push_out_add"), 0);
 }
 
 int main(void) {
@@ -369,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_seq_lstm),
       cmocka_unit_test(test_dot1),
       cmocka_unit_test(test_dot1_nothing),
+      cmocka_unit_test(test_dot1_not_equal),
       cmocka_unit_test(test_push_add),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
