@@ -280,12 +280,14 @@ rg_rewriter *rg_db_query(rg_ctx *C, rg_rewrite_db *db, const char *qs) {
   query q;
   if (parse_query(C, qs, &q) || check_query(C, db, &q)) return NULL;
   rg_rewriter *rw = rgr_rewriter_new(rgr_sprintf("%s{%s}", db->name, qs), RW_SELECTION);
-  if (q.none) {
+  if (q.none || has(q.exclude, db->name)) {
     rw->sel = rg_gc_alloc(sizeof *rw->sel);
     rw->sel->name = db->name;
     rw->sel->equilibrium = db->equilibrium;
     return rw;
   }
-  rw->sel = select_db(C, db, &q, !q.include, NULL);
+  /* what no word includes stays out (Aesara's optdb); the database's own
+   * name includes all of it, as a nested database's name does */
+  rw->sel = select_db(C, db, &q, has(q.include, db->name), NULL);
   return rw;
 }

@@ -555,6 +555,12 @@ static void test_queries(void **st) {
                       "(0 + x); log1p{(inplace 0)}((A @ x))");
   /* exclusion of a whole database */
   assert_string_equal(std_rewrite(g, "fast_run -specialize"), "x; log1p{(inplace 0)}((A @ x))");
+  /* exclusions or requirements alone include nothing (Aesara's optdb:
+   * the union of no tags); the database's own name includes all of it */
+  assert_string_equal(std_rewrite(g, "-dot-to-blas"), "((x + 0) * 1); log((1 + (A @ x)))");
+  assert_string_equal(std_rewrite(g, "&stabilize"), "((x + 0) * 1); log((1 + (A @ x)))");
+  assert_string_equal(std_rewrite(g, "std -relational"), std_rewrite(g, "fast_run"));
+  assert_string_equal(std_rewrite(g, "fast_run -std"), "((x + 0) * 1); log((1 + (A @ x)))");
   /* errors: unknown names, empty queries, unknown databases, empty tags */
   assert_null(rg_db_query(C, rg_std_db(C), "no-such-tag"));
   assert_non_null(strstr(rg_errmsg(C), "no rewriter or tag named 'no-such-tag'"));
