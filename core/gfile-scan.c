@@ -216,7 +216,7 @@ static int read_result(step_ud *u, rg_term res, rg_variable **outs, rg_variable 
                             rg_type_str((*until)->type));
       continue;
     }
-    int rc = rgc_gf_eval_var(r, rg_is_pair(e) ? e : res, e, &outs[n++]);
+    int rc = rgc_gf_eval_var(r, rg_is_pair(e) ? e : rg_is_pair(res) ? res : u->f->lambda, e, &outs[n++]);
     if (rc) return rc;
   }
   return RG_OK;
