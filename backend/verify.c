@@ -37,7 +37,7 @@ static double cost_at(vg *v, int *rc) {
   rg_tensor *c = NULL;
   *rc = rg_function_call(v->cost_fn, v->point, &c);
   if (*rc != RG_OK) {
-    rg_error(v->C, *rc, "verify_grad: the cost failed: %s", rg_function_errmsg(v->cost_fn));
+    *rc = rg_error(v->C, RG_ERR_EVAL, "verify_grad: the cost failed: %s", rg_function_errmsg(v->cost_fn));
     return NAN;
   }
   double x = rg_tensor_get_f64(c, 0);
@@ -65,7 +65,7 @@ static rg_tensor *output_at(rg_ctx *C, int nin, rg_variable *const *inputs, rg_v
   if (!f) return NULL;
   rg_tensor *t = NULL;
   if (rg_function_call(f, values, &t) != RG_OK) {
-    rg_error(C, RG_ERR, "verify_grad: the output failed: %s", rg_function_errmsg(f));
+    rg_error(C, RG_ERR_EVAL, "verify_grad: the output failed: %s", rg_function_errmsg(f));
     t = NULL;
   }
   rg_function_free(f);
@@ -125,7 +125,7 @@ int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *
   /* symbolic problems (an op without a gradient) before running anything */
   if (rg_grad(C, rg_sum(out, -1, NULL), nin, inputs, &go, gv) != RG_OK) return RG_ERR_TYPE;
   rg_tensor *o0 = output_at(C, nin, inputs, out, values);
-  if (!o0) return RG_ERR;
+  if (!o0) return rg_errcode(C);
   rg_variable *P = projection(C, o0, out->type->dtype, o && o->seed ? o->seed : 0x5eed);
   rg_tensor_free(o0);
   rg_variable *cost = rg_sum(rg_mul(out, P), -1, NULL);

@@ -3,7 +3,7 @@
  * finite differences (rg_verify_grad).
  *
  *   relgraph check-grads --ops [--op NAME]... [--dtype D] [--trials N] [--seed S]
- *   relgraph check-grads GRAPH --wrt NAME... [--dtype D] [--trials N] [--seed S]
+ *   relgraph check-grads GRAPH --wrt NAME... [--size N] [--trials N] [--seed S]
  *
  * With --ops, every differentiable op of the op table is checked on random
  * inputs of random shapes, broadcasting included, as `check-rules --std`
@@ -11,7 +11,11 @@
  * shapes, axes and sizes) that a trial fills at random, in float64 and
  * float32 (or the --dtype given).  With a graph file, the gradients of its
  * first output with respect to the named inputs are checked at random
- * points (the inputs keep their declared dtypes; unknown sizes are drawn).
+ * points (the inputs keep their declared dtypes; every unknown size of a
+ * point is one size, --size or drawn from 1..4, as `run --size` gives).
+ * A point where the graph itself cannot be evaluated (a shape error, a
+ * loop longer than its sequence) is reported apart: it says nothing of
+ * the gradient.
  *
  * Inputs are drawn from a grid in [0.5, 1.5): values 0.502 + 0.004 k, no
  * two elements of one case equal, so no two are closer than 0.004 and none
@@ -36,9 +40,11 @@ void usage_check_grads(void) {
          "       relgraph check-grads GRAPH --wrt NAME... [OPTIONS]\n"
          "  --ops          check the gradient of every differentiable op on random graphs\n"
          "  --op NAME      with --ops: only this op (repeatable)\n"
-         "  --wrt NAME     with GRAPH: an input to differentiate against (repeatable)\n"
-         "  --dtype D      float64 or float32 (default: both)\n"
-         "  --trials N     random cases per op or graph and dtype (default 10)\n"
+         "  --wrt NAME...  with GRAPH: inputs to differentiate against (after GRAPH, several\n"
+         "                 names may follow one --wrt; the option is repeatable)\n"
+         "  --size N       with GRAPH: the size of its unknown dimensions (default: drawn, 1 to 4)\n"
+         "  --dtype D      with --ops: float64 or float32 (default: both; a graph keeps its dtypes)\n"
+         "  --trials N     random cases per op and dtype, or points of GRAPH (default 10)\n"
          "  --seed S       seed of the random draws (default 1)\n");
 }
 
@@ -247,6 +253,25 @@ static const char *inner_t(rng *r, const char *op, const char *dt) {
                      in("u", dt, s));
 }
 
+/* A loop: a sit-sot or a mit-sot state over a sequence read at one or
+ * two taps, a non-sequence, forwards or backwards, the whole trace or its
+ * last row read. */
+static const char *scan_t(rng *r, const char *op, const char *dt) {
+  (void)op;
+  int64_t d = 1 + below(r, 3), steps = 1 + below(r, 4);
+  bool two_taps = below(r, 2), mit = below(r, 2), back = below(r, 2), last = below(r, 2);
+  int64_t rows = steps + two_taps;
+  const char *state = mit ? "(h0 (taps -2 -1))" : "h0";
+  const char *params = cli_sprintf("(%s%s%s w)", two_taps ? "x0 x1 " : "x0 ", mit ? "h2 h1" : "h1", "");
+  const char *step = cli_sprintf("(tanh (add (mul h1 w) %s%s))", two_taps ? "(mul x0 x1)" : "x0",
+                                 mit ? " (mul 0.5 h2)" : "");
+  const char *loop = cli_sprintf("(scan (lambda %s %s) (sequences %s) (outputs-info %s) (non-sequences w)%s)", params,
+                                 step, two_taps ? "(x (taps 0 1))" : "x", state, back ? " (go-backwards #t)" : "");
+  return cli_sprintf("(graph (input x %s (%lld %lld)) (input h0 %s (%s%lld)) (input w %s (%lld)) (output %s))", dt,
+                     (long long)rows, (long long)d, dt, mit ? "2 " : "", (long long)d, dt, (long long)d,
+                     last ? cli_sprintf("((subtensor -1) %s)", loop) : loop);
+}
+
 typedef struct opcase { const char *op; tmpl_fn t; } opcase;
 
 static const opcase cases[] = {
@@ -262,6 +287,7 @@ static const opcase cases[] = {
     {"max", reduce_t}, {"min", reduce_t}, {"mean", reduce_t}, {"softmax", softmax_t},
     {"log_softmax", softmax_t}, {"dot", dot_t}, {"outer", outer_t}, {"gemm", blas3_t}, {"gemv", blas3_t},
     {"ger", blas3_t}, {"ifelse", ifelse_t}, {"composite", inner_t}, {"op_from_graph", inner_t},
+    {"scan", scan_t},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -274,11 +300,12 @@ typedef struct args {
   int nnames;
   bool op_named, wrt_named;
   const char *dtype;
-  int64_t trials, seed;
+  int64_t trials, seed, size;    /* size: of unknown dimensions (0: drawn) */
 } args;
 
-/* A failing case: its graph text, error and size. */
-typedef struct failure { const char *text, *msg; int64_t elements; } failure;
+/* A failing case: its graph text, the point (its inputs' values), error
+ * and size. */
+typedef struct failure { const char *text, *point, *msg; int64_t elements; } failure;
 
 /* The grid points one case has not used yet. */
 #define GRID 250
@@ -293,9 +320,10 @@ static double grid_value(rng *r, pool *p) {
   return 0.502 + 0.004 * k;
 }
 
-static rg_tensor *draw(rng *r, pool *p, const rg_type *t, int64_t *elements) {
+/* A value of type t; its unknown dimensions have size `unknown`. */
+static rg_tensor *draw(rng *r, pool *p, const rg_type *t, int64_t unknown, int64_t *elements) {
   int64_t shape[RG_MAX_NDIM];
-  for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d] >= 0 ? t->shape[d] : 1 + below(r, 4);
+  for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d] >= 0 ? t->shape[d] : unknown;
   rg_tensor *v = rg_tensor_new(t->dtype, t->ndim, shape);
   int64_t n = v ? rg_tensor_numel(v) : 0;
   for (int64_t i = 0; i < n; i++)
@@ -304,28 +332,54 @@ static rg_tensor *draw(rng *r, pool *p, const rg_type *t, int64_t *elements) {
   return v;
 }
 
+/* The values of a point, one input a line. */
+static const char *point_text(int nin, rg_variable *const *ins, rg_tensor *const *vals) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return "";
+  for (int i = 0; i < nin; i++) {
+    fprintf(f, "      %s = ", ins[i]->name ? ins[i]->name : "?");
+    rg_tensor_fprint(f, vals[i]);
+    fputc('\n', f);
+  }
+  fclose(f);
+  const char *s = cli_sprintf("%s", buf ? buf : "");
+  free(buf);
+  return s;
+}
+
 /* One check: the gradients of the graph's first output with respect to
- * its float inputs at a random point.  Returns true when it passed. */
-static bool check_graph(rg_ctx *C, rng *r, rg_fgraph *fg, const char *text, failure *worst) {
+ * its float inputs at a random point (unknown sizes `unknown`).  Returns
+ * RG_OK when it passed, RG_ERR_EVAL when the graph could not be evaluated
+ * there, else an error, the smallest case kept in worst. */
+static int check_graph(rg_ctx *C, rng *r, rg_fgraph *fg, const char *text, int64_t unknown, failure *worst) {
   int nin = rg_fgraph_ninputs(fg);
   rg_variable **ins = rg_gc_alloc((size_t)(nin + 1) * sizeof *ins), *out = rg_fgraph_output(fg, 0);
   rg_tensor **vals = calloc((size_t)(nin + 1), sizeof *vals);
   int64_t elements = 0;
   pool p = {.left = GRID};
-  for (int i = 0; i < nin; i++) vals[i] = draw(r, &p, (ins[i] = rg_fgraph_input(fg, i))->type, &elements);
+  for (int i = 0; i < nin; i++) vals[i] = draw(r, &p, (ins[i] = rg_fgraph_input(fg, i))->type, unknown, &elements);
   rg_fgraph_release(fg);
   rg_verify_opts o = {.seed = rnd(r) | 1};
   rg_clear_error(C);
   int rc = rg_verify_grad(C, nin, ins, out, vals, &o, NULL);
+  if (rc != RG_OK && (!worst->text || elements < worst->elements))
+    *worst = (failure){text, point_text(nin, ins, vals), cli_sprintf("%s", rg_errmsg(C)), elements};
   for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
   free(vals);
-  if (rc == RG_OK) return true;
-  if (!worst->text || elements < worst->elements) *worst = (failure){text, cli_sprintf("%s", rg_errmsg(C)), elements};
-  return false;
+  return rc;
 }
 
 static void print_failure(const failure *f) {
-  printf("    %s\n    smallest failing case:\n      %s\n", f->msg, f->text);
+  printf("    %s\n    smallest failing case:\n", f->msg);
+  for (const char *s = f->text; *s;) { /* each line indented */
+    const char *e = strchr(s, '\n');
+    int n = e ? (int)(e - s) : (int)strlen(s);
+    if (n) printf("      %.*s\n", n, s);
+    s += n + (e != NULL);
+  }
+  if (f->point && f->point[0]) printf("    at\n%s", f->point);
 }
 
 /* Runs one op's template `trials` times per dtype. */
@@ -341,10 +395,10 @@ static bool check_op(rg_ctx *C, const args *a, int k, int *graphs) {
       rg_fgraph *fg = rg_graph_read(C, cases[k].op, text, strlen(text));
       if (!fg) {
         failed++;
-        if (!worst.text) worst = (failure){text, cli_sprintf("%s", rg_errmsg(C)), 0};
+        if (!worst.text) worst = (failure){text, NULL, cli_sprintf("%s", rg_errmsg(C)), 0};
         continue;
       }
-      failed += !check_graph(C, &r, fg, text, &worst);
+      failed += check_graph(C, &r, fg, text, 1, &worst) != RG_OK;
     }
   }
   *graphs = n;
@@ -417,12 +471,13 @@ static int check_file(rg_ctx *C, const args *a) {
   }
   rg_fgraph_release(fg);
   rng r = {(uint64_t)a->seed};
-  failure worst = {0};
-  int failed = 0;
+  failure worst = {0}, unevaluated = {0};
+  int failed = 0, skipped = 0;
   for (int t = 0; t < a->trials; t++) {
     rg_memo *memo = rg_memo_new();
     pool p = {.left = GRID};
     int nn = 0;
+    int64_t unknown = a->size ? a->size : 1 + below(&r, 4);
     for (int i = 0; i < nin; i++) {
       bool is_named = false;
       for (int w = 0; w < a->nnames; w++) is_named |= all[i]->name && !strcmp(all[i]->name, a->names[w]);
@@ -431,18 +486,33 @@ static int check_file(rg_ctx *C, const args *a) {
         continue;
       }
       int64_t e = 0;
-      rg_tensor *v = draw(&r, &p, all[i]->type, &e);
+      rg_tensor *v = draw(&r, &p, all[i]->type, unknown, &e);
       rg_memo_put(memo, all[i], rg_constant(C, v));
       rg_tensor_free(v);
     }
     if (rg_clone(C, nn, named, 1, &out, memo, 0, &fixed) != RG_OK) return cli_error("check-grads", "%s", rg_errmsg(C)), EXIT_INPUT;
     rg_fgraph *g = rg_fgraph_new(C, nn, named, 1, &fixed, 0);
     if (!g) return cli_error("check-grads", "%s", rg_errmsg(C)), EXIT_INPUT;
-    failed += !check_graph(C, &r, g, a->graph, &worst);
+    const char *text = rg_graph_to_string(C, g); /* the case: the other inputs as constants */
+    failure one = {0};
+    int rc = check_graph(C, &r, g, text ? text : a->graph, unknown, &one);
+    if (rc == RG_OK) continue;
+    failure *keep = rc == RG_ERR_EVAL ? &unevaluated : &worst;
+    if (!keep->text || one.elements < keep->elements) *keep = one;
+    skipped += rc == RG_ERR_EVAL;
+    failed += rc != RG_ERR_EVAL;
   }
-  if (!failed) printf("ok        %-20s %lld points\n", a->graph, (long long)a->trials);
+  int checked = a->trials - skipped;
+  if (!failed) printf("ok        %-20s %d points\n", a->graph, checked);
   else {
-    printf("FAILED    %-20s %d of %lld points\n    %s\n", a->graph, failed, (long long)a->trials, worst.msg);
+    printf("FAILED    %-20s %d of %d points\n", a->graph, failed, checked);
+    print_failure(&worst);
+  }
+  if (skipped) {
+    printf("NOT RUN   %-20s %d of %lld points: the graph cannot be evaluated there (unknown sizes %s)\n    %s\n",
+           a->graph, skipped, (long long)a->trials, a->size ? "as --size gives" : "drawn from 1 to 4; see --size",
+           unevaluated.msg);
+    if (!failed) return skipped == a->trials ? EXIT_INPUT : EXIT_OK;
   }
   return failed ? EXIT_FAILED : EXIT_OK;
 }
@@ -469,15 +539,22 @@ static int parse(int argc, char **argv, args *a) {
       if (strcmp(v, "float64") && strcmp(v, "float32"))
         return cli_error("check-grads", "--dtype must be float64 or float32, not '%s'", v), EXIT_USAGE;
       a->dtype = v;
+    } else if ((v = cli_option(argc, argv, &i, "--size", &missing))) {
+      if (!cli_parse_int("--size", v, 1, 1 << 20, &a->size)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--wrt", &missing))) {
       if (!add_name(a, v)) return EXIT_USAGE;
+      /* after the graph file, the words up to the next option are names too */
+      while (a->graph && i + 1 < argc && argv[i + 1][0] != '-')
+        if (!add_name(a, argv[++i])) return EXIT_USAGE;
       a->wrt_named = true;
     } else if ((v = cli_option(argc, argv, &i, "--op", &missing))) {
       if (!add_name(a, v)) return EXIT_USAGE;
       a->op_named = true;
     } else if (missing) return EXIT_USAGE;
     else if (argv[i][0] == '-' && argv[i][1]) return cli_error("check-grads", "unknown option '%s'", argv[i]), EXIT_USAGE;
-    else if (a->graph) return cli_error("check-grads", "one graph file at a time"), EXIT_USAGE;
+    else if (a->graph)
+      return cli_error("check-grads", "'%s': one graph file at a time (several inputs: GRAPH --wrt A B, or --wrt A --wrt B)",
+                       argv[i]), EXIT_USAGE;
     else a->graph = argv[i];
   }
   if (a->ops == (a->graph != NULL))
@@ -487,6 +564,10 @@ static int parse(int argc, char **argv, args *a) {
   if (a->graph && a->op_named)
     return cli_error("check-grads", "--op chooses ops with --ops; with a graph file, name its inputs with --wrt"), EXIT_USAGE;
   if (a->graph && !a->nnames) return cli_error("check-grads", "--wrt NAME is needed with a graph file"), EXIT_USAGE;
+  if (a->graph && a->dtype)
+    return cli_error("check-grads", "--dtype chooses the dtypes of --ops; a graph file keeps its inputs' dtypes"), EXIT_USAGE;
+  if (a->ops && a->size)
+    return cli_error("check-grads", "--size gives the unknown sizes of a graph file; --ops draws its own shapes"), EXIT_USAGE;
   return EXIT_OK;
 }
 

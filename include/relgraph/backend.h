@@ -156,7 +156,9 @@ int rg_eval_node(const rg_node *node, rg_tensor **outputs, char *err, size_t err
  * against central finite differences.  RG_OK when every float input's
  * every element agrees (absolute or relative error within the tolerance:
  * 1e-4 for float64, 1e-2 for float32, unless opts says otherwise); else
- * an error in C naming the input and element.  opts and report may be
+ * an error in C naming the input and element.  An output or cost that
+ * cannot be evaluated at the point (a shape error, a loop too long for its
+ * sequence) is RG_ERR_EVAL, not a wrong gradient.  opts and report may be
  * NULL. */
 typedef struct rg_verify_opts {
   double eps;      /* finite-difference step; 0: 1e-6 (float64), 1e-3 (float32) */
