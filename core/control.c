@@ -35,7 +35,10 @@ int rgc_control_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *con
   rgc_outs_alloc(out, n);
   for (int i = 0; i < n; i++) {
     const rg_type *a = in[1 + i]->type, *b = in[1 + n + i]->type;
-    if (a->dtype != b->dtype || a->ndim != b->ndim || a->device != b->device)
+    /* branches may live on different devices: the output lives where the
+     * `then` value does (join_types), and the linker moves the `else`
+     * value there */
+    if (a->dtype != b->dtype || a->ndim != b->ndim)
       return rgc_op_error(C, *op, "branches of output %d differ: %s and %s", i, rg_type_str(a),
                           rg_type_str(b));
     out->types[i] = join_types(a, b);
