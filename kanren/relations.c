@@ -1003,6 +1003,120 @@ static rg_goal *eq_assoc_args_impl(rg_ctx *C, const rg_term *w, void *ud) {
   return any_eq(b, &cands);
 }
 
+/* ------------------------------------------------------------------ commutative arguments */
+
+/* Python kanren's permuteo with no_ident, the rands goal of its eq_comm:
+ * the permutations of the proper list among a and b (a's first) in
+ * itertools.permutations order (by position, lexicographically), the
+ * identity left out, one disjunction of (== other permutation), so the
+ * answers come in that order.  With both lists known, elements equal on
+ * both sides cancel first (Python's Counter difference); if all cancel,
+ * the goal succeeds once; ground lists are compared, not enumerated.
+ * Lists longer than COMM_MAX_EAGER, or neither side a list yet, take the
+ * library's permuteo (a different order). */
+#define COMM_MAX_EAGER 8
+
+/* Counts of t in the n terms v, by rg_equal. */
+static int64_t count_of(rg_term t, const rg_term *v, int64_t n) {
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; i++) c += rg_equal(t, v[i]);
+  return c;
+}
+
+/* Python's Counter(a) - Counter(b) as elements: each distinct element of
+ * a (first occurrences in order), repeated by how many more times it
+ * occurs in a than in b.  *ndistinct: distinct elements of the result. */
+static rg_term *multiset_minus(const rg_term *a, int64_t na, const rg_term *b, int64_t nb, int64_t *n,
+                               int64_t *ndistinct) {
+  rg_term *out = rgk_alloc((size_t)(na + 1) * sizeof *out);
+  *n = 0, *ndistinct = 0;
+  for (int64_t i = 0; i < na; i++) {
+    if (count_of(a[i], a, i)) continue; /* not the first occurrence */
+    int64_t extra = count_of(a[i], a, na) - count_of(a[i], b, nb);
+    if (extra > 0) (*ndistinct)++;
+    for (int64_t k = 0; k < extra; k++) out[(*n)++] = a[i];
+  }
+  return out;
+}
+
+static int64_t distinct_count(const rg_term *a, int64_t n) {
+  int64_t d = 0;
+  for (int64_t i = 0; i < n; i++) d += !count_of(a[i], a, i);
+  return d;
+}
+
+/* The next permutation of idx[0..n) in lexicographic order; false after
+ * the last. */
+static bool next_perm(int *idx, int n) {
+  int i = n - 2;
+  while (i >= 0 && idx[i] > idx[i + 1]) i--;
+  if (i < 0) return false;
+  int j = n - 1;
+  while (idx[j] < idx[i]) j--;
+  int t = idx[i];
+  idx[i] = idx[j], idx[j] = t;
+  for (int l = i + 1, r = n - 1; l < r; l++, r--) t = idx[l], idx[l] = idx[r], idx[r] = t;
+  return true;
+}
+
+/* (== other p) for the permutations p of v, in order (the first skipped
+ * with skip_first, or moved second with ident_second: Python's conde of
+ * permuteo and eq interleaves so); or, when other is ground too, whether
+ * it is one. */
+static rg_goal *perms_eq(rg_term other, const rg_term *v, int64_t n, bool skip_first, bool ground,
+                         bool ident_second) {
+  RGK_LOCAL_STACK(cands, 16);
+  int idx[COMM_MAX_EAGER];
+  for (int i = 0; i < n; i++) idx[i] = i;
+  rg_term *p = rgk_alloc((size_t)(n + 1) * sizeof *p);
+  for (bool more = true, first = true; more; more = next_perm(idx, (int)n), first = false) {
+    if (first && skip_first) continue;
+    for (int i = 0; i < n; i++) p[i] = v[idx[i]];
+    rg_term c = rg_list((int)n, p);
+    if (ground && rg_equal(c, other)) return rg_succeed();
+    if (!ground) rgk_push(&cands, RGK_W(c));
+    if (first && ident_second && n > 1 && next_perm(idx, (int)n)) { /* the next one first */
+      for (int i = 0; i < n; i++) p[i] = v[idx[i]];
+      rg_term d = rg_list((int)n, p);
+      cands.v[cands.n - 1] = RGK_W(d);
+      rgk_push(&cands, RGK_W(c));
+    }
+  }
+  return ground ? rg_fail() : any_eq(other, &cands);
+}
+
+/* The elements of proper list l (n of them). */
+static rg_term *items(rg_term l, int64_t n) {
+  rg_term *v = rgk_alloc((size_t)(n + 1) * sizeof *v);
+  for (int64_t i = 0; i < n; i++, l = rgk_cdr(l)) v[i] = rgk_car(l);
+  return v;
+}
+
+/* w: a b ident.  ident #t: the identity too, second (see perms_eq). */
+static rg_goal *comm_args_impl(rg_ctx *C, const rg_term *w, void *ud) {
+  (void)C;
+  rgk_global *fallback = ud;
+  rg_term a = w[0], b = w[1], al = proper_list(a), bl = proper_list(b);
+  bool ident = w[2] != RG_FALSE;
+  int64_t na = al ? rgk_length(al) : -1, nb = bl ? rgk_length(bl) : -1;
+  if (na > 0 && nb > 0 && na != nb) return rg_fail();
+  if ((!al && !bl) || (al ? na : nb) > COMM_MAX_EAGER)
+    return ident ? rg_disj2(rg_eq(a, b), rg_call(fallback->value, 2, w)) : rg_call(fallback->value, 2, w);
+  if (!al) return perms_eq(a, items(bl, nb), nb, !ident, false, ident);
+  rg_term *va = items(al, na);
+  if (!bl) return perms_eq(b, va, na, !ident, false, ident);
+  if (rg_equal(al, bl)) return ident ? rg_succeed() : rg_fail();
+  rg_term *vb = items(bl, nb);
+  int64_t nra, nrb, da, db;
+  rg_term *ra = multiset_minus(va, na, vb, nb, &nra, &da), *rb = multiset_minus(vb, nb, va, na, &nrb, &db);
+  bool skip = true;
+  if (!nra && !nrb) return rg_succeed();
+  if (da < distinct_count(va, na)) va = ra, na = nra, vb = rb, nb = nrb, skip = false;
+  rg_term other = rg_list((int)nb, vb);
+  rg_goal *g = perms_eq(other, va, na, skip, rgk_ground(rg_list((int)na, va)) && rgk_ground(other), false);
+  return ident ? rg_disj2(g, rg_eq(a, b)) : g;
+}
+
 /* ------------------------------------------------------------------ installation */
 
 typedef struct projector {
@@ -1069,4 +1183,6 @@ void rgk_install_builtins(rg_interp *I) {
   assoc_env *env = rgk_alloc(sizeof *env);
   env->listo = rgk_table_get(&I->lib, rg_symbol("listo"), true); /* defined by the prelude */
   env->self = define_projecting(I, "%eq-assoc-args", 5, eq_assoc_args_impl, env);
+  rgk_global *fallback = rgk_table_get(&I->lib, rg_symbol("%comm-args-fallback"), true); /* the prelude's */
+  define_projecting(I, "%comm-args", 3, comm_args_impl, fallback);
 }

@@ -268,6 +268,11 @@ static void test_eq_comm(void **st) {
   check("(run* (q) (eq-comm '(c (c 1 2) 3) q))",
         "((c 3 (c 1 2)) (c (c 1 2) 3) (c (c 2 1) 3) (c 3 (c 2 1)))");
   check("(run* (q) (eq-comm '(c 1 1) q))", "((c 1 1))");
+  /* three or more arguments: Python kanren's order, permutations as
+   * itertools.permutations makes them (the term itself second) */
+  check("(run* (q) (eq-comm '(c 1 2 3) q))", "((c 1 3 2) (c 1 2 3) (c 2 1 3) (c 2 3 1) (c 3 1 2) (c 3 2 1))");
+  check("(run* (x y z) (eq-comm `(c ,x ,y ,z) '(c 1 2 3)))",
+        "((1 3 2) (1 2 3) (2 1 3) (2 3 1) (3 1 2) (3 2 1))");
   check("(run 2 (x y) (eq-comm x y))", "((_.0 _.0) (((add _.0 _.1) (add _.1 _.0)) (=/= ((_.0 _.1)))))");
 }
 
@@ -328,6 +333,11 @@ static void test_eq_assoccomm(void **st) {
   check("(run* (q) (eq-assoccomm '(ac 3 (ac 1 2)) '(ac 1 2 3)))", "(_.0)");
   check("(run* (q) (eq-assoccomm '(ac 1 1) '(other 1 1)))", "()");
   check("(run* (x) (eq-assoccomm '(ac 3 (ac 1 2)) `(ac 1 ,x 3)))", "(2)");
+  /* Python kanren's docstring example, in its order; and the first
+   * permutation before the term itself */
+  check("(run* (x) (eq-assoccomm '(ac 1 2 3) `(ac 1 ,x)))", "((ac 3 2) (ac 2 3))");
+  check("(run* (q) (eq-assoccomm '(mul 2 (ac 1 3)) q))",
+        "((mul (ac 1 3) 2) (mul 2 (ac 1 3)) (mul 2 (ac 3 1)) (mul (ac 3 1) 2))");
   check("(run* (x y) (eq-assoccomm `(mul (add 1 ,x) ,y) '(mul 2 (add 3 1))))", "((3 2))");
   assert_int_equal(count("(run* (x y z) (eq-assoccomm `(add ,x (mul ,y ,z)) '(add (mul 2 3) 4 5 6)))"),
                    12);
