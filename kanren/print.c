@@ -11,16 +11,36 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* Floats print as Racket writes them: the fewest digits that read back
+ * to the same double; positional from 1e-4 to below 1e14 (1e13 is
+ * 10000000000000.0, 1e14 is 1e+14; 0.0001, but 1e-5), else with an
+ * exponent, unpadded. */
 void rgk_print_float(FILE *f, double d) {
   if (isnan(d)) { fputs("+nan.0", f); return; }
   if (isinf(d)) { fputs(d > 0 ? "+inf.0" : "-inf.0", f); return; }
-  char buf[40];
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, d);
+  if (d == 0) { fputs(signbit(d) ? "-0.0" : "0.0", f); return; }
+  char buf[40], dig[24];
+  for (int prec = 1; prec <= 17; prec++) { /* d.ddde+X, shortest */
+    snprintf(buf, sizeof buf, "%.*e", prec - 1, d);
     if (strtod(buf, NULL) == d) break;
   }
-  fputs(buf, f);
-  if (!strpbrk(buf, ".eEn")) fputs(".0", f);
+  const char *p = buf + (buf[0] == '-');
+  int nd = 0;
+  for (; *p != 'e'; p++)
+    if (*p != '.') dig[nd++] = *p;
+  while (nd > 1 && dig[nd - 1] == '0') nd--;
+  dig[nd] = 0;
+  int x = atoi(p + 1);
+  if (d < 0) fputc('-', f);
+  if (x >= 0 && x <= 13) { /* positional, integral part first */
+    for (int i = 0; i <= x; i++) fputc(i < nd ? dig[i] : '0', f);
+    fprintf(f, ".%s", nd > x + 1 ? dig + x + 1 : "0");
+  } else if (x < 0 && -x - 1 <= 3) {
+    fprintf(f, "0.%.*s%s", -x - 1, "000", dig);
+  } else {
+    fprintf(f, "%c%s%s", dig[0], nd > 1 ? "." : "", dig + 1);
+    fprintf(f, "e%c%d", x < 0 ? '-' : '+', x < 0 ? -x : x);
+  }
 }
 
 static void print_string(FILE *f, rg_term t) {

@@ -298,9 +298,9 @@ static bool atom_equal(rg_term a, rg_term b) {
   if (rgk_is_int(a) && rgk_is_int(b)) return rg_int_value(a) == rg_int_value(b);
   if (ta != tb || ta == 0) return false;
   switch (ta) {
-  case RGK_T_FLOAT: { /* NaN equals NaN, as Racket's equal? has it */
+  case RGK_T_FLOAT: { /* as Racket's equal?: NaN equals NaN, 0.0 is not -0.0 */
     double x = ((rgk_float *)a)->v, y = ((rgk_float *)b)->v;
-    return x == y || (isnan(x) && isnan(y));
+    return (x == y && signbit(x) == signbit(y)) || (isnan(x) && isnan(y));
   }
   case RGK_T_STRING: {
     rgk_string *x = (rgk_string *)a, *y = (rgk_string *)b;

@@ -24,6 +24,18 @@ static void test_atoms_print(void **st) {
   assert_show(rg_float(0.1), "0.1");
   assert_show(rg_float(-2.5e300), "-2.5e+300");
   assert_show(rg_float(INFINITY), "+inf.0");
+  /* as Racket writes them: shortest digits, positional from 1e-4 to 1e14 */
+  assert_show(rg_float(1e-5), "1e-5");
+  assert_show(rg_float(5e-324), "5e-324");
+  assert_show(rg_float(1e13), "10000000000000.0");
+  assert_show(rg_float(1e14), "1e+14");
+  assert_show(rg_float(0.00012), "0.00012");
+  assert_show(rg_float(-12345600.0), "-12345600.0");
+  assert_show(rg_float(-0.0), "-0.0");
+  assert_show(rg_float(1.7976931348623157e308), "1.7976931348623157e+308");
+  /* equal? as Racket's: NaN is NaN, 0.0 is not -0.0 */
+  assert_true(rg_equal(rg_float(NAN), rg_float(NAN)));
+  assert_false(rg_equal(rg_float(0.0), rg_float(-0.0)));
   assert_show(rg_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
   assert_show(rg_symbol("foo"), "foo");
   assert_show(RG_NIL, "()");
