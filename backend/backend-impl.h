@@ -167,12 +167,12 @@ typedef struct rgb_bound {
 /* The interface every backend implements (ggml-backend's model), listed
  * in backend/registry.c.  Slots marked (optional) may be NULL.  `ctx` is
  * the backend object's own context, made by init. */
-#define RGB_BACKEND_ABI 5
+#define RGB_BACKEND_ABI 6
 typedef struct rgb_backend {
   uint32_t abi;                 /* RGB_BACKEND_ABI */
   const char *name;             /* "cpu", "mirror", "cuda" */
   rg_device device;             /* where its buffers live (cuda: device 0; init picks another) */
-  bool (*available)(char *why, size_t len);          /* (optional) false + reason if unusable here */
+  bool (*available)(int ordinal, char *why, size_t len); /* (optional) false + reason if device `ordinal` is unusable here */
   /* (optional) makes the context for a backend named spec ("cuda:1");
    * 0, or an error with the reason in why. */
   int (*init)(const char *spec, void **ctx, rg_device *device, char *why, size_t len);

@@ -63,7 +63,7 @@ bool rg_backend_available(const char *name, char *why, size_t len) {
   int ordinal;
   if (rgb_device_ordinal(name, &ordinal))
     return rg_say(why, len, "bad device in '%s' (%s or %s:N, N a device number)", name, b->name, b->name);
-  return !b->available || b->available(why, len);
+  return !b->available || b->available(ordinal, why, len);
 }
 
 /* ------------------------------------------------------------------ objects */

@@ -188,6 +188,15 @@ static void test_loop_without_host_waits(void **st) {
   rg_function_free(g);
 }
 
+/* Availability of a numbered device: the driver has two. */
+static void test_device_numbers(void **st) {
+  (void)st;
+  char why[256];
+  assert_true(rg_backend_available("cuda:1", why, sizeof why));
+  assert_false(rg_backend_available("cuda:2", why, sizeof why));
+  assert_string_equal(why, "no CUDA device 2 (2 present)");
+}
+
 /* cuBLAS named but missing: compiling a product says so. */
 static void test_missing_cublas(void **st) {
   (void)st;
@@ -352,6 +361,7 @@ int main(void) {
       cmocka_unit_test(test_ifelse_and_scan),
       cmocka_unit_test(test_loop_without_host_waits),
       cmocka_unit_test(test_device_outputs_and_targets),
+      cmocka_unit_test(test_device_numbers),
       cmocka_unit_test(test_missing_cublas),
       cmocka_unit_test(test_unloadable_cache_entry),
       cmocka_unit_test(test_examples),

@@ -105,11 +105,12 @@ static int device_count(rgcu_drv *d, char *why, size_t len) {
   return n;
 }
 
-static bool cuda_available(char *why, size_t len) {
+static bool cuda_available(int ordinal, char *why, size_t len) {
   rgcu_drv d;
   if (!drv_open(&d, why, len)) return false;
   int n = device_count(&d, why, len);
   if (n < 0) return false;
+  if (ordinal >= n) return rg_say(why, len, "no CUDA device %d (%d present)", ordinal, n);
   rgcu_nvrtc *nv = rgcu_nvrtc_open(why, len);
   if (!nv) return false;
   rgcu_nvrtc_close(nv);
