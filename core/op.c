@@ -279,7 +279,7 @@ const rg_op *rg_op_reshape(int ndim) {
 const rg_op *rg_op_flatten(int ndim) {
   return ndim >= 1 && ndim <= RG_MAX_NDIM ? one_int(RG_OP_FLATTEN, ndim) : NULL;
 }
-const rg_op *rg_op_shape_i(int dim) { return dim >= 0 ? one_int(RG_OP_SHAPE_I, dim) : NULL; }
+const rg_op *rg_op_shape_i(int dim) { return one_int(RG_OP_SHAPE_I, dim); } /* negative: from the end */
 const rg_op *rg_op_join(int axis) { return one_int(RG_OP_JOIN, axis); }
 const rg_op *rg_op_split(int axis, int n) {
   if (n < 1) return NULL;
@@ -600,7 +600,6 @@ static const rg_op *parse_by_kind(rg_ctx *C, const rg_op_class *cls, rg_term ps)
     op = len == 1 && parse_ints(ps, v, 1, false) == 1 ? one_int(cls->code, v[0]) : NULL;
     if (op && cls->code == RG_OP_RESHAPE) op = rg_op_reshape((int)v[0]);
     if (op && cls->code == RG_OP_FLATTEN) op = rg_op_flatten((int)v[0]);
-    if (op && cls->code == RG_OP_SHAPE_I) op = v[0] >= 0 ? op : NULL;
     break;
   case PK_INT2:
     op = len == 2 && parse_ints(ps, v, 2, false) == 2 && v[1] >= 1 && v[1] <= INT32_MAX
@@ -608,6 +607,9 @@ static const rg_op *parse_by_kind(rg_ctx *C, const rg_op_class *cls, rg_term ps)
     break;
   case PK_AXES: {
     int n = parse_ints(ps, v, RG_MAX_NDIM, false);
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < i; j++)
+        if (v[i] == v[j]) return parse_error(C, cls, "names an axis twice", ps);
     op = n < 0 ? NULL : rg_op_reduce(cls->code, n, v); /* (sum): no axes; sum: every axis */
     break;
   }

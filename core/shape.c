@@ -124,12 +124,15 @@ static int flatten_make_node(rg_ctx *C, const rg_op *op, rg_variable *x, rgc_out
 
 /* ------------------------------------------------------------------ shape, shape_i */
 
-static int shape_make_node(rg_ctx *C, const rg_op *op, rg_variable *x, rgc_outs *out) {
-  int64_t n = x->type->ndim;
-  if (op->code == RG_OP_SHAPE) return rgc_outs_set1(out, rg_type_new(RG_INT64, 1, &n));
-  if (op->ints[0] >= n)
-    return rgc_op_error(C, op, "dimension %lld is out of range for an input with %d dimensions",
-                        (long long)op->ints[0], (int)n);
+/* shape_i's dimension counts from the end when negative, normalised here
+ * as an axis is. */
+static int shape_make_node(rg_ctx *C, const rg_op **op, rg_variable *x, rgc_outs *out) {
+  int64_t n = x->type->ndim, d = (*op)->code == RG_OP_SHAPE_I ? (*op)->ints[0] : 0;
+  if ((*op)->code == RG_OP_SHAPE) return rgc_outs_set1(out, rg_type_new(RG_INT64, 1, &n));
+  if (d >= n || d < -n)
+    return rgc_op_error(C, *op, "dimension %lld is out of range for an input with %d dimensions",
+                        (long long)d, (int)n);
+  if (d < 0) *op = rg_op_shape_i((int)(d + n));
   return rgc_outs_set1(out, rg_type_scalar(RG_INT64));
 }
 
@@ -389,7 +392,7 @@ int rgc_shape_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const
   case RG_OP_DIMSHUFFLE: return dimshuffle_make_node(C, o, in[0], out);
   case RG_OP_RESHAPE: return reshape_make_node(C, o, in[0], in[1], out);
   case RG_OP_FLATTEN: return flatten_make_node(C, o, in[0], out);
-  case RG_OP_SHAPE: case RG_OP_SHAPE_I: return shape_make_node(C, o, in[0], out);
+  case RG_OP_SHAPE: case RG_OP_SHAPE_I: return shape_make_node(C, op, in[0], out);
   case RG_OP_ALLOC: return alloc_make_node(C, o, nin, in, out);
   case RG_OP_ALLOC_EMPTY: return alloc_empty_make_node(C, o, nin, in, out);
   case RG_OP_MAKE_VECTOR: return make_vector_make_node(C, o, nin, in, out);

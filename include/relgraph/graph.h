@@ -445,7 +445,7 @@ const rg_op *rg_op_inplace(const rg_op *op, int input); /* same op destroying `i
 const rg_op *rg_op_dimshuffle(int n, const int64_t *order);
 const rg_op *rg_op_reshape(int ndim);
 const rg_op *rg_op_flatten(int ndim);
-const rg_op *rg_op_shape_i(int dim);
+const rg_op *rg_op_shape_i(int dim); /* dim < 0 counts from the end (normalised by make_node) */
 const rg_op *rg_op_alloc_empty(rg_dtype dt);
 const rg_op *rg_op_make_vector(rg_dtype dt);
 const rg_op *rg_op_join(int axis);
