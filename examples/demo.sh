@@ -11,7 +11,16 @@
 set -euo pipefail
 bin=${1:-relgraph}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-show() { echo "\$ relgraph $*"; "$bin" "$@"; echo; }
+# prints the command as it can be pasted (words with spaces quoted), runs it
+show() {
+  printf '$ relgraph'
+  for a in "$@"; do case $a in *' '*) printf " '%s'" "$a" ;; *) printf ' %s' "$a" ;; esac; done
+  echo
+  "$bin" "$@"
+  echo
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 echo "== 1. relational programs"
 for f in "$here"/kanren/*.kn; do
@@ -23,9 +32,9 @@ cd "$here/.."
 show print examples/graphs/dot_sum.graph
 # "-relational" leaves out the standard database's own copy of these rules
 show rewrite examples/graphs/dot_sum.graph --rules examples/rules/distribute.kn --query "distribute -relational" --trace
-"$bin" rewrite examples/graphs/dot_sum.graph --rules examples/rules/distribute.kn --query "distribute -relational" --format sexp > /tmp/relgraph-demo-distributed.graph
+"$bin" rewrite examples/graphs/dot_sum.graph --rules examples/rules/distribute.kn --query "distribute -relational" --format sexp > "$work/distributed.graph"
 echo "\$ relgraph rewrite (the distributed graph) --rules examples/rules/distribute.kn --query \"gather -relational\""
-"$bin" rewrite /tmp/relgraph-demo-distributed.graph --rules examples/rules/distribute.kn --query "gather -relational"
+"$bin" rewrite "$work/distributed.graph" --rules examples/rules/distribute.kn --query "gather -relational"
 echo
 echo "\$ relgraph rewrite examples/graphs/dot_sum.graph --rules examples/rules/distribute.kn   (both directions at once)"
 "$bin" rewrite examples/graphs/dot_sum.graph --rules examples/rules/distribute.kn || true
@@ -64,4 +73,3 @@ show run tests/golden/run/placement.graph --random 7 --backend mirror --placemen
 show run examples/graphs/mlp.graph --random 1 --backend mirror --placement
 # CUDA where a GPU is present; here, the reason it cannot run
 show run examples/graphs/mlp.graph --random 1 --backend cuda || true
-rm -f /tmp/relgraph-demo-distributed.graph

@@ -162,11 +162,13 @@ void rg_db_describe(const rg_rewrite_db *db, FILE *f);
  * query or one that names nothing known. */
 rg_rewriter *rg_db_query(rg_ctx *C, rg_rewrite_db *db, const char *query);
 
-/* The standard database, in order: merge, canonicalize, stabilize,
- * specialize, merge again.  Tags: fast_run (all of those), fast_compile
- * (canonicalize only), plus each entry's name, and the relational dot
- * distribution under `distribute` / `gather` (not in fast_run).  Built
- * once per context. */
+/* The standard database, in order: merge, canonicalize (the Scan
+ * rewrites included), stabilize, specialize, fusion, merge again, the
+ * relational rules, scan_inplace, inplace_elemwise.  Tags: fast_run (all
+ * but the distribution and the push-ins), fast_compile (merge and
+ * canonicalize), plus each entry's name; the relational dot distribution
+ * under `distribute` / `gather` and the Scan push-ins under `scan_pushin`
+ * (not in fast_run).  Built once per context. */
 rg_rewrite_db *rg_std_db(rg_ctx *C);
 
 /* ------------------------------------------------------------------ running */
@@ -204,8 +206,9 @@ typedef struct rg_rewrite_opts {
  * reported, never applied. */
 rg_rewrite_run *rg_rewrite(rg_fgraph *fg, rg_rewriter *rw, const rg_rewrite_opts *opts);
 rg_stop_reason rg_rewrite_stop(const rg_rewrite_run *run);
-/* A sentence: "equilibrium after 12 rewrites", "budget of dot-distribute
- * exhausted (800 uses)", "cycle between mul-comm and mul-comm-back". */
+/* A sentence: "equilibrium after 12 rewrites", "budget of grow exhausted
+ * (4 uses; max_use_ratio 2 x 2 nodes)", "cycle: the graph returned to an
+ * earlier state, ... (rules: ...)". */
 const char *rg_rewrite_stop_message(const rg_rewrite_run *run);
 int64_t rg_rewrite_count(const rg_rewrite_run *run);      /* rewrites applied */
 rg_ctx *rg_rewrite_ctx(const rg_rewrite_run *run);
