@@ -526,6 +526,57 @@ static rgk_tx *value_run(cc *k, scope *sc, rg_term form, bool star) {
   return t;
 }
 
+/* The name, parameters and goals of a relation definition inside a let
+ * body: (defrel (name . params) goal ...), (define (name . params) goal
+ * ...) or (define name (lambda params goal ...)); false for other forms. */
+static bool local_def(rg_term d, rg_term *name, rg_term *params, rg_term *goals) {
+  if (!rgk_is_pair(d) || !rgk_is_symbol(rgk_car(d)) || rgk_length(d) < 3) return false;
+  const char *h = rgk_symname(rgk_car(d));
+  rg_term target = nth(d, 1);
+  if ((!strcmp(h, "defrel") || !strcmp(h, "define")) && rgk_is_pair(target) && rgk_is_symbol(rgk_car(target))) {
+    *name = rgk_car(target), *params = rgk_cdr(target), *goals = rgk_cdr(rgk_cdr(d));
+    return true;
+  }
+  rg_term e = rgk_length(d) == 3 ? nth(d, 2) : RG_NIL;
+  if (!strcmp(h, "define") && rgk_is_symbol(target) && rgk_is_pair(e) && rgk_is_symbol(rgk_car(e)) &&
+      !strcmp(rgk_symname(rgk_car(e)), "lambda") && rgk_length(e) >= 3) {
+    *name = target, *params = nth(e, 1), *goals = rgk_cdr(rgk_cdr(e));
+    return true;
+  }
+  return false;
+}
+
+/* A let body of relation definitions and then one expression (Scheme's
+ * internal definitions): the relations see one another and themselves. */
+static rgk_tx *value_body_defs(cc *k, scope *sc, rg_term body) {
+  int64_t n = rgk_length(body) - 1;
+  if (n < 0) return cerr(k, RG_ERR_SYNTAX, "let in a value needs a body expression");
+  rg_term names = RG_NIL, l = body;
+  for (int64_t i = 0; i < n; i++, l = rgk_cdr(l)) {
+    rg_term name, params, goals;
+    if (!local_def(rgk_car(l), &name, &params, &goals))
+      return cerr(k, RG_ERR_SYNTAX, "in a let body only relation definitions (defrel, define) may come "
+                  "before the one expression: %s", rg_to_string(rgk_car(l)));
+    names = rg_cons(name, names);
+  }
+  scope *inner = scope_new(sc, rgk_reverse(names), k);
+  if (!inner) return NULL;
+  rgk_tx *t = tx_new(TX_LETREC);
+  t->idx = (uint32_t)n;
+  t->args = rgk_alloc((size_t)(n ? n : 1) * sizeof(rgk_tx *));
+  l = body;
+  for (int64_t i = 0; i < n; i++, l = rgk_cdr(l)) {
+    rg_term name, params, goals;
+    local_def(rgk_car(l), &name, &params, &goals);
+    rgk_lambda *lam = compile_lambda_in(k, inner, name, params, goals);
+    if (!lam) return NULL;
+    t->args[i] = tx_new(TX_LAMBDA);
+    t->args[i]->lam = lam;
+  }
+  t->a = compile_value(k, inner, rgk_car(l));
+  return t->a ? t : NULL;
+}
+
 static rgk_tx *value_let(cc *k, scope *sc, rg_term form) {
   if (!check_args(k, form, 2, -1)) return NULL;
   rg_term binds = nth(form, 1);
@@ -545,8 +596,7 @@ static rgk_tx *value_let(cc *k, scope *sc, rg_term form) {
   scope *inner = scope_new(sc, rgk_reverse(names), k);
   if (!inner) return NULL;
   rg_term body = rgk_cdr(rgk_cdr(form));
-  if (rgk_length(body) != 1) return cerr(k, RG_ERR_SYNTAX, "let in a value needs one body expression");
-  t->a = compile_value(k, sc = inner, rgk_car(body));
+  t->a = rgk_length(body) == 1 ? compile_value(k, inner, rgk_car(body)) : value_body_defs(k, inner, body);
   return t->a ? t : NULL;
 }
 

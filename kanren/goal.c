@@ -69,6 +69,16 @@ static rg_term eval_let(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   return rgk_tx_eval(C, t->a, f);
 }
 
+/* Relations defined inside a let body: each closure is made over the frame
+ * that holds them all, so they call themselves and one another. */
+static rg_term eval_letrec(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
+  rgk_frame *f = rgk_alloc(sizeof *f + t->idx * sizeof(rg_term));
+  f->up = env;
+  for (uint32_t i = 0; i < t->idx; i++)
+    if (!(f->v[i] = rgk_tx_eval(C, t->args[i], f))) return NULL;
+  return rgk_tx_eval(C, t->a, f);
+}
+
 /* (f arg ...) as a value: a primitive computes; a relation gives the goal
  * of calling it. */
 static rg_term eval_apply(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
@@ -121,6 +131,7 @@ rg_term rgk_tx_eval_full(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   case TX_LAMBDA: return rgk_closure(t->lam, env);
   case TX_PRIM: return eval_prim(C, t, env);
   case TX_LET: return eval_let(C, t, env);
+  case TX_LETREC: return eval_letrec(C, t, env);
   case TX_GOAL: return rgk_goal_value(t->goal, env);
   case TX_RUN: return rgk_eval_run(C, t, env);
   case TX_APPLY: return eval_apply(C, t, env);

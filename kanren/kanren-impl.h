@@ -413,6 +413,7 @@ enum {
   TX_LAMBDA, /* closure of lam over the current frame */
   TX_PRIM,   /* prim(args...) on the values of args */
   TX_LET,    /* args[0..idx) into a new frame, then a */
+  TX_LETREC, /* closures args[0..idx) over a new frame holding them, then a */
   TX_GOAL,   /* goal value of `goal` over the current frame */
   TX_RUN,    /* run: a = count (NULL: all), idx query variables, goal */
   TX_APPLY,  /* a(args...): a primitive's value, or a relation call's goal */

@@ -204,6 +204,18 @@ static void test_eval_and_define(void **st) {
   const char *e = tu_eval(I, "(eval-etuple (etuple eval-etuple))");
   assert_non_null(strstr(e, "eval-etuple expects 1 argument, got 0"));
   assert_string_equal(tu_eval(I, "(eval-etuple (etuple car '(1 2)))"), "1");
+  /* relations defined inside a let body (Scheme's internal definitions, as
+   * faster-miniKanren's tests write them) see themselves and one another */
+  assert_string_equal(tu_eval(I, "(let ((l '(1 2 3)))"
+                                 "  (define (mem x l) (fresh (a d) (== l `(,a . ,d)) (conde ((== a x)) ((mem x d)))))"
+                                 "  (define even (lambda (n) (conde ((== n '())) ((fresh (d) (== n `(s . ,d)) (odd d))))))"
+                                 "  (defrel (odd n) (fresh (d) (== n `(s . ,d)) (even d)))"
+                                 "  (run* (q) (mem q l) (even '(s s))))"),
+                      "(1 2 3)");
+  assert_string_equal(tu_eval(I, "(let () (defrel (foo x) (fresh (a) (=/= x a))) (run* (q) (fresh (a) (foo a))))"),
+                      "(_.0)");
+  assert_non_null(strstr(tu_eval(I, "(let () (car '(1)) 2)"),
+                         "in a let body only relation definitions (defrel, define) may come before the one expression"));
 }
 
 static void test_shadowing(void **st) {
