@@ -411,7 +411,7 @@ int rg_grad(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_opts *o, V 
   w.order = walk_order(&w, cost, o, &w.n);
   number_nodes(&w);
   for (int i = 0; i < nwrt; i++)
-    if (!rg_memo_get(w.consts, wrt[i])) set_depends(&w, wrt[i]);
+    set_depends(&w, wrt[i]); /* a wrt among the constants still gets its gradient (Aesara) */
   mark_dependents(&w);
   seed(&w, cost, o);
   for (size_t k = w.n; k-- > 0;)

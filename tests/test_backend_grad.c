@@ -348,6 +348,15 @@ static void test_constants_and_known(void **st) {
   assert_true(rg_tensor_get_f64(res, 0) == 9.0);
   rg_tensor_free(res);
   rg_function_free(f);
+  /* a wrt among the constants still gets its own gradient (Aesara's
+   * consider_constant stops the walk there, not the gradient): d(h x)/dh */
+  rg_variable *gh;
+  assert_int_equal(rg_grad(C, cost, 1, &h, &o, &gh), RG_OK);
+  f = rg_compile(C, 1, &x, 1, &gh, NULL);
+  assert_int_equal(rg_function_call(f, &in, &res), RG_OK);
+  assert_true(rg_tensor_get_f64(res, 0) == 3.0);
+  rg_tensor_free(res);
+  rg_function_free(f);
   /* start from a given gradient of h: dh/dx * 10 */
   rg_variable *ten = rg_constant_scalar(C, RG_FLOAT64, 10);
   rg_grad_opts k = {.nknown = 1, .known = &h, .known_grads = &ten};

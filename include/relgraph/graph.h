@@ -713,7 +713,9 @@ typedef struct rg_grad_opts {
   int nknown;
   rg_variable *const *known;
   rg_variable *const *known_grads;
-  /* Values treated as constants: no gradient flows through them. */
+  /* Values treated as constants: no gradient flows through them (past
+   * them to what they are computed from); one also in wrt still gets its
+   * own gradient, as Aesara's consider_constant. */
   int nconsts;
   rg_variable *const *consts;
 } rg_grad_opts;
