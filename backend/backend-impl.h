@@ -362,6 +362,7 @@ typedef struct rgb_link_opts {
   bool release;            /* release intermediates after their last use */
   bool plan;               /* plan the memory of intermediates (plan.c) */
   bool profile;
+  bool stack_vm;           /* run on the stack VM even when nothing is lazy */
   int nthreads;
   const rgb_codegen *codegen; /* NULL: the defaults */
 } rgb_link_opts;

@@ -277,6 +277,23 @@ static bool set_codegen(rg_ctx *C, rg_function *f, const rg_compile_opts *o) {
   return false;
 }
 
+/* The mode's linker: "auto" (NULL) picks the loop VM unless something is
+ * lazy (ifelse), "stack" forces the stack VM, "loop" the loop VM, which
+ * runs every node and so refuses an ifelse.  Sets *stack; false with an
+ * error for an unknown linker or a loop over an ifelse. */
+static bool choose_linker(rg_ctx *C, const rg_compile_opts *o, size_t n, rg_node *const *order, bool *stack) {
+  const char *lk = o && o->mode.linker ? o->mode.linker : "auto";
+  *stack = !strcmp(lk, "stack");
+  if (*stack || !strcmp(lk, "auto")) return true;
+  if (strcmp(lk, "loop"))
+    return rg_error(C, RG_ERR_TYPE, "unknown linker '%s' (auto, loop or stack)", lk), false;
+  for (size_t k = 0; k < n; k++)
+    if (order[k]->op->code == RG_OP_IFELSE)
+      return rg_error(C, RG_ERR_TYPE, "the loop linker runs every node and cannot run an ifelse lazily: "
+                      "use stack or auto"), false;
+  return true;
+}
+
 static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int nout,
                           rg_variable *const *outputs, const rg_compile_opts *o,
                           ptrvec *shared_vars) {
@@ -294,6 +311,8 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
   for (int j = 0; j < nallout; j++) outs[j] = rg_fgraph_output(fg, j);
   size_t nnodes;
   rg_node *const *order = rg_fgraph_toposort(fg, &nnodes);
+  bool stack;
+  if (!choose_linker(C, o, nnodes, order, &stack)) return NULL;
   rg_function *f = rg_calloc(1, sizeof *f);
   if (!f) return rg_error(C, RG_ERR_NOMEM, "out of memory"), NULL;
   if (!set_codegen(C, f, o)) {
@@ -308,7 +327,8 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
                       .release = !(o && o->keep_intermediates),
                       .plan = !(o && o->keep_intermediates),
                       .profile = o && o->profile,
-                      .nthreads = o ? o->nthreads : 1};
+                      .nthreads = o ? o->nthreads : 1,
+                      .stack_vm = stack};
   f->p = rgb_link((int)nnodes, order, nallin, ins, nallout, outs, &lo, err, sizeof err);
   if (!f->p) {
     rg_free((char *)f->codegen.cache_dir);

@@ -398,8 +398,14 @@ static bool check_inplace(linker *L) {
     rg_free(out);
     return lerr(L, "out of memory");
   }
-  for (int32_t k = 0; k < p->nthunks; k++)
-    for (int i = 0; i < p->thunks[k].node.nin; i++) readers[p->thunks[k].in_cells[i]]++;
+  for (int32_t k = 0; k < p->nthunks; k++) {
+    const rgb_thunk *t = &p->thunks[k];
+    for (int i = 0; i < t->node.nin; i++) {
+      bool again = false; /* an ifelse passes on one value: both branches count once */
+      for (int j = 0; j < i && t->kind == RGB_T_IFELSE; j++) again |= t->in_cells[j] == t->in_cells[i];
+      readers[t->in_cells[i]] += !again;
+    }
+  }
   for (int32_t j = 0; j < p->nout; j++) out[p->out_cells[j]] = true;
   for (int32_t k = 0; k < p->nthunks; k++) {
     rgb_thunk *t = &p->thunks[k];
@@ -540,6 +546,7 @@ rgb_program *rgb_link(int nnodes, rg_node *const *nodes, int nin, rg_variable *c
     ok = link_thunk(&L, nodes[k]);
     if (ok && nodes[k]->op->code == RG_OP_IFELSE) L.p->lazy = true;
   }
+  if (L.o->stack_vm) L.p->lazy = true; /* the mode's linker asked for the stack VM */
   ok = ok && link_outputs(&L, nout, outputs) && check_inplace(&L);
   L.p->release = L.o->release && !L.p->lazy;
   set_profile(L.p, L.o->profile);

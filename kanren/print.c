@@ -12,8 +12,10 @@
 #include <stdlib.h>
 
 /* Floats print as Racket writes them: the fewest digits that read back
- * to the same double; positional from 1e-4 to below 1e14 (1e13 is
- * 10000000000000.0, 1e14 is 1e+14; 0.0001, but 1e-5), else with an
+ * to the same double; positional from 1e-4 to below 1e14 (0.0001, but
+ * 1e-5; 10000000000000.0), and from 1e14 on while that needs at most three
+ * zeros before the point (where it is no longer than the exponent form:
+ * 123456789012300.0, but 1e+14 and 1.2345678901e+14); else with an
  * exponent, unpadded. */
 void rgk_print_float(FILE *f, double d) {
   if (isnan(d)) { fputs("+nan.0", f); return; }
@@ -32,7 +34,7 @@ void rgk_print_float(FILE *f, double d) {
   dig[nd] = 0;
   int x = atoi(p + 1);
   if (d < 0) fputc('-', f);
-  if (x >= 0 && x <= 13) { /* positional, integral part first */
+  if (x >= 0 && (x <= 13 || x - (nd - 1) <= 3)) { /* positional, integral part first */
     for (int i = 0; i <= x; i++) fputc(i < nd ? dig[i] : '0', f);
     fprintf(f, ".%s", nd > x + 1 ? dig + x + 1 : "0");
   } else if (x < 0 && -x - 1 <= 3) {

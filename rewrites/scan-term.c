@@ -621,7 +621,8 @@ static bool dot1_match(V v, dot1 *d) {
       d->x = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SEQ, 0)];
       d->a0 = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, 0)];
       d->n = node->inputs[0];
-      return rgr_steps_fit(d->x, d->n);
+      /* as the other way: x, W and a0 of one float dtype */
+      return same_float(d->x, d->W) && same_float(d->x, d->a0) && rgr_steps_fit(d->x, d->n);
     }
   return false;
 }

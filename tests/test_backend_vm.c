@@ -146,6 +146,47 @@ static void test_ifelse_selects(void **st) {
   rg_function_free(f);
 }
 
+/* The VM a function's dump names. */
+static bool dump_has(rg_function *f, const char *what) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *m = open_memstream(&buf, &n);
+  rg_function_dump(f, m);
+  fclose(m);
+  bool has = buf && strstr(buf, what);
+  free(buf);
+  return has;
+}
+
+/* The mode's linker: auto picks by laziness, stack and loop force one,
+ * loop refuses an ifelse, anything else is an error. */
+static void test_mode_linker(void **st) {
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 2)), *y = rg_exp(x);
+  rg_compile_opts o = {.mode = {.query = "none", .linker = "stack"}};
+  rg_function *f = rg_compile(C, 1, &x, 1, &y, &o);
+  assert_non_null(f);
+  assert_true(dump_has(f, "stack VM"));
+  rg_tensor *tx = vec_f64(2, (double[]){0, 1}), *out;
+  assert_int_equal(rg_function_call(f, &tx, &out), RG_OK);
+  assert_true(rg_tensor_get_f64(out, 0) == 1.0);
+  rg_tensor_free(out);
+  rg_function_free(f);
+  o.mode.linker = "loop";
+  assert_non_null(f = rg_compile(C, 1, &x, 1, &y, &o));
+  assert_true(dump_has(f, "loop VM"));
+  rg_function_free(f);
+  o.mode.linker = "nope";
+  assert_null(rg_compile(C, 1, &x, 1, &y, &o));
+  assert_string_equal(rg_errmsg(C), "unknown linker 'nope' (auto, loop or stack)");
+  rg_variable *c = rg_input(C, "c", rg_type_scalar(RG_BOOL));
+  rg_variable *v = rg_ifelse(c, 1, &y, &x)->outputs[0];
+  o.mode.linker = "loop";
+  assert_null(rg_compile(C, 2, (rg_variable *[]){c, x}, 1, &v, &o));
+  assert_non_null(strstr(rg_errmsg(C), "cannot run an ifelse lazily"));
+  rg_clear_error(C);
+  rg_tensor_free(tx);
+}
+
 static void test_shared_identity_update(void **st) {
   rg_tensor *init = vec_f64(2, (double[]){5, 6});
   rg_shared *s = rg_shared_new(init);
@@ -594,7 +635,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identity_and_constants), cmocka_unit_test(test_errors),
       cmocka_unit_test(test_call_type_errors),       cmocka_unit_test(test_ifelse_selects),
-      cmocka_unit_test(test_outputs_are_the_callers),
+      cmocka_unit_test(test_outputs_are_the_callers), cmocka_unit_test(test_mode_linker),
       cmocka_unit_test(test_shared_identity_update), cmocka_unit_test(test_function_outlives_graph),
       cmocka_unit_test(test_ifelse_lazy),            cmocka_unit_test(test_buffer_reuse),
       cmocka_unit_test(test_pool_best_fit_bounded),

@@ -29,6 +29,8 @@ static void test_atoms_print(void **st) {
   assert_show(rg_float(5e-324), "5e-324");
   assert_show(rg_float(1e13), "10000000000000.0");
   assert_show(rg_float(1e14), "1e+14");
+  assert_show(rg_float(123456789012300.0), "123456789012300.0"); /* no longer than 1.234567890123e+14 */
+  assert_show(rg_float(123456789010000.0), "1.2345678901e+14");
   assert_show(rg_float(0.00012), "0.00012");
   assert_show(rg_float(-12345600.0), "-12345600.0");
   assert_show(rg_float(-0.0), "-0.0");

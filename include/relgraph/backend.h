@@ -71,7 +71,8 @@ rg_shared *rg_variable_shared(const rg_variable *v);  /* NULL if v is not shared
  * the defaults: the query "fast_run" (the standard rewrite database;
  * "fast_compile" and "none" are the other standard queries), linker "auto"
  * (the loop VM when nothing is lazy, else the stack VM; "loop" or "stack"
- * force one), backend "cpu". */
+ * force one: "loop" runs every node, so rg_compile refuses it for a graph
+ * with an ifelse; any other name is an error), backend "cpu". */
 typedef struct rg_mode {
   const char *query;
   const char *linker;
