@@ -61,21 +61,16 @@ static rg_term eval_prim(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   return t->prim(C, (int)t->idx, args, t);
 }
 
+/* A let (TX_LET: the values computed in env) or the relations defined
+ * inside a let body (TX_LETREC: each closure made over the frame that
+ * holds them all, so they call themselves and one another), then t->a in
+ * the new frame. */
 static rg_term eval_let(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   rgk_frame *f = rgk_alloc(sizeof *f + t->idx * sizeof(rg_term));
   f->up = env;
+  rgk_frame *in = t->op == TX_LETREC ? f : env;
   for (uint32_t i = 0; i < t->idx; i++)
-    if (!(f->v[i] = rgk_tx_eval(C, t->args[i], env))) return NULL;
-  return rgk_tx_eval(C, t->a, f);
-}
-
-/* Relations defined inside a let body: each closure is made over the frame
- * that holds them all, so they call themselves and one another. */
-static rg_term eval_letrec(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
-  rgk_frame *f = rgk_alloc(sizeof *f + t->idx * sizeof(rg_term));
-  f->up = env;
-  for (uint32_t i = 0; i < t->idx; i++)
-    if (!(f->v[i] = rgk_tx_eval(C, t->args[i], f))) return NULL;
+    if (!(f->v[i] = rgk_tx_eval(C, t->args[i], in))) return NULL;
   return rgk_tx_eval(C, t->a, f);
 }
 
@@ -131,7 +126,7 @@ rg_term rgk_tx_eval_full(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
   case TX_LAMBDA: return rgk_closure(t->lam, env);
   case TX_PRIM: return eval_prim(C, t, env);
   case TX_LET: return eval_let(C, t, env);
-  case TX_LETREC: return eval_letrec(C, t, env);
+  case TX_LETREC: return eval_let(C, t, env);
   case TX_GOAL: return rgk_goal_value(t->goal, env);
   case TX_RUN: return rgk_eval_run(C, t, env);
   case TX_APPLY: return eval_apply(C, t, env);
