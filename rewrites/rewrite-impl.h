@@ -195,7 +195,8 @@ void rgr_reject(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, rg_va
                 rg_variable *new_);
 #define RGR_MAX_REJECTS 64
 /* Adds "WHAT = TEXT" to the trace's `with` line of the rewrite a rule is
- * making (parts joined by "; "); nothing unless the run traces. */
+ * making (parts joined by "; "); nothing unless the run traces (test
+ * run->opts.trace first where an argument costs, a printed graph). */
 void rgr_note(rg_rewrite_run *run, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double rgr_now(void);

@@ -262,7 +262,7 @@ static const char *scan_t(rng *r, const char *op, const char *dt) {
   bool two_taps = below(r, 2), mit = below(r, 2), back = below(r, 2), last = below(r, 2);
   int64_t rows = steps + two_taps;
   const char *state = mit ? "(h0 (taps -2 -1))" : "h0";
-  const char *params = cli_sprintf("(%s%s%s w)", two_taps ? "x0 x1 " : "x0 ", mit ? "h2 h1" : "h1", "");
+  const char *params = cli_sprintf("(%s %s w)", two_taps ? "x0 x1" : "x0", mit ? "h2 h1" : "h1");
   const char *step = cli_sprintf("(tanh (add (mul h1 w) %s%s))", two_taps ? "(mul x0 x1)" : "x0",
                                  mit ? " (mul 0.5 h2)" : "");
   const char *loop = cli_sprintf("(scan (lambda %s %s) (sequences %s) (outputs-info %s) (non-sequences w)%s)", params,
@@ -493,7 +493,9 @@ static int check_file(rg_ctx *C, const args *a) {
     if (rg_clone(C, nn, named, 1, &out, memo, 0, &fixed) != RG_OK) return cli_error("check-grads", "%s", rg_errmsg(C)), EXIT_INPUT;
     rg_fgraph *g = rg_fgraph_new(C, nn, named, 1, &fixed, 0);
     if (!g) return cli_error("check-grads", "%s", rg_errmsg(C)), EXIT_INPUT;
-    const char *text = rg_graph_to_string(C, g); /* the case: the other inputs as constants */
+    /* the case as text (the other inputs as constants) before check_graph
+     * releases the graph */
+    const char *text = rg_graph_to_string(C, g);
     failure one = {0};
     int rc = check_graph(C, &r, g, text ? text : a->graph, unknown, &one);
     if (rc == RG_OK) continue;
