@@ -11,10 +11,14 @@
  * legal:
  *
  *   - shapes: every value the group hands out (a group output) has the
- *     seed's shape, static and known, so the composite computes each
- *     output over exactly its own elements; a producer used only inside
- *     the group may have a smaller, broadcast shape (computing it over the
- *     group's elements gives the same values, broadcast);
+ *     seed's type shape, so the composite computes each output over
+ *     exactly its own elements; a producer used only inside the group may
+ *     have a smaller, broadcast shape (computing it over the group's
+ *     elements gives the same values, broadcast).  Dimensions of unknown
+ *     size are fine: broadcasting is decided statically (a dimension
+ *     stretches only when its static size is 1), so connected elementwise
+ *     values agree at run time on every dimension not statically 1, and
+ *     the composite's kernel checks that agreement as its ops would;
  *   - no value computed twice: a member used outside the group becomes an
  *     output of the composite (several outputs per group);
  *   - no cycle: a producer is not absorbed when a path leaves it, passes
@@ -28,9 +32,10 @@
  * backwards from each, within CONSUMER_SEARCH nodes; a longer search
  * gives up and leaves the consumer out).
  *
- * Groups are formed where the seed's output has at least 4096 elements
- * (FUSION_MIN_ELEMENTS, below).  A seed whose type lives on a device fuses at any size: there
- * every op is a kernel launch, which costs more than the group's work.
+ * Groups form at every size, as Aesara's do: with generated kernels a
+ * composite over 4 float32 values runs faster than its ops one by one
+ * (its kernel needs no workspace; backend/cpu/inner.c), and on a device
+ * every op is a kernel launch.  `fast_run -fusion` leaves the ops alone.
  *
  * Scalar constants (0-d) become constants of the composite's inner graph;
  * every other value entering the group is an input of the composite.  A
@@ -52,37 +57,6 @@ typedef rg_variable *V;
 
 static bool fusible(const rg_node *n) {
   return n && n->nout == 1 && n->op->inplace < 0 && rg_opcode_family(n->op->code) == RG_FAM_ELEMWISE;
-}
-
-/* Groups smaller than this are left alone: a composite pays a setup per
- * call that separate typed loops do not.  With generated kernels (which
- * need no interpreter workspace) a fused group of 32 x 256 float32 values,
- * the LSTM step's, is faster than its ops one by one (measured through
- * `relgraph run --repeat 2001`: 2x + 1 2.0 us against 2.5 us,
- * sigmoid(x) * tanh(y) + 2x 13 us against 14.5 us), and in a Scan step
- * fusion lets the gate gradients' join become views (backend/join-into.c);
- * the interpreter alone needed 2^16 elements to win. */
-#define FUSION_MIN_ELEMENTS 4096
-
-/* Whether the seed's output has at least FUSION_MIN_ELEMENTS elements.  A
- * dimension its type does not know may be known to an input of the same
- * rank (its type was inferred before a rewrite made the input's more
- * precise: x[0:n] -> x over n rows); elementwise, the sizes agree. */
-static bool large_static_shape(const rg_node *seed) {
-  const rg_type *t = seed->outputs[0]->type;
-  if (t->device != RG_DEVICE_HOST) return true;
-  int64_t n = 1;
-  for (int d = 0; d < t->ndim; d++) {
-    int64_t k = t->shape[d];
-    for (int i = 0; k < 0 && i < seed->nin; i++) {
-      const rg_type *u = seed->inputs[i]->type;
-      if (u->ndim == t->ndim && u->shape[d] > 1) k = u->shape[d];
-    }
-    if (k < 0) return false;
-    n *= k;
-    if (n >= FUSION_MIN_ELEMENTS) n = FUSION_MIN_ELEMENTS; /* no overflow */
-  }
-  return n >= FUSION_MIN_ELEMENTS;
 }
 
 static bool same_shape(const rg_type *a, const rg_type *b) {
@@ -311,7 +285,6 @@ static int fusion_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   for (int i = 0; i < n; i++) {
     rg_node *seed = order[i];
     if (rg_memo_get(done, seed) || rg_memo_get(gone, seed) || !fusible(seed)) continue;
-    if (!large_static_shape(seed)) continue;
     group g = {fg, seed->outputs[0]->type, rg_memo_new(), NULL, 0, 0};
     add_member(&g, seed);
     grow(&g, done);

@@ -145,7 +145,7 @@ static void test_ifelse_and_scan(void **st) {
                1e-10);
   char *lstm = source_text("examples/graphs/lstm.graph");
   long k = cpu_and_cuda("lstm", lstm, 1e-10);
-  assert_true(k > 3 * 10); /* every step's product and cell on the device */
+  assert_true(k >= 3 * 2); /* each of the 3 steps' product and fused cell on the device */
   free(lstm);
 }
 

@@ -1,8 +1,8 @@
 /*
  * test_rewrite_fusion.c — elementwise fusion (rewrites/fusion.c): which
  * groups form (shared intermediates as extra outputs, broadcast inputs,
- * producers used only inside, cycles avoided, small or unknown shapes
- * left alone), and that every fused graph computes what the unfused one
+ * producers used only inside, cycles avoided, small and unknown shapes),
+ * and that every fused graph computes what the unfused one
  * does (the composite against the separate ops, float32 transcendental
  * functions within 4 ULP of each other).
  */
@@ -46,8 +46,7 @@ static void run(rg_fgraph *fg, const char *query, rg_tensor **res) { tu_run_grap
 
 /* Fused and unfused give the same values (4 ULP, relative to the
  * magnitude of the terms). */
-static void same_values(const char *body) {
-  rg_fgraph *fg = read_graph(body);
+static void same_values_of(rg_fgraph *fg, const char *body) {
   int nout = rg_fgraph_noutputs(fg);
   rg_tensor *fused[8], *plain[8];
   run(fg, "fast_run", fused);
@@ -60,6 +59,8 @@ static void same_values(const char *body) {
     rg_tensor_free(fused[k]), rg_tensor_free(plain[k]);
   }
 }
+
+static void same_values(const char *body) { same_values_of(read_graph(body), body); }
 
 /* Fuses with fast_run; returns the graph. */
 static rg_fgraph *fused(const char *body) {
@@ -165,14 +166,35 @@ static void test_join_siblings(void **st) {
 }
 
 /* Small or unknown shapes are left alone. */
-static void test_small_and_unknown_left_alone(void **st) {
-  rg_fgraph *fg = fused("(output (add (mul v 2.0) 1.0))");
-  assert_int_equal(count_op(fg, RG_OP_COMPOSITE), 0);
-  const char *text = "(graph (input k float32 (?)) (output (add (mul k 2.0) 1.0)))";
-  fg = rg_graph_read(C, "k.graph", text, strlen(text));
-  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
-  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
-  assert_int_equal(count_op(fg, RG_OP_COMPOSITE), 0);
+/* Small and unknown shapes fuse as large ones do (as Aesara's groups),
+ * computing what the separate ops compute (unknown sizes are 3 here); a
+ * statically broadcast dimension stays a broadcast input; unknown sizes
+ * that disagree at run time are refused as the separate ops refuse them. */
+static void test_small_and_unknown_shapes(void **st) {
+  const char *texts[] = {
+      "(graph (input s float32 (3)) (input t float32 (3)) (output (add (mul (exp s) t) 1.0)))",
+      "(graph (input s float32 (?)) (input t float32 (?)) (output (add (mul (exp s) t) 1.0)))",
+      "(graph (input s float32 (? 3)) (input t float32 (1 ?)) (output (add (mul (exp s) t) 1.0)))",
+      "(graph (input s float64 ()) (input t float64 ()) (output (sub (sqr s) (neg t))))",
+  };
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+    rg_fgraph *fg = rg_graph_read(C, "small.graph", texts[i], strlen(texts[i]));
+    rg_fgraph *copy = rg_graph_read(C, "small.graph", texts[i], strlen(texts[i]));
+    rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
+    assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+    assert_int_equal(count_op(fg, RG_OP_COMPOSITE), 1);
+    same_values_of(copy, texts[i]);
+  }
+  rg_fgraph *fg = rg_graph_read(C, "unknown.graph", texts[1], strlen(texts[1]));
+  rg_variable *in[2] = {rg_fgraph_input(fg, 0), rg_fgraph_input(fg, 1)}, *out = rg_fgraph_output(fg, 0);
+  rg_function *f = rg_compile(C, 2, in, 1, &out, NULL);
+  assert_non_null(f);
+  int64_t one = 1, three = 3;
+  rg_tensor *vals[2] = {rg_tensor_new(RG_FLOAT32, 1, &one), rg_tensor_new(RG_FLOAT32, 1, &three)}, *res = NULL;
+  assert_int_not_equal(rg_function_call(f, vals, &res), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "do not broadcast"));
+  rg_function_free(f);
+  rg_tensor_free(vals[0]), rg_tensor_free(vals[1]);
 }
 
 /* Mixed dtypes and integer wrap-around inside a group. */
@@ -189,7 +211,7 @@ int main(void) {
       cmocka_unit_test(test_no_cycle),
       cmocka_unit_test(test_sibling_consumers),
       cmocka_unit_test(test_join_siblings),
-      cmocka_unit_test(test_small_and_unknown_left_alone),
+      cmocka_unit_test(test_small_and_unknown_shapes),
       cmocka_unit_test(test_dtypes),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

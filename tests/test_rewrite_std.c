@@ -162,8 +162,9 @@ static const std_case cases[] = {
      "join{0}(dimshuffle{x,0}(x), scan{lambda h: sin(h)}(3, x))[0:3][::-1], t1[0])\n"
      "reshape{2}(join{0}(t1[0:1], t2, t1[(shape_i{0}(t2) + 1):]), [4 3])[3]"},
     {"scan-mitmot-to-sitsot", "(grad (sum (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3))) x)", "="},
-    /* fusion: only groups of 4096 elements and more (test_rewrite_fusion) */
-    {"fusion", "(add (mul x y) z)", "="},
+    /* fusion: connected elementwise nodes, any size (test_rewrite_fusion) */
+    {"fusion", "(add (mul x y) z)", "composite{((<0> * <1>) + <2>)}(x, y, z)"},
+    {"fusion", "(add (mul k 2.0) (exp k))", "composite{((<0> * 2.0) + exp(<0>))}(k)"},
     {"fusion", "(add x y)", "="},
     /* scan_save_mem: a trace read only at its end keeps its last rows */
     {"scan_save_mem", "((subtensor -1) (scan (lambda (h) (sin h)) (outputs-info x) (n-steps 3)))",

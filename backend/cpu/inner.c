@@ -16,11 +16,15 @@
  * more block program on the same block.
  *
  * Workspace of a program (one per thread): a slot (pointer, stride) and a
- * dtype per cell, a CB-element buffer per cell, RGBC_MAXOPS conversion
- * buffers for inputs of another dtype, then the workspace of the largest
- * nested composite (nested ones run one after another).  No copy is made
- * where none is needed: a contiguous input is read in place, and the op
- * computing an output writes straight into the output tensor.
+ * dtype per cell, a block buffer per cell, RGBC_MAXOPS conversion buffers
+ * for inputs of another dtype, then the workspace of the largest nested
+ * composite (nested ones run one after another).  A block buffer holds CB
+ * elements, or a row's when rows are shorter, and a workspace of up to
+ * LOCAL_WS bytes lives on the worker's stack, so a composite over a small
+ * tensor allocates nothing per call; a generated kernel over contiguous
+ * inputs needs none at all.  No copy is made where none is needed: a
+ * contiguous input is read in place, and the op computing an output writes
+ * straight into the output tensor.
  *
  * Joined outputs (backend/join-into.c).  When a join read the node's
  * outputs, the node has one output more than its inner graph: the joined
@@ -65,36 +69,39 @@ typedef struct cslot {
 
 /* ------------------------------------------------------------------ workspace */
 
-static size_t own_bytes(const rgb_program *p) {
+static size_t own_bytes(const rgb_program *p, int64_t blk) {
   return ALIGN64((size_t)p->ncells * sizeof(cslot)) + ALIGN64((size_t)p->ncells * sizeof(rg_dtype)) +
-         ALIGN64((size_t)p->ncells * sizeof(char *)) + (size_t)p->ncells * CB * 8 +
-         RGBC_MAXOPS * CB * 8;
+         ALIGN64((size_t)p->ncells * sizeof(char *)) + (size_t)p->ncells * blk * 8 +
+         RGBC_MAXOPS * blk * 8;
 }
 
-/* The workspace a block of program p needs (nested composites included). */
-static size_t ws_bytes(const rgb_program *p) {
+/* The workspace a block of at most blk elements of program p needs
+ * (nested composites included). */
+static size_t ws_bytes(const rgb_program *p, int64_t blk) {
   size_t nested = 0;
   for (int32_t t = 0; t < p->nthunks; t++) {
     const rgb_node *n = &p->thunks[t].node;
     if (n->code == RG_OP_COMPOSITE && n->inner) {
-      size_t b = ws_bytes(n->inner);
+      size_t b = ws_bytes(n->inner, blk);
       if (b > nested) nested = b;
     }
   }
-  return own_bytes(p) + nested;
+  return own_bytes(p, blk) + nested;
 }
 
 typedef struct ws_parts {
   cslot *slot;
   rg_dtype *dt;
   char **direct; /* per cell: the output block its producer writes, or NULL */
-  char *cellbuf; /* CB * 8 bytes per cell */
-  char *conv;    /* RGBC_MAXOPS * CB * 8 */
+  char *cellbuf; /* blk * 8 bytes per cell */
+  char *conv;    /* RGBC_MAXOPS * blk * 8 */
   char *nested;
+  int64_t blk;   /* elements a buffer holds (a block has at most as many) */
 } ws_parts;
 
-static ws_parts split_ws(const rgb_program *p, char *ws) {
+static ws_parts split_ws(const rgb_program *p, char *ws, int64_t blk) {
   ws_parts w;
+  w.blk = blk;
   w.slot = (cslot *)ws;
   ws += ALIGN64((size_t)p->ncells * sizeof(cslot));
   w.dt = (rg_dtype *)ws;
@@ -102,9 +109,9 @@ static ws_parts split_ws(const rgb_program *p, char *ws) {
   w.direct = (char **)ws;
   ws += ALIGN64((size_t)p->ncells * sizeof(char *));
   w.cellbuf = ws;
-  ws += (size_t)p->ncells * CB * 8;
+  ws += (size_t)p->ncells * blk * 8;
   w.conv = ws;
-  w.nested = ws + RGBC_MAXOPS * CB * 8;
+  w.nested = ws + RGBC_MAXOPS * blk * 8;
   return w;
 }
 
@@ -112,13 +119,14 @@ static ws_parts split_ws(const rgb_program *p, char *ws) {
 
 static const char *exec_block(const rgb_program *p, const rg_dtype *in_dt, const cslot *ins,
                               char *const *outs, const rg_dtype *out_dt, int64_t m, char *ws,
-                              rgbc_status *st);
+                              int64_t blk, rgbc_status *st);
 
 /* Operand k of a loop: the cell's block, converted to dtype want if it has
  * another one (into conversion buffer k). */
-static cslot operand(const cslot *src, rg_dtype have, rg_dtype want, char *conv, int k, int64_t m) {
+static cslot operand(const cslot *src, rg_dtype have, rg_dtype want, const ws_parts *w, int k,
+                     int64_t m) {
   if (have == want) return *src;
-  char *dst = conv + (size_t)k * CB * 8;
+  char *dst = w->conv + (size_t)k * w->blk * 8;
   int64_t n = src->s ? m : 1;
   char *q[2] = {dst, src->p};
   int64_t qs[2] = {rgbc_size(want), src->s};
@@ -135,7 +143,7 @@ static const char *exec_elemwise(const rgb_thunk *t, ws_parts *w, int64_t m, rgb
   if (why) return why;
   int32_t oc = t->out_cells[0];
   rg_dtype odt = n->out[0].dtype;
-  w->slot[oc] = (cslot){w->direct[oc] ? w->direct[oc] : w->cellbuf + (size_t)oc * CB * 8,
+  w->slot[oc] = (cslot){w->direct[oc] ? w->direct[oc] : w->cellbuf + (size_t)oc * w->blk * 8,
                         rgbc_size(odt)};
   w->dt[oc] = odt;
   char *p[RGBC_MAXOPS] = {w->slot[oc].p};
@@ -151,14 +159,14 @@ static const char *exec_elemwise(const rgb_thunk *t, ws_parts *w, int64_t m, rgb
   for (int k = 0; k < first; k++) {
     int32_t c = t->in_cells[k];
     rg_dtype want = info.nary ? info.in[0] : info.in[k];
-    cslot o = operand(&w->slot[c], w->dt[c], want, w->conv, k, m);
+    cslot o = operand(&w->slot[c], w->dt[c], want, w, k, m);
     p[k + 1] = o.p;
     s[k + 1] = o.s;
   }
   info.loop(p, s, m, st);
   for (int k = 2; info.nary && k < n->nin; k++) { /* out = out op in[k] */
     int32_t c = t->in_cells[k];
-    cslot o = operand(&w->slot[c], w->dt[c], info.in[0], w->conv, 1, m);
+    cslot o = operand(&w->slot[c], w->dt[c], info.in[0], w, 1, m);
     p[1] = w->slot[oc].p;
     s[1] = w->slot[oc].s;
     p[2] = o.p;
@@ -183,19 +191,19 @@ static const char *exec_nested(const rgb_thunk *t, ws_parts *w, int64_t m, rgbc_
   for (int j = 0; j < n->nout; j++) {
     int32_t oc = t->out_cells[j];
     out_dt[j] = w->dt[oc] = n->out[j].dtype;
-    w->slot[oc] = (cslot){w->direct[oc] ? w->direct[oc] : w->cellbuf + (size_t)oc * CB * 8,
+    w->slot[oc] = (cslot){w->direct[oc] ? w->direct[oc] : w->cellbuf + (size_t)oc * w->blk * 8,
                           rgbc_size(out_dt[j])};
     outs[j] = w->slot[oc].p;
   }
-  return exec_block(n->inner, in_dt, ins, outs, out_dt, m, w->nested, st);
+  return exec_block(n->inner, in_dt, ins, outs, out_dt, m, w->nested, w->blk, st);
 }
 
 /* Runs program p on a block of m elements: inputs in ins (dtypes in_dt),
  * outputs written contiguously to outs (dtypes out_dt). */
 static const char *exec_block(const rgb_program *p, const rg_dtype *in_dt, const cslot *ins,
                               char *const *outs, const rg_dtype *out_dt, int64_t m, char *ws,
-                              rgbc_status *st) {
-  ws_parts w = split_ws(p, ws);
+                              int64_t blk, rgbc_status *st) {
+  ws_parts w = split_ws(p, ws, blk);
   for (int32_t i = 0; i < p->nin; i++) {
     w.slot[p->in_cells[i]] = ins[i];
     w.dt[p->in_cells[i]] = in_dt[i];
@@ -256,11 +264,13 @@ typedef struct cjob {
   int64_t total;
   int64_t row;        /* elements of a row: blocks never cross one (total: one row) */
   int64_t *ostride;   /* per output: elements from one row to the next */
-  size_t ws;          /* exec_block's workspace */
+  int64_t blk;        /* elements of a workspace block: CB, or fewer for a shorter row */
+  size_t ws;          /* exec_block's workspace (none for a generated kernel) */
   rgbc_status st;
   const char *why;    /* first error */
   bool stream;        /* outputs streamed past the cache (stream.c) ... */
   bool staged;        /* ... through staging blocks (the interpreter), else by the twin */
+  bool bare;          /* no workspace at all: a generated kernel over contiguous inputs */
   rgbc_kernels gen;   /* the generated kernels, or NULLs: the interpreter */
   const void *vf;     /* its vector functions */
 } cjob;
@@ -274,11 +284,16 @@ static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *ar
       continue;
     }
     size_t es = rgbc_size(j->in_dt[i]);
-    char *b = area + (size_t)i * CB * 8; /* a single element, filled across the block */
+    char *b = area + (size_t)i * j->blk * 8; /* a single element, filled across the block */
     for (int64_t e = 0; e < m; e++) memcpy(b + (size_t)e * es, ins[i].p, es);
     in[i] = b;
   }
   (j->stream ? j->gen.stream : j->gen.plain)((void *const *)outs, in, m, j->vf);
+}
+
+/* Whether the walk of t is one contiguous run (read in place, no gather). */
+static bool contiguous(const rgbc_plan *g, const rg_tensor *t) {
+  return g->ndim == 1 && g->st[0][0] == (int64_t)rgbc_size(t->dtype);
 }
 
 /* One block [b0, b0 + m) with workspace ws (then the gather areas, then
@@ -286,7 +301,7 @@ static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *ar
 static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
   cslot ins[64];
   char *outs[64], *dst[64];
-  char *area = ws + j->ws;
+  char *area = j->bare ? NULL : ws + j->ws;
   for (int i = 0; i < j->nin; i++) {
     const rg_tensor *t = j->in[i];
     if (j->one_in[i]) {
@@ -294,33 +309,38 @@ static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
       continue;
     }
     const rgbc_plan *g = &j->gather[i];
-    if (g->ndim == 1 && g->st[0][0] == rgbc_size(t->dtype)) { /* contiguous: read in place */
+    if (contiguous(g, t)) { /* read in place */
       ins[i] = (cslot){g->base[0] + b0 * g->st[0][0], g->st[0][0]};
       continue;
     }
-    cursor c = {area + (size_t)i * CB * 8, rgbc_size(t->dtype), rgbc_cast_loop(t->dtype, t->dtype)};
+    cursor c = {area + (size_t)i * j->blk * 8, rgbc_size(t->dtype), rgbc_cast_loop(t->dtype, t->dtype)};
     ins[i] = (cslot){c.at, c.es};
     rgbc_plan_run(&j->gather[i], b0, b0 + m, cursor_loop, &c);
   }
   int64_t r = b0 / j->row, at = b0 - r * j->row;
   for (int k = 0; k < j->nout; k++) {
     dst[k] = j->out[k]->data + (r * j->ostride[k] + at) * (int64_t)rgbc_size(j->out_dt[k]);
-    outs[k] = j->staged ? area + (size_t)(j->nin + k) * CB * 8 : dst[k];
+    outs[k] = j->staged ? area + (size_t)(j->nin + k) * j->blk * 8 : dst[k];
   }
   if (j->gen.plain) run_generated(j, ins, outs, area, m); /* a twin streams itself */
   else {
-    const char *why = exec_block(j->p, j->in_dt, ins, outs, j->out_dt, m, ws, &j->st);
+    const char *why = exec_block(j->p, j->in_dt, ins, outs, j->out_dt, m, ws, j->blk, &j->st);
     if (why) j->why = why;
   }
   if (j->staged)
     for (int k = 0; k < j->nout; k++) rgbc_stream_store(dst[k], outs[k], (size_t)m * rgbc_size(j->out_dt[k]));
 }
 
+/* A workspace of at most this many bytes lives on the worker's stack, so
+ * a composite over a small tensor allocates nothing per call. */
+#define LOCAL_WS 131072
+
 static void run_blocks(void *ud, int64_t lo, int64_t hi) {
   cjob *j = ud;
-  size_t bytes = j->ws + (size_t)(j->nin + (j->staged ? j->nout : 0)) * CB * 8;
-  char *ws = rg_aligned_alloc(64, ALIGN64(bytes));
-  if (!ws) {
+  size_t bytes = j->ws + (size_t)(j->nin + (j->staged ? j->nout : 0)) * j->blk * 8;
+  _Alignas(64) char local[LOCAL_WS];
+  char *ws = j->bare ? NULL : bytes <= LOCAL_WS ? local : rg_aligned_alloc(64, ALIGN64(bytes));
+  if (!ws && !j->bare) {
     j->why = "out of memory for the composite's workspace";
     return;
   }
@@ -330,7 +350,7 @@ static void run_blocks(void *ud, int64_t lo, int64_t hi) {
     run_one(j, ws, r * j->row + at, j->row - at < CB ? j->row - at : CB);
   }
   if (j->stream) rgbc_stream_fence();
-  rg_free(ws);
+  if (ws != local) rg_free(ws);
 }
 
 /* ------------------------------------------------------------------ kernels */
@@ -376,10 +396,14 @@ static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
     j->ostride[k] = j->row;
   }
   if (j->total == 0) return RG_OK;
+  j->blk = j->row < CB ? (j->row + 7) & ~(int64_t)7 : CB;
+  j->ws = j->gen.plain ? 0 : ws_bytes(j->p, j->blk);
   size_t bytes = 0;
   for (int k = 0; k < j->nout; k++) bytes += (size_t)j->total * rgbc_size(j->out_dt[k]);
   j->stream = bytes >= RGBC_STREAM_BYTES && (!j->gen.plain || j->gen.stream); /* see the top */
   j->staged = j->stream && !j->gen.plain;
+  j->bare = j->gen.plain && !j->staged;
+  for (int i = 0; i < j->nin && j->bare; i++) j->bare = !j->one_in[i] && contiguous(&j->gather[i], j->in[i]);
   int64_t nblocks = j->total / j->row * ((j->row + CB - 1) / CB);
   rgb_parallel_for(x, nblocks, 8, run_blocks, j);
   if (j->why) return rgb_error(x, RG_ERR_EVAL, "%s", j->why);
@@ -442,9 +466,8 @@ int rgb_cpu_composite(rgb_exec *x) {
   for (int i = 0; i < n->nin; i++) in[i] = rgb_in(x, i);
   if (n->nin && rgbc_broadcast_shape(x, n->nin, in, n->in, &nd, shape)) return x->rt->errcode;
   cjob j = {.p = p, .nin = n->nin, .nout = nout, .in = in, .out = out, .gather = gather,
-            .one_in = one_in, .in_dt = in_dt, .out_dt = out_dt, .ostride = ostride, .ws = ws_bytes(p)};
+            .one_in = one_in, .in_dt = in_dt, .out_dt = out_dt, .ostride = ostride};
   choose_kernel(n, &j);
-  if (j.gen.plain) j.ws = 0; /* a generated kernel needs only the gather areas */
   return composite_run(x, &j, nd, shape);
 }
 
