@@ -49,6 +49,7 @@
  */
 #include "rewrites/rewrite-impl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef rg_variable *V;
@@ -69,13 +70,15 @@ static bool inner_constant(const rg_variable *v) { return rg_is_constant(v) && v
 /* ------------------------------------------------------------------ a group */
 
 /* A group being grown.  Invariant: members are fusible nodes of the
- * graph; `in` maps each member to 1. */
+ * graph; `in` maps each member to 1; `last` is the largest order label
+ * of a member (no path reaches a member from a node labelled after it). */
 typedef struct group {
   rg_fgraph *fg;
   const rg_type *shape;   /* the seed's output type */
   rg_memo *in;            /* member nodes */
   rg_node **members;
   int n, cap;
+  uint64_t last;
 } group;
 
 static bool member(const group *g, const rg_node *n) { return n && rg_memo_get(g->in, n) != NULL; }
@@ -87,7 +90,10 @@ static bool used_outside(const group *g, const rg_variable *v) {
 }
 
 /* Whether a path from p's users outside the group comes back into it.
- * Depth-first over the nodes after p (a client always comes after). */
+ * Depth-first over the nodes after p (a client always comes after) and
+ * not after the group's last member, so the search stays between the two
+ * (a deep graph of many groups is not walked to its end once per
+ * producer). */
 static bool reenters(const group *g, const rg_node *p) {
   rg_memo *seen = rg_memo_new();
   rg_node **stack = rg_gc_alloc(sizeof *stack * 64);
@@ -100,7 +106,7 @@ static bool reenters(const group *g, const rg_node *p) {
   while (sp) {
     rg_node *u = stack[--sp];
     if (member(g, u)) return true;
-    if (rg_memo_get(seen, u)) continue;
+    if (u->label > g->last || rg_memo_get(seen, u)) continue;
     rg_memo_put(seen, u, u);
     for (int o = 0; o < u->nout; o++)
       for (uint32_t c = 0; c < u->outputs[o]->nclients; c++) {
@@ -134,6 +140,7 @@ static void add_member(group *g, rg_node *n) {
   }
   g->members[g->n++] = n;
   rg_memo_put(g->in, n, n);
+  if (n->label > g->last) g->last = n->label;
 }
 
 #define CONSUMER_SEARCH 256
@@ -212,12 +219,16 @@ static void grow(group *g, const rg_memo *done) {
 
 /* ------------------------------------------------------------------ the composite */
 
-/* Members in topological order: the graph's order restricted to them. */
+static int by_label(const void *a, const void *b) {
+  uint64_t x = (*(rg_node *const *)a)->label, y = (*(rg_node *const *)b)->label;
+  return (x > y) - (x < y);
+}
+
+/* Members in topological order: by their order labels. */
 static rg_node **in_order(const group *g) {
   rg_node **v = rg_gc_alloc(sizeof *v * (size_t)g->n);
-  int k = 0;
-  for (rg_node *n = rg_fgraph_first(g->fg); n && k < g->n; n = rg_fgraph_next(n))
-    if (member(g, n)) v[k++] = n;
+  memcpy(v, g->members, sizeof *v * (size_t)g->n);
+  qsort(v, (size_t)g->n, sizeof *v, by_label);
   return v;
 }
 
@@ -285,7 +296,7 @@ static int fusion_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   for (int i = 0; i < n; i++) {
     rg_node *seed = order[i];
     if (rg_memo_get(done, seed) || rg_memo_get(gone, seed) || !fusible(seed)) continue;
-    group g = {fg, seed->outputs[0]->type, rg_memo_new(), NULL, 0, 0};
+    group g = {fg, seed->outputs[0]->type, rg_memo_new(), NULL, 0, 0, 0};
     add_member(&g, seed);
     grow(&g, done);
     for (int k = 0; k < g.n; k++) rg_memo_put(done, g.members[k], g.members[k]);
