@@ -576,6 +576,61 @@ static void test_small_vectors(void **st) {
   rg_tensor_free(big);
 }
 
+/* A step that fusion makes one composite (two outputs, a scalar constant
+ * and a 0-d non-sequence inside) still runs as flat elementwise loops, the
+ * composite's inner ops among them, and gives the values of the loop by
+ * hand and of the unfused step. */
+static void test_fused_small_step(void **st) {
+  const char *text = "(graph (input s float64 (7 3)) (input x0 float64 (3)) (input a float64 ())"
+                     " (define (xs ys) (scan (lambda (s_t x a)"
+                     "   (define u (mul a x))"
+                     "   (values (add (tanh (add u s_t)) (mul u 0.5)) (mul u u)))"
+                     " (sequences s) (outputs-info x0 none) (non-sequences a)))"
+                     " (output xs) (output ys))";
+  rg_fgraph *fg = rg_graph_read(C, "fused.graph", text, strlen(text));
+  assert_non_null(fg);
+  rg_variable *ins[3] = {rg_fgraph_input(fg, 0), rg_fgraph_input(fg, 1), rg_fgraph_input(fg, 2)};
+  rg_variable *outs[2] = {rg_fgraph_output(fg, 0), rg_fgraph_output(fg, 1)};
+  rg_tensor *vals[3] = {tens_rand(RG_FLOAT64, 2, SHAPE(7, 3), -1, 1), tens_rand(RG_FLOAT64, 1, SHAPE(3), -1, 1),
+                        tens_rand(RG_FLOAT64, 0, NULL, -1, 1)};
+  rg_tensor *res[2][2];
+  const char *queries[2] = {"fast_run", "fast_run -fusion"};
+  for (int q = 0; q < 2; q++) {
+    rg_compile_opts o = {.mode = {.query = queries[q]}, .profile = true};
+    rg_function *f = rg_compile(C, 3, ins, 2, outs, &o);
+    assert_non_null(f);
+    assert_int_equal(rg_function_call(f, vals, res[q]), RG_OK);
+    char *prof = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&prof, &len);
+    rg_function_profile(f, m);
+    fclose(m);
+    assert_non_null(strstr(prof, "(its steps ran as flat elementwise loops: no time per node)"));
+    free(prof);
+    rg_function_free(f);
+  }
+  rg_fgraph *fused = rg_graph_read(C, "fused.graph", text, strlen(text)); /* the step as compiling makes it */
+  assert_int_equal(rgb_rewrite_scans(C, fused, rg_db_query(C, rg_std_db(C), "fast_run"), NULL), RG_OK);
+  int nscans;
+  rg_node *scan = tu_first_scan(fused, &nscans);
+  assert_int_equal(nscans, 1);
+  assert_int_equal(tu_count_inner(scan, RG_OP_COMPOSITE), 1);
+  assert_int_equal(tu_count_inner(scan, RG_OP_TANH), 0);
+  double h[3], a = rg_tensor_get_f64(vals[2], 0);
+  for (int j = 0; j < 3; j++) h[j] = rg_tensor_get_f64(vals[1], j);
+  for (int t = 0; t < 7; t++)
+    for (int j = 0; j < 3; j++) {
+      double u = a * h[j];
+      h[j] = tanh(u + rg_tensor_get_f64(vals[0], t * 3 + j)) + u * 0.5;
+      for (int q = 0; q < 2; q++) {
+        assert_true(fabs(rg_tensor_get_f64(res[q][0], t * 3 + j) - h[j]) < 1e-12);
+        assert_true(fabs(rg_tensor_get_f64(res[q][1], t * 3 + j) - u * u) < 1e-12);
+      }
+    }
+  for (int q = 0; q < 2; q++) rg_tensor_free(res[q][0]), rg_tensor_free(res[q][1]);
+  for (int i = 0; i < 3; i++) rg_tensor_free(vals[i]);
+}
+
 /* join{0}(x0[None], y) for a state y with initial value x0 (what the
  * gradient of a Scan reads) becomes a view of the buffer the Scan keeps
  * the state in: no join runs.  Not when something overwrites the joined
@@ -669,6 +724,7 @@ int main(void) {
       cmocka_unit_test(test_mit_mot_in_place),
       cmocka_unit_test(test_trace_with_initial_row),
       cmocka_unit_test(test_small_vectors),
+      cmocka_unit_test(test_fused_small_step),
       cmocka_unit_test(test_runtime_errors),
   };
   return cmocka_run_group_tests(tests, cpu_setup, NULL);

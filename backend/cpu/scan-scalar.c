@@ -6,7 +6,10 @@
  * is a few elements; here a step is a flat list of typed elementwise loops
  * over m elements each (m the one static shape every non-scalar value of
  * the step has; scalars are read with stride 0), as the composite
- * interpreter runs its blocks.
+ * interpreter runs its blocks.  A composite of the step (fusion's) is
+ * flattened into the list: each op of its inner program is one more loop,
+ * its scalar values becoming values of the plan (of the plan's shape where
+ * they read one, else scalars), so a fused step keeps this path.
  *
  * A plan gives every cell of the inner program a slot (a pointer to its
  * element).  Before each step the slots of inner inputs are pointed at the
@@ -14,9 +17,10 @@
  * the slots of inner outputs at their trace rows, so each output is
  * written straight where the trace keeps it; other intermediates live in
  * scratch of their own.  The plan applies when every thunk is elementwise
- * over values that are 0-d or of the one static shape (so nothing
- * broadcasts but scalars), its loop reading the operands in their own
- * dtypes; sequence rows, non-sequences and constants of that shape are
+ * (or a composite of elementwise ops, not nested, computing each output
+ * over its shape) over values that are 0-d or of the one static shape (so
+ * nothing broadcasts but scalars), its loop reading the operands in their
+ * own dtypes; sequence rows, non-sequences and constants of that shape are
  * C-contiguous; every inner output is computed by a thunk (not an input or
  * constant passed through) and used once as an output.  Else the general
  * loop runs.
@@ -47,6 +51,8 @@ typedef struct feed {
 typedef struct plan {
   sop *ops;
   int nops;
+  int32_t ncells;       /* the program's cells, then its composites' inner cells */
+  int32_t *inpool;      /* the input cells of flattened inner ops */
   feed *feeds;
   int nfeeds;
   char **slot;          /* per cell */
@@ -102,10 +108,19 @@ static bool value_fits(const plan *pl, const rg_tensor *t, int from) {
   return true;
 }
 
+/* The type of cell c, which a thunk of p computes (a composite computes
+ * several). */
+static const rgb_vtype *cell_vtype(const rgb_program *p, int32_t c) {
+  const rgb_thunk *t = &p->thunks[p->producer[c]];
+  for (int j = 0; j < t->node.nout; j++)
+    if (t->out_cells[j] == c) return &t->node.out[j];
+  return &t->node.out[0];
+}
+
 /* The traces of the inner outputs: each produced by a thunk, used once. */
 static bool map_outputs(run *r, plan *pl) {
   rgb_program *p = r->p;
-  for (int32_t c = 0; c < p->ncells; c++) pl->out_trace[c] = -1;
+  for (int32_t c = 0; c < pl->ncells; c++) pl->out_trace[c] = -1;
   for (int o = 0; o < r->ntr; o++) {
     trace *tr = &r->tr[o];
     if (tr->kind == RG_SCAN_MIT_MOT) return false;
@@ -121,14 +136,14 @@ static int check_traces(run *r, const plan *pl) {
   rgb_program *p = r->p;
   for (int o = 0; o < r->ntr; o++) { /* every check before any allocation */
     trace *tr = &r->tr[o];
-    const rgb_vtype *vt = &p->thunks[p->producer[p->out_cells[tr->first_out]]].node.out[0];
+    const rgb_vtype *vt = cell_vtype(p, p->out_cells[tr->first_out]);
     if (tr->kind != RG_SCAN_NIT_SOT &&
         (tr->buf->ndim != vt->ndim + 1 || tr->buf->dtype != vt->dtype || !value_fits(pl, tr->buf, 1)))
       return 1;
   }
   for (int o = 0; o < r->ntr; o++) {
     trace *tr = &r->tr[o];
-    const rgb_vtype *vt = &p->thunks[p->producer[p->out_cells[tr->first_out]]].node.out[0];
+    const rgb_vtype *vt = cell_vtype(p, p->out_cells[tr->first_out]);
     if (tr->kind != RG_SCAN_NIT_SOT) continue;
     int64_t shape[RG_MAX_NDIM + 1] = {tr->rows};
     memcpy(shape + 1, vt->shape, (size_t)vt->ndim * sizeof *shape);
@@ -146,7 +161,7 @@ static bool inputs_fit(run *r, const plan *pl) {
     if (!value_fits(pl, rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)), 0)) return false;
   if (s->until) {
     int32_t c = r->p->out_cells[rg_scan_inner_out(s, RG_SCAN_UNTIL, 0, 0)];
-    if (r->p->producer[c] < 0 || r->p->thunks[r->p->producer[c]].node.out[0].dtype != RG_BOOL) return false;
+    if (r->p->producer[c] < 0 || cell_vtype(r->p, c)->dtype != RG_BOOL) return false;
   }
   return true;
 }
@@ -157,30 +172,126 @@ static void plan_free(plan *pl) {
   rg_free(pl->slot);
   rg_free(pl->scratch);
   rg_free(pl->out_trace);
+  rg_free(pl->inpool);
+}
+
+/* A composite's inner op as one more loop of the plan, its cells
+ * translated by map; st gives each inner cell's byte stride (0: a scalar,
+ * -1: not computed yet), and the op's output gets the element size where
+ * an input is not a scalar. */
+static bool inner_op_fits(const rgb_thunk *th, const int32_t *map, int64_t *st, plan *pl, int32_t *in) {
+  const rgb_node *m = &th->node;
+  rgbc_ew_info info;
+  if (th->kind != RGB_T_KERNEL || m->inner || rgbc_ew_info_of(m, &info) || m->nout != 1 || m->nin >= RGBC_MAXOPS)
+    return false;
+  sop *o = &pl->ops[pl->nops++];
+  *o = (sop){info.loop, map[th->out_cells[0]], m->nin, in, info.copy, info.nary, {0}};
+  bool wide = false;
+  for (int k = 0; k < m->nin; k++) {
+    int32_t c = th->in_cells[k];
+    rg_dtype want = info.nary || info.copy ? info.in[0] : info.in[k];
+    if ((!info.copy && m->in[k].dtype != want) || st[c] < 0) return false;
+    in[k] = map[c];
+    o->st[k + 1] = st[c];
+    wide |= st[c] != 0;
+  }
+  o->st[0] = st[th->out_cells[0]] = wide ? (int64_t)rgbc_size(m->out[0].dtype) : 0;
+  return true;
+}
+
+/* Flattens composite thunk t: its inner inputs become the composite's
+ * input cells, its outputs the composite's output cells, its other values
+ * cells of their own from `base` on, its scalar constants slots read with
+ * stride 0.  False when it does not fit: nested composites, an output that
+ * is an input or constant or given twice, joined outputs, an output that
+ * would broadcast, or an op that does not fit. */
+static bool flatten(const rgb_thunk *t, plan *pl, int32_t base, int32_t **pool) {
+  const rgb_node *n = &t->node;
+  const rgb_program *q = n->inner;
+  if (!q || n->join_slot || q->nin != n->nin || q->nout != n->nout) return false;
+  int32_t *map = rg_malloc(((size_t)q->ncells + 1) * sizeof *map);
+  int64_t *st = rg_malloc(((size_t)q->ncells + 1) * sizeof *st);
+  bool ok = map && st;
+  for (int32_t c = 0; ok && c < q->ncells; c++) map[c] = base + c, st[c] = -1;
+  for (int i = 0; ok && i < q->nin; i++) {
+    map[q->in_cells[i]] = t->in_cells[i];
+    ok = (st[q->in_cells[i]] = stride_of(pl, n->in[i].ndim, n->in[i].shape, n->in[i].dtype)) >= 0;
+  }
+  for (int32_t k = 0; ok && k < q->nconst; k++) {
+    int32_t c = q->const_cells[k];
+    ok = q->cells[c]->ndim == 0;
+    st[c] = 0;
+    pl->slot[map[c]] = q->cells[c]->data;
+  }
+  for (int j = 0; ok && j < q->nout; j++) {
+    int32_t c = q->out_cells[j];
+    ok = q->producer[c] >= 0 && map[c] >= base; /* computed, and not given twice */
+    map[c] = t->out_cells[j];
+  }
+  for (int32_t k = 0; ok && k < q->nthunks; k++) {
+    ok = inner_op_fits(&q->thunks[k], map, st, pl, *pool);
+    *pool += q->thunks[k].node.nin;
+  }
+  for (int j = 0; ok && j < q->nout; j++) /* each output computed over the composite's shape */
+    ok = st[q->out_cells[j]] == stride_of(pl, n->out[j].ndim, n->out[j].shape, n->out[j].dtype);
+  rg_free(map);
+  rg_free(st);
+  return ok;
+}
+
+/* Counts the plan's ops, cells and flattened input cells; false when a
+ * composite nests another. */
+static bool plan_sizes(const rgb_program *p, size_t *nops, size_t *ncells, size_t *nins) {
+  *nops = 0, *ncells = (size_t)p->ncells, *nins = 0;
+  for (int32_t k = 0; k < p->nthunks; k++) {
+    const rgb_node *n = &p->thunks[k].node;
+    if (n->code != RG_OP_COMPOSITE || !n->inner) {
+      ++*nops;
+      continue;
+    }
+    for (int32_t j = 0; j < n->inner->nthunks; j++) {
+      if (n->inner->thunks[j].node.inner) return false;
+      ++*nops, *nins += (size_t)n->inner->thunks[j].node.nin;
+    }
+    *ncells += (size_t)n->inner->ncells;
+  }
+  return true;
 }
 
 /* 1: not applicable; 0: planned; < 0: an error. */
 static int make_plan(run *r, plan *pl) {
   rgb_program *p = r->p;
-  if (p->lazy) return 1;
+  size_t nops, ncells, nins;
+  if (p->lazy || !plan_sizes(p, &nops, &ncells, &nins) || ncells > INT32_MAX) return 1;
   pl->nd = -1;
   pl->m = 1;
-  pl->ops = rg_malloc(((size_t)p->nthunks + 1) * sizeof *pl->ops);
-  pl->slot = rg_calloc((size_t)p->ncells + 1, sizeof *pl->slot);
-  pl->out_trace = rg_malloc(((size_t)p->ncells + 1) * sizeof *pl->out_trace);
-  if (!pl->ops || !pl->slot || !pl->out_trace) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
-  for (int32_t k = 0; k < p->nthunks; k++)
-    if (!op_fits(&p->thunks[k], &pl->ops[pl->nops++], pl)) return 1;
+  pl->ncells = (int32_t)ncells;
+  pl->ops = rg_malloc((nops + 1) * sizeof *pl->ops);
+  pl->slot = rg_calloc(ncells + 1, sizeof *pl->slot);
+  pl->out_trace = rg_malloc((ncells + 1) * sizeof *pl->out_trace);
+  pl->inpool = rg_malloc((nins + 1) * sizeof *pl->inpool);
+  if (!pl->ops || !pl->slot || !pl->out_trace || !pl->inpool) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  int32_t base = p->ncells, *pool = pl->inpool;
+  for (int32_t k = 0; k < p->nthunks; k++) {
+    const rgb_thunk *t = &p->thunks[k];
+    if (t->node.code == RG_OP_COMPOSITE && t->node.inner) {
+      if (!flatten(t, pl, base, &pool)) return 1;
+      base += t->node.inner->ncells;
+    } else if (!op_fits(t, &pl->ops[pl->nops++], pl))
+      return 1;
+  }
   if (!inputs_fit(r, pl) || !map_outputs(r, pl)) return 1;
   for (int32_t k = 0; k < p->nconst; k++) {
     const rg_tensor *c = p->cells[p->const_cells[k]];
     if (!value_fits(pl, c, 0)) return 1;
     pl->slot[p->const_cells[k]] = c->data;
   }
-  pl->scratch = rg_calloc((size_t)p->ncells * (size_t)pl->m + 1, sizeof *pl->scratch);
+  pl->scratch = rg_calloc(ncells * (size_t)pl->m + 1, sizeof *pl->scratch);
   if (!pl->scratch) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
-  for (int32_t c = 0; c < p->ncells; c++)
-    if (p->producer[c] >= 0 && pl->out_trace[c] < 0) pl->slot[c] = (char *)&pl->scratch[(size_t)c * (size_t)pl->m];
+  for (int k = 0; k < pl->nops; k++) { /* values not kept in a trace live in scratch */
+    int32_t c = pl->ops[k].out;
+    if (pl->out_trace[c] < 0) pl->slot[c] = (char *)&pl->scratch[(size_t)c * (size_t)pl->m];
+  }
   return check_traces(r, pl);
 }
 
