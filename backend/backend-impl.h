@@ -26,6 +26,9 @@
 #include "relgraph/backend.h"
 #include "relgraph/graph.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* A static type as kernels see it (a copy of rg_type). */
 typedef struct rgb_vtype {
   rg_dtype dtype;
@@ -49,6 +52,12 @@ typedef struct rgb_codegen {
   const char *cache_dir;
   bool off;
 } rgb_codegen;
+
+/* Whether the environment turns kernel generation off (RELGRAPH_CODEGEN=0). */
+static inline bool rgb_codegen_env_off(void) {
+  const char *on = getenv("RELGRAPH_CODEGEN");
+  return on && !strcmp(on, "0");
+}
 
 typedef struct rgb_node {
   rg_opcode code;

@@ -265,9 +265,10 @@ static bool describe(rg_function *f, int nallin, rg_variable *const *ins, const 
 
 /* The function's generated-kernel options (a copy of the cache directory's
  * name).  A directory asked for by name that cannot be used is a mistake
- * to report, not a reason to go without the cache silently. */
+ * to report, not a reason to go without the cache silently; with
+ * generation off it is neither made nor checked. */
 static bool set_codegen(rg_ctx *C, rg_function *f, const rg_compile_opts *o) {
-  f->codegen.off = o && o->no_codegen;
+  f->codegen.off = (o && o->no_codegen) || rgb_codegen_env_off();
   if (!o || !o->cache_dir) return true;
   if (!(f->codegen.cache_dir = rg_strdup(o->cache_dir))) return rg_error(C, RG_ERR_NOMEM, "out of memory"), false;
   char dir[4096];

@@ -249,6 +249,18 @@ static void test_compile_options(void **st) {
   assert_null(rg_compile(C, 1, &x, 1, &f, &nodir));
   assert_non_null(strstr(rg_errmsg(C), "not-a-dir/sub"));
   assert_non_null(strstr(rg_errmsg(C), "cannot be made"));
+  /* generation off (by option or by RELGRAPH_CODEGEN=0): the directory named is not made */
+  char never[320];
+  for (int k = 0; k < 2; k++) {
+    snprintf(never, sizeof never, "%s/never-%d", own, k);
+    if (k) setenv("RELGRAPH_CODEGEN", "0", 1);
+    rg_compile_opts quiet = {.cache_dir = never, .no_codegen = k == 0};
+    rg_function *q = rg_compile(C, 1, &x, 1, &f, &quiet);
+    unsetenv("RELGRAPH_CODEGEN");
+    assert_non_null(q);
+    rg_function_free(q);
+    assert_int_not_equal(access(never, F_OK), 0);
+  }
   rg_tensor_free(out[0]), rg_tensor_free(out[1]), rg_tensor_free(xv);
 }
 

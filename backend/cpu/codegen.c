@@ -503,9 +503,8 @@ static uint64_t cpu_features(uint64_t h) {
 }
 
 rgbc_kernels rgbc_codegen(const rgb_program *p, rg_dtype dt, const rgb_codegen *cg) {
-  const char *on = getenv("RELGRAPH_CODEGEN");
   rgbc_kernels fn = {NULL, NULL};
-  if ((cg && cg->off) || (on && !strcmp(on, "0")) || (dt != RG_FLOAT32 && dt != RG_FLOAT64)) return fn;
+  if ((cg && cg->off) || rgb_codegen_env_off() || (dt != RG_FLOAT32 && dt != RG_FLOAT64)) return fn;
   char *src = kernel_source(p, dt);
   if (!src) return fn;
   char dir[4096], path[4200], key[17];
