@@ -14,7 +14,9 @@
  *     seed's type shape, so the composite computes each output over
  *     exactly its own elements; a producer used only inside the group may
  *     have a smaller, broadcast shape (computing it over the group's
- *     elements gives the same values, broadcast).  Dimensions of unknown
+ *     elements gives the same values, broadcast), unless it can fail on its
+ *     own elements (an integer power: a group with no elements would not
+ *     compute it, and its error would be lost).  Dimensions of unknown
  *     size are fine: broadcasting is decided statically (a dimension
  *     stretches only when its static size is 1), so connected elementwise
  *     values agree at run time on every dimension not statically 1, and
@@ -123,11 +125,19 @@ static bool reenters(const group *g, const rg_node *p) {
   return false;
 }
 
+/* Whether p can fail on its own elements: an integer power (a negative
+ * exponent is an error).  Computed over a group's elements it would not
+ * fail when the group has none, so such a producer joins a group only
+ * with the group's shape. */
+static bool may_fail(const rg_node *p) {
+  return p->op->code == RG_OP_POW && rg_dtype_is_int(p->outputs[0]->type->dtype);
+}
+
 static bool may_absorb(const group *g, const rg_node *p) {
   if (!fusible(p) || member(g, p)) return false;
   const rg_type *t = p->outputs[0]->type;
   if (t->ndim > g->shape->ndim) return false;
-  if (used_outside(g, p->outputs[0]) && !same_shape(t, g->shape)) return false;
+  if ((used_outside(g, p->outputs[0]) || may_fail(p)) && !same_shape(t, g->shape)) return false;
   return !reenters(g, p);
 }
 

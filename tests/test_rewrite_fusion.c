@@ -197,6 +197,31 @@ static void test_small_and_unknown_shapes(void **st) {
   rg_tensor_free(vals[0]), rg_tensor_free(vals[1]);
 }
 
+/* An integer power of a smaller shape stays out of a group: over a group
+ * with no elements it would not run, and its error (a negative exponent)
+ * would be lost. */
+static void test_failing_producer_kept_out(void **st) {
+  const char *text = "(graph (input a int64 (3)) (input e int64 (3)) (input z int64 (? 3))"
+                     " (output (add (pow a e) z)))";
+  rg_fgraph *fg = rg_graph_read(C, "pow.graph", text, strlen(text));
+  rg_variable *in[3] = {rg_fgraph_input(fg, 0), rg_fgraph_input(fg, 1), rg_fgraph_input(fg, 2)};
+  rg_variable *out = rg_fgraph_output(fg, 0);
+  rg_function *f = rg_compile(C, 3, in, 1, &out, NULL);
+  assert_non_null(f);
+  int64_t three = 3, empty[2] = {0, 3};
+  int64_t av[3] = {1, 2, 3}, ev[3] = {1, -1, 2};
+  rg_tensor *vals[3] = {rg_tensor_new(RG_INT64, 1, &three), rg_tensor_new(RG_INT64, 1, &three),
+                        rg_tensor_new(RG_INT64, 2, empty)}, *res = NULL;
+  for (int i = 0; i < 3; i++) rg_tensor_set_f64(vals[0], i, (double)av[i]), rg_tensor_set_f64(vals[1], i, (double)ev[i]);
+  assert_int_not_equal(rg_function_call(f, vals, &res), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "negative"));
+  rg_function_free(f);
+  for (int i = 0; i < 3; i++) rg_tensor_free(vals[i]);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  assert_int_equal(count_op(fg, RG_OP_POW), 1);
+}
+
 /* Mixed dtypes and integer wrap-around inside a group. */
 static void test_dtypes(void **st) {
   same_values("(output (add ((cast float64) (mul a b)) (sqr ((cast float64) c))))");
@@ -212,6 +237,7 @@ int main(void) {
       cmocka_unit_test(test_sibling_consumers),
       cmocka_unit_test(test_join_siblings),
       cmocka_unit_test(test_small_and_unknown_shapes),
+      cmocka_unit_test(test_failing_producer_kept_out),
       cmocka_unit_test(test_dtypes),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
