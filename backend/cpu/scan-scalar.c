@@ -9,7 +9,10 @@
  * interpreter runs its blocks.  A composite of the step (fusion's) is
  * flattened into the list: each op of its inner program is one more loop,
  * its scalar values becoming values of the plan (of the plan's shape where
- * they read one, else scalars), so a fused step keeps this path.
+ * they read one, else scalars), so a fused step keeps this path.  A 0-d
+ * constant of another dtype than its op computes in (the literal 0.5 of
+ * 0.5 * x is float64 beside float32 x) is converted once, into a cell of
+ * its own.
  *
  * A plan gives every cell of the inner program a slot (a pointer to its
  * element).  Before each step the slots of inner inputs are pointed at the
@@ -51,8 +54,11 @@ typedef struct feed {
 typedef struct plan {
   sop *ops;
   int nops;
-  int32_t ncells;       /* the program's cells, then its composites' inner cells */
-  int32_t *inpool;      /* the input cells of flattened inner ops */
+  int32_t ncells;       /* the program's cells, its composites' inner cells, converted constants */
+  int32_t nextra, next; /* converted constants: cells from ncells - nextra on; the next free one */
+  int32_t *inpool;      /* the input cells of the ops */
+  const rg_tensor **cval; /* per cell: the constant it holds, or NULL */
+  int64_t *conv;        /* the converted constants' values, one word each */
   feed *feeds;
   int nfeeds;
   char **slot;          /* per cell */
@@ -79,19 +85,37 @@ static int64_t stride_of(plan *pl, int nd, const int64_t *shape, rg_dtype dt) {
   return rgbc_size(dt);
 }
 
-static bool op_fits(const rgb_thunk *t, sop *o, plan *pl) {
+/* The cell an operand reads: cell c itself when its dtype `have` is the
+ * one the loop wants; a 0-d constant of another dtype (a literal such as
+ * 0.5 beside float32 values is a float64 constant) converted once into a
+ * cell of its own; else -1. */
+static int32_t operand_cell(plan *pl, int32_t c, rg_dtype have, rg_dtype want) {
+  if (have == want) return c;
+  const rg_tensor *v = pl->cval[c];
+  if (!v || v->ndim != 0 || v->dtype != have || pl->next >= pl->ncells) return -1;
+  int32_t nc = pl->next++;
+  char *dst = (char *)&pl->conv[nc - (pl->ncells - pl->nextra)], *q[2] = {dst, v->data};
+  int64_t qs[2] = {0, 0};
+  rgbc_cast_loop(have, want)(q, qs, 1, NULL);
+  pl->slot[nc] = dst;
+  return nc;
+}
+
+static bool op_fits(const rgb_thunk *t, sop *o, plan *pl, int32_t *in) {
   const rgb_node *n = &t->node;
   rgbc_ew_info info;
-  if (t->kind != RGB_T_KERNEL || n->inner || rgbc_ew_info_of(n, &info) || n->nout != 1) return false;
-  *o = (sop){info.loop, t->out_cells[0], n->nin, t->in_cells, info.copy, info.nary, {0}};
+  if (t->kind != RGB_T_KERNEL || n->inner || rgbc_ew_info_of(n, &info) || n->nout != 1 || n->nin >= RGBC_MAXOPS)
+    return false;
+  *o = (sop){info.loop, t->out_cells[0], n->nin, in, info.copy, info.nary, {0}};
   if ((o->st[0] = stride_of(pl, n->out[0].ndim, n->out[0].shape, n->out[0].dtype)) < 0) return false;
-  for (int k = 0; k < n->nin && k < RGBC_MAXOPS; k++) {
+  for (int k = 0; k < n->nin; k++) {
     rg_dtype want = info.nary || info.copy ? info.in[0] : info.in[k];
-    if (!info.copy && n->in[k].dtype != want) return false;
+    in[k] = info.copy ? t->in_cells[k] : operand_cell(pl, t->in_cells[k], n->in[k].dtype, want);
+    if (in[k] < 0) return false;
     if ((o->st[k + 1] = stride_of(pl, n->in[k].ndim, n->in[k].shape, n->in[k].dtype)) < 0) return false;
     if (o->st[k + 1] && !o->st[0]) return false; /* a scalar output of a non-scalar input */
   }
-  return n->nin < RGBC_MAXOPS;
+  return true;
 }
 
 /* Whether a tensor (or its rows, from dimension `from`) is a scalar or
@@ -173,6 +197,8 @@ static void plan_free(plan *pl) {
   rg_free(pl->scratch);
   rg_free(pl->out_trace);
   rg_free(pl->inpool);
+  rg_free(pl->cval);
+  rg_free(pl->conv);
 }
 
 /* A composite's inner op as one more loop of the plan, its cells
@@ -190,8 +216,8 @@ static bool inner_op_fits(const rgb_thunk *th, const int32_t *map, int64_t *st, 
   for (int k = 0; k < m->nin; k++) {
     int32_t c = th->in_cells[k];
     rg_dtype want = info.nary || info.copy ? info.in[0] : info.in[k];
-    if ((!info.copy && m->in[k].dtype != want) || st[c] < 0) return false;
-    in[k] = map[c];
+    in[k] = info.copy ? map[c] : operand_cell(pl, map[c], m->in[k].dtype, want);
+    if (in[k] < 0 || st[c] < 0) return false;
     o->st[k + 1] = st[c];
     wide |= st[c] != 0;
   }
@@ -222,6 +248,7 @@ static bool flatten(const rgb_thunk *t, plan *pl, int32_t base, int32_t **pool) 
     ok = q->cells[c]->ndim == 0;
     st[c] = 0;
     pl->slot[map[c]] = q->cells[c]->data;
+    pl->cval[map[c]] = q->cells[c];
   }
   for (int j = 0; ok && j < q->nout; j++) {
     int32_t c = q->out_cells[j];
@@ -239,14 +266,14 @@ static bool flatten(const rgb_thunk *t, plan *pl, int32_t base, int32_t **pool) 
   return ok;
 }
 
-/* Counts the plan's ops, cells and flattened input cells; false when a
- * composite nests another. */
+/* Counts the plan's ops, cells (before the converted constants) and
+ * operands; false when a composite nests another. */
 static bool plan_sizes(const rgb_program *p, size_t *nops, size_t *ncells, size_t *nins) {
   *nops = 0, *ncells = (size_t)p->ncells, *nins = 0;
   for (int32_t k = 0; k < p->nthunks; k++) {
     const rgb_node *n = &p->thunks[k].node;
     if (n->code != RG_OP_COMPOSITE || !n->inner) {
-      ++*nops;
+      ++*nops, *nins += (size_t)n->nin;
       continue;
     }
     for (int32_t j = 0; j < n->inner->nthunks; j++) {
@@ -262,30 +289,39 @@ static bool plan_sizes(const rgb_program *p, size_t *nops, size_t *ncells, size_
 static int make_plan(run *r, plan *pl) {
   rgb_program *p = r->p;
   size_t nops, ncells, nins;
-  if (p->lazy || !plan_sizes(p, &nops, &ncells, &nins) || ncells > INT32_MAX) return 1;
+  if (p->lazy || !plan_sizes(p, &nops, &ncells, &nins) || ncells + nins > INT32_MAX) return 1;
   pl->nd = -1;
   pl->m = 1;
-  pl->ncells = (int32_t)ncells;
+  pl->next = (int32_t)ncells; /* converted constants after the other cells */
+  pl->nextra = (int32_t)nins;
+  pl->ncells = (int32_t)(ncells + nins);
   pl->ops = rg_malloc((nops + 1) * sizeof *pl->ops);
-  pl->slot = rg_calloc(ncells + 1, sizeof *pl->slot);
-  pl->out_trace = rg_malloc((ncells + 1) * sizeof *pl->out_trace);
+  pl->slot = rg_calloc((size_t)pl->ncells + 1, sizeof *pl->slot);
+  pl->out_trace = rg_malloc(((size_t)pl->ncells + 1) * sizeof *pl->out_trace);
   pl->inpool = rg_malloc((nins + 1) * sizeof *pl->inpool);
-  if (!pl->ops || !pl->slot || !pl->out_trace || !pl->inpool) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  pl->cval = rg_calloc((size_t)pl->ncells + 1, sizeof *pl->cval);
+  pl->conv = rg_calloc(nins + 1, sizeof *pl->conv);
+  if (!pl->ops || !pl->slot || !pl->out_trace || !pl->inpool || !pl->cval || !pl->conv)
+    return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
+  for (int32_t k = 0; k < p->nconst; k++) {
+    int32_t c = p->const_cells[k];
+    pl->slot[c] = p->cells[c]->data;
+    pl->cval[c] = p->cells[c];
+  }
   int32_t base = p->ncells, *pool = pl->inpool;
   for (int32_t k = 0; k < p->nthunks; k++) {
     const rgb_thunk *t = &p->thunks[k];
     if (t->node.code == RG_OP_COMPOSITE && t->node.inner) {
       if (!flatten(t, pl, base, &pool)) return 1;
       base += t->node.inner->ncells;
-    } else if (!op_fits(t, &pl->ops[pl->nops++], pl))
-      return 1;
+    } else {
+      if (!op_fits(t, &pl->ops[pl->nops++], pl, pool)) return 1;
+      pool += t->node.nin;
+    }
   }
   if (!inputs_fit(r, pl) || !map_outputs(r, pl)) return 1;
-  for (int32_t k = 0; k < p->nconst; k++) {
-    const rg_tensor *c = p->cells[p->const_cells[k]];
-    if (!value_fits(pl, c, 0)) return 1;
-    pl->slot[p->const_cells[k]] = c->data;
-  }
+  for (int32_t k = 0; k < p->nconst; k++)
+    if (!value_fits(pl, p->cells[p->const_cells[k]], 0)) return 1;
   pl->scratch = rg_calloc(ncells * (size_t)pl->m + 1, sizeof *pl->scratch);
   if (!pl->scratch) return rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
   for (int k = 0; k < pl->nops; k++) { /* values not kept in a trace live in scratch */
