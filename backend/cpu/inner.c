@@ -447,6 +447,19 @@ static void choose_kernel(const rgb_node *n, cjob *j) {
   j->vf = rgbc_codegen_vfns(dt == RG_FLOAT32);
 }
 
+/* Adds to the error of a composite the ops fused into it, which the user
+ * wrote (the shapes it names are the composite's inputs). */
+static int name_group(rgb_exec *x, const rgb_program *p) {
+  rg_strbuf b = {0};
+  rg_strbuf_put(&b, "%s (in a group fused from", x->rt->err);
+  for (int32_t t = 0; t < p->nthunks; t++)
+    rg_strbuf_put(&b, "%s %s", t ? "," : "", rg_opcode_name(p->thunks[t].node.code));
+  rg_strbuf_put(&b, ")");
+  if (!b.failed) snprintf(x->rt->err, sizeof x->rt->err, "%s", b.s);
+  rg_free(b.s);
+  return x->rt->errcode;
+}
+
 int rgb_cpu_composite(rgb_exec *x) {
   const rgb_node *n = x->node;
   const rgb_program *p = n->inner;
@@ -464,7 +477,7 @@ int rgb_cpu_composite(rgb_exec *x) {
   int nd = 0;
   int64_t shape[RG_MAX_NDIM];
   for (int i = 0; i < n->nin; i++) in[i] = rgb_in(x, i);
-  if (n->nin && rgbc_broadcast_shape(x, n->nin, in, n->in, &nd, shape)) return x->rt->errcode;
+  if (n->nin && rgbc_broadcast_shape(x, n->nin, in, n->in, &nd, shape)) return name_group(x, p);
   cjob j = {.p = p, .nin = n->nin, .nout = nout, .in = in, .out = out, .gather = gather,
             .one_in = one_in, .in_dt = in_dt, .out_dt = out_dt, .ostride = ostride};
   choose_kernel(n, &j);
