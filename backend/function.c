@@ -433,10 +433,10 @@ static const char *input_label(const rg_function *f, int i, char *buf, size_t le
 
 static int check_value(rg_function *f, int i, const rg_tensor *v) {
   const rgb_vtype *t = &f->in_types[i];
+  if (v && fits_shape(v, t->dtype, t->ndim, t->shape)) return RG_OK; /* the common case: nothing formatted */
   char label[128];
   input_label(f, i, label, sizeof label);
   if (!v) return ferr(f, RG_ERR_TYPE, "%s is missing", label);
-  if (fits_shape(v, t->dtype, t->ndim, t->shape)) return RG_OK;
   char want[256], got[256];
   rgb_shape_str(want, sizeof want, t->ndim, t->shape);
   rgb_shape_str(got, sizeof got, v->ndim, v->shape);
