@@ -295,14 +295,9 @@ static void test_nested_profile(void **st) {
   assert_non_null(f);
   rg_tensor *vals[2] = {tens_rand(RG_FLOAT64, 2, SHAPE(5, 4), -1, 1), tens_rand(RG_FLOAT64, 0, NULL, -1, 1)}, *res;
   assert_int_equal(rg_function_call(f, vals, &res), RG_OK);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
-  rg_function_profile(f, m);
-  fclose(m);
+  const char *buf = tu_function_profile(f);
   assert_non_null(strstr(buf, "subtensor"));
   assert_non_null(strstr(buf, "(its steps ran as flat elementwise loops: no time per node)"));
-  free(buf);
   rg_tensor_free(res), rg_tensor_free(vals[0]), rg_tensor_free(vals[1]);
   rg_function_free(f);
 }
@@ -604,13 +599,7 @@ static void fused_small_step(const char *dt, double tol) {
     rg_function *f = rg_compile(C, 3, ins, 2, outs, &o);
     assert_non_null(f);
     assert_int_equal(rg_function_call(f, vals, res[q]), RG_OK);
-    char *prof = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&prof, &len);
-    rg_function_profile(f, m);
-    fclose(m);
-    assert_non_null(strstr(prof, "(its steps ran as flat elementwise loops: no time per node)"));
-    free(prof);
+    assert_non_null(strstr(tu_function_profile(f), "(its steps ran as flat elementwise loops: no time per node)"));
     rg_function_free(f);
   }
   rg_fgraph *fused = rg_graph_read(C, "fused.graph", text, strlen(text)); /* the step as compiling makes it */

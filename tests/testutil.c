@@ -51,9 +51,11 @@ static const char *captured(void (*print)(FILE *, const void *), const void *x) 
 
 static void print_tensor(FILE *out, const void *t) { rg_tensor_fprint(out, t); }
 static void print_dump(FILE *out, const void *f) { rg_function_dump(f, out); }
+static void print_profile(FILE *out, const void *f) { rg_function_profile(f, out); }
 
 const char *tu_tensor_text(const rg_tensor *t) { return captured(print_tensor, t); }
 const char *tu_function_dump(const rg_function *f) { return captured(print_dump, f); }
+const char *tu_function_profile(const rg_function *f) { return captured(print_profile, f); }
 
 int64_t tu_calls_of(rg_function *f, const char *label) {
   char *buf = NULL;

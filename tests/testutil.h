@@ -28,6 +28,8 @@ const char *tu_eval(rg_interp *I, const char *expr);
 const char *tu_tensor_text(const rg_tensor *t);
 /* What rg_function_dump prints for f (collected string). */
 const char *tu_function_dump(const rg_function *f);
+/* What rg_function_profile writes, as a collected string. */
+const char *tu_function_profile(const rg_function *f);
 /* The calls of every node labelled `label` in f's profile (compiled
  * with .profile). */
 int64_t tu_calls_of(rg_function *f, const char *label);
