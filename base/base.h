@@ -156,6 +156,8 @@ void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) __attribute__((format(pri
 /* FNV-1a of a string, continuing from h (start with RG_FNV_SEED). */
 #define RG_FNV_SEED 0xcbf29ce484222325ull
 uint64_t rg_fnv1a(const char *s, uint64_t h);
+/* FNV-1a of n bytes, continuing from h. */
+uint64_t rg_fnv1a_bytes(const void *p, size_t n, uint64_t h);
 /* The cache directory (created): `chosen` when given (a function's
  * option), else $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
  * $HOME/.cache/relgraph; false if none can be made. */

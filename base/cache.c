@@ -16,13 +16,17 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-uint64_t rg_fnv1a(const char *s, uint64_t h) {
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+uint64_t rg_fnv1a_bytes(const void *p, size_t n, uint64_t h) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
   return h;
 }
+
+uint64_t rg_fnv1a(const char *s, uint64_t h) { return rg_fnv1a_bytes(s, strlen(s), h); }
 
 bool rg_cache_dir(const char *chosen, char *dir, size_t len) {
   const char *env = getenv("RELGRAPH_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");

@@ -17,6 +17,7 @@
 #include "tests/test_backend_cpu.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,9 +285,28 @@ static long file_size(const char *path) {
   return n;
 }
 
-/* A cache entry cut short, empty or not an object at all is compiled
- * again, not loaded (a cut one would fault when mapped): the function
- * gives the same bits and the entry is whole again. */
+/* The file offset and size of the .text section of the ELF object b. */
+static void text_section(const char *b, long n, long *off, long *size) {
+  Elf64_Ehdr eh;
+  memcpy(&eh, b, sizeof eh);
+  assert_true(eh.e_shoff + (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) <= (uint64_t)n);
+  Elf64_Shdr names;
+  memcpy(&names, b + eh.e_shoff + (size_t)eh.e_shstrndx * sizeof names, sizeof names);
+  for (int i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh;
+    memcpy(&sh, b + eh.e_shoff + (size_t)i * sizeof sh, sizeof sh);
+    if (!strcmp(b + names.sh_offset + sh.sh_name, ".text")) {
+      *off = (long)sh.sh_offset, *size = (long)sh.sh_size;
+      return;
+    }
+  }
+  fail_msg("no .text section");
+}
+
+/* A cache entry cut short, empty, not an object at all, with its code
+ * damaged in place or without its trailer is compiled again, not loaded
+ * (a cut one would fault when mapped, a damaged one when run): the
+ * function gives the same bits and the entry is whole again. */
 static void test_corrupt_cache_entry(void **st) {
   rg_variable *x = var(RG_FLOAT64, 2, SHAPE(R, K));
   rg_tensor *xv = tens_rand(RG_FLOAT64, 2, SHAPE(R, K), -1, 1);
@@ -307,14 +327,27 @@ static void test_corrupt_cache_entry(void **st) {
   assert_non_null(in);
   assert_int_equal(fread(bytes, 1, (size_t)whole, in), (size_t)whole);
   fclose(in);
-  long cuts[] = {whole / 4, whole / 2, whole - 1, 64, 0, -1}; /* -1: text instead of an object */
+  /* cut short; -1: text instead of an object; -2: whole, its code
+   * overwritten by int3 (headers and key intact); -3: the object without
+   * its trailer */
+  long cuts[] = {whole / 4, whole / 2, whole - 1, 64, 0, -1, -2, -3};
   for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
     /* a new file: the object this process loaded stays mapped as it was */
     assert_int_equal(unlink(path), 0);
     FILE *out = fopen(path, "wb");
     assert_non_null(out);
     if (cuts[k] >= 0) assert_int_equal(fwrite(bytes, 1, (size_t)cuts[k], out), (size_t)cuts[k]);
-    else fputs("not an object\n", out);
+    else if (cuts[k] == -1) fputs("not an object\n", out);
+    else if (cuts[k] == -2) {
+      char *bad = malloc((size_t)whole);
+      memcpy(bad, bytes, (size_t)whole);
+      long off = 0, size = 0;
+      text_section(bytes, whole, &off, &size);
+      memset(bad + off, 0xcc, (size_t)size);
+      assert_int_equal(fwrite(bad, 1, (size_t)whole, out), (size_t)whole);
+      free(bad);
+    } else
+      assert_int_equal(fwrite(bytes, 1, (size_t)whole - 16, out), (size_t)whole - 16);
     fclose(out);
     rg_tensor *got = NULL;
     fn = rg_compile(C, 1, &x, 1, &f, &o);

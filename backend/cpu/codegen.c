@@ -421,7 +421,42 @@ fail:
 
 #define CFLAGS "-O3 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared"
 
-/* Compiles src into path (through temporary files renamed into place). */
+/* A cache entry is the compiled object followed by a trailer: the FNV-1a
+ * hash of the object's bytes, then ENTRY_MAGIC (8 bytes each; the loader
+ * maps only what the object's headers name, so the trailer is never
+ * mapped).  An entry whose bytes do not give its hash (cut short, changed
+ * in place, written by something else) is compiled again, never loaded:
+ * a whole ELF object with its key but damaged code would otherwise run. */
+#define ENTRY_MAGIC "rgksum01"
+#define TRAILER 16
+
+/* The bytes of the file at path (malloc'd), or NULL. */
+static unsigned char *read_file(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  unsigned char *b = size >= 0 && fseek(f, 0, SEEK_SET) == 0 ? rg_malloc((size_t)size + 1) : NULL;
+  if (b && fread(b, 1, (size_t)size, f) != (size_t)size) rg_free(b), b = NULL;
+  fclose(f);
+  *n = b ? (size_t)size : 0;
+  return b;
+}
+
+/* Appends the trailer to the object at path. */
+static bool seal(const char *path) {
+  size_t n;
+  unsigned char *b = read_file(path, &n);
+  if (!b) return false;
+  uint64_t h = rg_fnv1a_bytes(b, n, RG_FNV_SEED);
+  rg_free(b);
+  FILE *f = fopen(path, "ab");
+  if (!f) return false;
+  bool ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(ENTRY_MAGIC, 8, 1, f) == 1;
+  return !fclose(f) && ok;
+}
+
+/* Compiles src into path (through temporary files renamed into place,
+ * the trailer appended before the rename). */
 static bool compile(const char *src, const char *path) {
   const char *cc = getenv("RELGRAPH_CC");
   char csrc[4200], tmp[4200], cmd[9000];
@@ -433,44 +468,52 @@ static bool compile(const char *src, const char *path) {
   bool ok = fputs(src, f) >= 0;
   ok = !fclose(f) && ok;
   int k = snprintf(cmd, sizeof cmd, "%s " CFLAGS " -o '%s' '%s' -lm >/dev/null 2>&1", cc && *cc ? cc : "cc", tmp, csrc);
-  ok = ok && k < (int)sizeof cmd && system(cmd) == 0 && rename(tmp, path) == 0;
+  ok = ok && k < (int)sizeof cmd && system(cmd) == 0 && seal(tmp) && rename(tmp, path) == 0;
   unlink(csrc);
   unlink(tmp);
   return ok;
 }
 
-/* Whether the file is a whole 64-bit ELF object: every segment the loader
- * maps and the section table lie within the file.  A cache entry cut short
- * (a full disk, a copy interrupted) would otherwise be mapped past its end
- * and fault when the loader touches it. */
-static bool elf_whole(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
+/* Whether the n bytes are a whole 64-bit ELF object: every segment the
+ * loader maps and the section table lie within them. */
+static bool elf_whole(const unsigned char *b, size_t n) {
   Elf64_Ehdr eh;
-  bool ok = fread(&eh, sizeof eh, 1, f) == 1 && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-            eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 &&
-            !fseek(f, 0, SEEK_END);
-  long size = ok ? ftell(f) : -1;
-  ok = ok && size > 0 && eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) <= (uint64_t)size &&
-       eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize <= (uint64_t)size &&
-       !fseek(f, (long)eh.e_phoff, SEEK_SET);
-  for (int i = 0; ok && i < eh.e_phnum; i++) {
+  if (n < sizeof eh) return false;
+  memcpy(&eh, b, sizeof eh);
+  if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phoff > n ||
+      (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > n - eh.e_phoff || eh.e_shoff > n ||
+      (uint64_t)eh.e_shnum * eh.e_shentsize > n - eh.e_shoff)
+    return false;
+  for (int i = 0; i < eh.e_phnum; i++) {
     Elf64_Phdr ph;
-    ok = fread(&ph, sizeof ph, 1, f) == 1 && ph.p_offset <= (uint64_t)size &&
-         ph.p_filesz <= (uint64_t)size - ph.p_offset;
+    memcpy(&ph, b + eh.e_phoff + (size_t)i * sizeof ph, sizeof ph);
+    if (ph.p_offset > n || ph.p_filesz > n - ph.p_offset) return false;
   }
-  fclose(f);
+  return true;
+}
+
+/* Whether the cache entry at path is whole: its trailer's hash is that of
+ * its object, and the object is a whole ELF object. */
+static bool entry_whole(const char *path) {
+  size_t n;
+  unsigned char *b = read_file(path, &n);
+  uint64_t h;
+  bool ok = b && n > TRAILER && !memcmp(b + n - 8, ENTRY_MAGIC, 8);
+  if (ok) memcpy(&h, b + n - TRAILER, sizeof h);
+  ok = ok && h == rg_fnv1a_bytes(b, n - TRAILER, RG_FNV_SEED) && elf_whole(b, n - TRAILER);
+  rg_free(b);
   return ok;
 }
 
 /* The kernels of the object at path, compiling src into it first when
- * there is no whole object there.  The object names its key (the string
+ * there is no whole entry there.  The object names its key (the string
  * rg_kernel_key), so an entry made for another source, compiler or
  * processor is never run; such an entry, and one that cannot be loaded,
  * is compiled again once (a cache is never trusted to be intact). */
 static rgbc_kernels load_kernels(const char *src, const char *key, const char *path) {
   rgbc_kernels fn = {NULL, NULL};
-  bool cached = access(path, R_OK) == 0 && elf_whole(path);
+  bool cached = access(path, R_OK) == 0 && entry_whole(path);
   for (int attempt = 0; attempt < 2 && !fn.plain; attempt++, cached = false) {
     if (!cached && !compile(src, path)) break;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
