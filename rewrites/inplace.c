@@ -1,7 +1,9 @@
 /*
- * inplace.c — elemwise_inplace and blas_inplace (Aesara's inplace
- * database): an elementwise node overwrites one of its inputs, and gemm,
- * gemv and ger their accumulator, instead of writing a new buffer.
+ * inplace.c — elemwise_inplace, blas_inplace and the subtensor updates'
+ * (Aesara's inplace database): an elementwise node overwrites one of its
+ * inputs, gemm, gemv and ger their accumulator, and inc_subtensor and
+ * set_subtensor the tensor they update, instead of writing a new buffer
+ * (a gradient's inc_subtensor of a buffer of zeros fills it in place).
  *
  * The destroy check (what Aesara's DestroyHandler guards): an input may be
  * overwritten only when nothing can read it afterwards or through another
@@ -15,7 +17,8 @@
  *     value it views), and
  *   - of exactly the output's type (no broadcasting, the same dtype):
  *     rg_make_node refuses an in-place op otherwise.
- * An elementwise node destroys the first input that passes.  The linker
+ * An elementwise node destroys the first input that passes; the others
+ * their input 0 only.  The linker
  * drops the mark where a buffer turns out to be borrowed (an input of the
  * function), and the kernels write in place only when the buffer's
  * storage is unshared at run time, so a mark is never unsafe.
@@ -42,11 +45,14 @@ static bool destroyable(const rg_fgraph *fg, const rg_node *node, int i) {
   return rg_op_view_of(v->owner->op, v->index) < 0 && rg_type_equal(v->type, node->outputs[0]->type);
 }
 
-/* The first input of node that it may destroy (BLAS forms: input 0 only). */
+/* The first input of node that it may destroy (BLAS forms and subtensor
+ * updates: input 0 only). */
 static int victim(const rg_fgraph *fg, const rg_node *node) {
   if (node->op->inplace >= 0 || node->nout != 1) return -1;
   rg_opcode c = node->op->code;
-  if (c == RG_OP_GEMM || c == RG_OP_GEMV || c == RG_OP_GER) return destroyable(fg, node, 0) ? 0 : -1;
+  if (c == RG_OP_GEMM || c == RG_OP_GEMV || c == RG_OP_GER || c == RG_OP_INC_SUBTENSOR ||
+      c == RG_OP_SET_SUBTENSOR)
+    return destroyable(fg, node, 0) ? 0 : -1;
   if (rg_opcode_family(c) != RG_FAM_ELEMWISE) return -1;
   for (int i = 0; i < node->nin; i++)
     if (destroyable(fg, node, i)) return i;
@@ -73,7 +79,7 @@ static int make_inplace(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
 
 rg_rewriter *rgr_inplace_rewriter(void) {
   rg_rewriter *rw = rg_node_rewriter("inplace_elemwise", 0, NULL, make_inplace, NULL);
-  rw->describe = "an elementwise node, gemm, gemv or ger whose input nothing else reads -> the node "
-                 "overwrites that input";
+  rw->describe = "an elementwise node, gemm, gemv, ger, inc_subtensor or set_subtensor whose input "
+                 "nothing else reads -> the node overwrites that input";
   return rw;
 }

@@ -452,7 +452,8 @@ static void test_every_rule(void **st) {
 
 /* The destroy check of inplace_elemwise on whole graphs: the value e (the
  * exp node's) read twice (by one node or two), a graph output, aliased by
- * a view, is never overwritten; read once, it is; and every graph
+ * a view, is never overwritten; read once, it is (by an elementwise node,
+ * or by inc_subtensor or set_subtensor updating it); and every graph
  * computes what it computed before. */
 static void test_inplace_destroy_check(void **st) {
   (void)st;
@@ -463,6 +464,12 @@ static void test_inplace_destroy_check(void **st) {
       {"(define e (exp x)) (output (add (tanh e) ((dimshuffle 0) e)))", 0}, /* aliased by a view */
       {"(define e (exp x)) (output (tanh e))", 1},                          /* read once */
       {"(output (tanh (exp (sin x))))", 1},                                 /* a chain */
+      /* the subtensor updates overwrite the tensor they update (input 0) */
+      {"(define e (exp x)) (output ((set_subtensor (0 2)) e ((subtensor (1 3)) x)))", 1},
+      {"(define e (exp x)) (output ((inc_subtensor 1) e ((subtensor 0) x)))", 1},
+      {"(define e (exp x)) (output ((inc_subtensor 1) e ((subtensor 0) x))) (output e)", 0},
+      {"(define e (exp x)) (output ((inc_subtensor (0 2)) e ((subtensor (1 3)) e)))", 0},
+      {"(define e (exp x)) (output ((set_subtensor 0) (sin x) ((subtensor 1) e)))", 0},
   };
   rg_rewriter *rw = rg_db_query(C, std_db, "inplace_elemwise");
   assert_non_null(rw);
