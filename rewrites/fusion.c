@@ -244,6 +244,15 @@ static rg_node **in_order(const group *g) {
 
 typedef struct lists { V *v; int n; } lists;
 
+/* A copy of scalar constant x for the inner graph, which then owns every
+ * node and value it holds (a value belongs to one graph at a time), so it
+ * is built without a copy of its own. */
+static V own_constant(rg_ctx *C, V x) {
+  V c = rg_constant_data(C, x->type->dtype, 0, NULL, x->data);
+  if (c) c->flags |= x->flags & RG_VAR_WEAK; /* a literal stays weak */
+  return c;
+}
+
 static void push(lists *l, V x) { l->v[l->n++] = x; }
 
 /* Builds the composite and replaces the group's outputs; false when it
@@ -263,7 +272,8 @@ static bool fuse(rg_rewrite_run *run, const rg_rewriter *rw, group *g) {
       V x = m->inputs[k];
       V s = rg_memo_get(scalar, x);
       if (!s) {
-        s = inner_constant(x) ? x : rg_input(C, NULL, rg_type_scalar(x->type->dtype));
+        s = inner_constant(x) ? own_constant(C, x) : rg_input(C, NULL, rg_type_scalar(x->type->dtype));
+        if (!s) goto refuse;
         if (!inner_constant(x)) push(&outer, x), push(&inner, s);
         rg_memo_put(scalar, x, s);
       }
@@ -274,7 +284,7 @@ static bool fuse(rg_rewrite_run *run, const rg_rewriter *rw, group *g) {
     rg_memo_put(scalar, m->outputs[0], c->outputs[0]);
     if (used_outside(g, m->outputs[0])) push(&olds, m->outputs[0]), push(&outs, c->outputs[0]);
   }
-  rg_fgraph *ig = rg_fgraph_new(C, inner.n, inner.v, outs.n, outs.v, RG_FG_CLONE);
+  rg_fgraph *ig = rg_fgraph_new(C, inner.n, inner.v, outs.n, outs.v, 0); /* its nodes and values are its own */
   const rg_op *op = ig ? rg_op_composite(C, ig) : NULL;
   rg_node *node = op ? rg_make_node(C, op, outer.n, outer.v) : NULL;
   if (!node) goto refuse;
