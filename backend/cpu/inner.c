@@ -270,7 +270,7 @@ typedef struct cjob {
   const char *why;    /* first error */
   bool stream;        /* outputs streamed past the cache (stream.c) ... */
   bool staged;        /* ... through staging blocks (the interpreter), else by the twin */
-  bool bare;          /* no workspace at all: a generated kernel over contiguous inputs */
+  bool bare;          /* no workspace: a generated kernel over contiguous inputs, or over one element */
   rgbc_kernels gen;   /* the generated kernels, or NULLs: the interpreter */
   const void *vf;     /* its vector functions */
 } cjob;
@@ -279,7 +279,7 @@ typedef struct cjob {
 static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *area, int64_t m) {
   const void *in[64];
   for (int i = 0; i < j->nin; i++) {
-    if (ins[i].s) {
+    if (ins[i].s || m == 1) { /* a block, or the one element a block of one needs */
       in[i] = ins[i].p;
       continue;
     }
@@ -403,7 +403,8 @@ static int composite_run(rgb_exec *x, cjob *j, int nd, const int64_t *shape) {
   j->stream = bytes >= RGBC_STREAM_BYTES && (!j->gen.plain || j->gen.stream); /* see the top */
   j->staged = j->stream && !j->gen.plain;
   j->bare = j->gen.plain && !j->staged;
-  for (int i = 0; i < j->nin && j->bare; i++) j->bare = !j->one_in[i] && contiguous(&j->gather[i], j->in[i]);
+  for (int i = 0; i < j->nin && j->bare && j->total > 1; i++)
+    j->bare = !j->one_in[i] && contiguous(&j->gather[i], j->in[i]);
   int64_t nblocks = j->total / j->row * ((j->row + CB - 1) / CB);
   rgb_parallel_for(x, nblocks, 8, run_blocks, j);
   if (j->why) return rgb_error(x, RG_ERR_EVAL, "%s", j->why);
