@@ -546,15 +546,20 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
 /* ------------------------------------------------------------------ profile and dump */
 
 /* The nodes of an inner program that ran thunk by thunk (a Scan's steps),
- * indented under their node; composites, run by their own interpreter,
- * have none, and a Scan whose steps ran as flat elementwise loops (the
- * executor's fast path) says so instead. */
+ * indented under their node.  A composite, one kernel, has no time per
+ * node: a line names the ops fused into it; a Scan whose steps ran as flat
+ * elementwise loops (the executor's fast path) says so instead. */
 static void profile_inner(const rgb_thunk *parent, const rgb_program *p, FILE *out, int depth, double total) {
   int64_t calls = 0;
   for (int32_t k = 0; k < p->nthunks; k++) calls += p->thunks[k].calls;
   if (!calls) {
     if (parent->calls && parent->node.code == RG_OP_SCAN)
       fprintf(out, "  %*s       (its steps ran as flat elementwise loops: no time per node)\n", 2 * depth, "");
+    if (parent->node.code == RG_OP_COMPOSITE) {
+      fprintf(out, "  %*s       (fused:", 2 * depth, "");
+      for (int32_t k = 0; k < p->nthunks; k++) fprintf(out, "%s %s", k ? "," : "", p->thunks[k].node.label);
+      fprintf(out, ")\n");
+    }
     return;
   }
   for (int32_t k = 0; k < p->nthunks; k++) {

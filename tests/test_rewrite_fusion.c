@@ -195,6 +195,16 @@ static void test_small_and_unknown_shapes(void **st) {
   assert_non_null(strstr(rg_function_errmsg(f), "do not broadcast"));
   assert_non_null(strstr(rg_function_errmsg(f), "(in a group fused from exp, mul, add)"));
   rg_function_free(f);
+  /* the profile names the ops fused into a composite */
+  rg_compile_opts prof = {.profile = true};
+  f = rg_compile(C, 2, in, 1, &out, &prof);
+  assert_non_null(f);
+  rg_tensor_free(vals[0]);
+  vals[0] = rg_tensor_new(RG_FLOAT32, 1, &three);
+  assert_int_equal(rg_function_call(f, vals, &res), RG_OK);
+  rg_tensor_free(res);
+  assert_non_null(strstr(tu_function_profile(f), "(fused: exp, mul, add)"));
+  rg_function_free(f);
   rg_tensor_free(vals[0]), rg_tensor_free(vals[1]);
 }
 
