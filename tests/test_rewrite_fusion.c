@@ -227,6 +227,16 @@ static void test_failing_producer_kept_out(void **st) {
   assert_int_not_equal(rg_function_call(f, vals, &res), RG_OK);
   assert_non_null(strstr(rg_function_errmsg(f), "negative"));
   rg_function_free(f);
+  /* the same power inside a group: the error names the ops fused there */
+  const char *same = "(graph (input a int64 (3)) (input e int64 (3)) (output (add (pow a e) 1)))";
+  rg_fgraph *g = rg_graph_read(C, "pow.graph", same, strlen(same));
+  rg_variable *gin[2] = {rg_fgraph_input(g, 0), rg_fgraph_input(g, 1)}, *gout = rg_fgraph_output(g, 0);
+  f = rg_compile(C, 2, gin, 1, &gout, NULL);
+  assert_non_null(f);
+  assert_int_not_equal(rg_function_call(f, vals, &res), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "negative integer powers"));
+  assert_non_null(strstr(rg_function_errmsg(f), "(in a group fused from pow, add)"));
+  rg_function_free(f);
   for (int i = 0; i < 3; i++) rg_tensor_free(vals[i]);
   rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
   assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);

@@ -449,7 +449,8 @@ static void choose_kernel(const rgb_node *n, cjob *j) {
 }
 
 /* Adds to the error of a composite the ops fused into it, which the user
- * wrote (the shapes it names are the composite's inputs). */
+ * wrote (a shape error names the composite's inputs; an op's own error,
+ * such as an integer power's negative exponent, names no op). */
 static int name_group(rgb_exec *x, const rgb_program *p) {
   rg_strbuf b = {0};
   rg_strbuf_put(&b, "%s (in a group fused from", x->rt->err);
@@ -482,7 +483,7 @@ int rgb_cpu_composite(rgb_exec *x) {
   cjob j = {.p = p, .nin = n->nin, .nout = nout, .in = in, .out = out, .gather = gather,
             .one_in = one_in, .in_dt = in_dt, .out_dt = out_dt, .ostride = ostride};
   choose_kernel(n, &j);
-  return composite_run(x, &j, nd, shape);
+  return composite_run(x, &j, nd, shape) ? name_group(x, p) : RG_OK;
 }
 
 int rgb_cpu_op_from_graph(rgb_exec *x) {
