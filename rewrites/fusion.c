@@ -71,19 +71,78 @@ static bool inner_constant(const rg_variable *v) { return rg_is_constant(v) && v
 
 /* ------------------------------------------------------------------ a group */
 
+/* What one fusion run keeps across its groups and searches, in malloc'd
+ * memory (it holds graph nodes, which the graph keeps alive):
+ *  - `group_of` maps every node taken into a group to that group's number
+ *    (groups are numbered from 1 in the order they form), so membership
+ *    and "grouped earlier" are one probe, with no table per group;
+ *  - `clear` maps each value found independent of a group (independent())
+ *    to that group's number;
+ *  - `seen` maps each node a search visited to the number of the last
+ *    search that did, so a search starts by taking a fresh number and
+ *    nothing is cleared between searches;
+ *  - `stack` is the searches' work list. */
+typedef struct scratch {
+  rg_map group_of, clear, seen;
+  rg_ptrs stack;
+  uint64_t ngroups, nsearches;
+} scratch;
+
+static void scratch_init(scratch *s, size_t nodes) {
+  *s = (scratch){.stack = {.a = &rg_heap_abort}};
+  if (rg_map_init(&s->group_of, &rg_heap_abort, nodes) || rg_map_init(&s->clear, &rg_heap_abort, 16) ||
+      rg_map_init(&s->seen, &rg_heap_abort, 64))
+    abort();
+}
+
+static void scratch_free(scratch *s) {
+  rg_map_free(&s->group_of);
+  rg_map_free(&s->clear);
+  rg_map_free(&s->seen);
+  rg_ptrs_free(&s->stack);
+}
+
+static uint64_t key_of(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* Starts a search: an empty work list and a fresh number. */
+static void search_start(scratch *s) {
+  s->stack.n = 0;
+  s->nsearches++;
+}
+
+/* True the first time the current search reaches u (and marks it). */
+static bool first_visit(scratch *s, const rg_node *u) {
+  bool fresh;
+  rg_map_entry *e = rg_map_slot(&s->seen, key_of(u), s->nsearches, &fresh);
+  if (!fresh && e->val == s->nsearches) return false;
+  e->val = s->nsearches;
+  return true;
+}
+
+static void push_node(scratch *s, rg_node *u) { (void)rg_ptrs_push(&s->stack, u); /* aborts when out of memory */ }
+static rg_node *pop_node(scratch *s) { return s->stack.n ? s->stack.v[--s->stack.n] : NULL; }
+
+/* The number of the group holding n (0: none yet). */
+static uint64_t group_of(const scratch *s, const rg_node *n) {
+  const uint64_t *g = n ? rg_map_get(&s->group_of, key_of(n)) : NULL;
+  return g ? *g : 0;
+}
+
 /* A group being grown.  Invariant: members are fusible nodes of the
- * graph; `in` maps each member to 1; `last` is the largest order label
- * of a member (no path reaches a member from a node labelled after it). */
+ * graph, exactly the nodes that s->group_of maps to id; `last` is the
+ * largest order label of a member (no path reaches a member from a node
+ * labelled after it). */
 typedef struct group {
   rg_fgraph *fg;
+  scratch *s;
+  uint64_t id;
   const rg_type *shape;   /* the seed's output type */
-  rg_memo *in;            /* member nodes */
   rg_node **members;
   int n, cap;
   uint64_t last;
 } group;
 
-static bool member(const group *g, const rg_node *n) { return n && rg_memo_get(g->in, n) != NULL; }
+static bool member(const group *g, const rg_node *n) { return n && group_of(g->s, n) == g->id; }
 
 static bool used_outside(const group *g, const rg_variable *v) {
   for (uint32_t c = 0; c < v->nclients; c++)
@@ -97,30 +156,18 @@ static bool used_outside(const group *g, const rg_variable *v) {
  * (a deep graph of many groups is not walked to its end once per
  * producer). */
 static bool reenters(const group *g, const rg_node *p) {
-  rg_memo *seen = rg_memo_new();
-  rg_node **stack = rg_gc_alloc(sizeof *stack * 64);
-  int sp = 0, cap = 64;
+  scratch *s = g->s;
+  search_start(s);
   for (uint32_t c = 0; c < p->outputs[0]->nclients; c++) {
     rg_node *u = p->outputs[0]->clients[c].node;
-    if (u && !member(g, u)) stack[sp++] = u;
-    if (sp == cap) break;
+    if (u && !member(g, u)) push_node(s, u);
   }
-  while (sp) {
-    rg_node *u = stack[--sp];
+  for (rg_node *u; (u = pop_node(s));) {
     if (member(g, u)) return true;
-    if (u->label > g->last || rg_memo_get(seen, u)) continue;
-    rg_memo_put(seen, u, u);
+    if (u->label > g->last || !first_visit(s, u)) continue;
     for (int o = 0; o < u->nout; o++)
-      for (uint32_t c = 0; c < u->outputs[o]->nclients; c++) {
-        rg_node *w = u->outputs[o]->clients[c].node;
-        if (!w) continue;
-        if (sp == cap) {
-          rg_node **bigger = rg_gc_alloc(sizeof *bigger * (size_t)cap * 2);
-          memcpy(bigger, stack, sizeof *stack * (size_t)cap);
-          stack = bigger, cap *= 2;
-        }
-        stack[sp++] = w;
-      }
+      for (uint32_t c = 0; c < u->outputs[o]->nclients; c++)
+        if (u->outputs[o]->clients[c].node) push_node(s, u->outputs[o]->clients[c].node);
   }
   return false;
 }
@@ -149,7 +196,7 @@ static void add_member(group *g, rg_node *n) {
     g->members = m, g->cap = cap;
   }
   g->members[g->n++] = n;
-  rg_memo_put(g->in, n, n);
+  if (rg_map_put(&g->s->group_of, key_of(n), g->id)) abort();
   if (n->label > g->last) g->last = n->label;
 }
 
@@ -161,36 +208,32 @@ static void add_member(group *g, rg_node *n) {
  * such value depends on (a producer is not absorbed when a path from it
  * comes back into the group, a consumer descends from a member), so the
  * answer stays true. */
-static bool independent(const group *g, const rg_variable *x, rg_memo *clear) {
-  if (rg_memo_get(clear, x)) return true;
-  rg_node **stack = rg_gc_alloc(sizeof *stack * CONSUMER_SEARCH);
-  rg_memo *seen = rg_memo_new();
-  int sp = 0, visits = 0;
-  if (x->owner) stack[sp++] = x->owner;
-  while (sp) {
-    rg_node *u = stack[--sp];
+static bool independent(const group *g, const rg_variable *x) {
+  const uint64_t *known = rg_map_get(&g->s->clear, key_of(x));
+  if (known && *known == g->id) return true;
+  scratch *s = g->s;
+  search_start(s);
+  int visits = 0;
+  if (x->owner) push_node(s, x->owner);
+  for (rg_node *u; (u = pop_node(s));) {
     if (member(g, u)) return false;
-    if (rg_memo_get(seen, u)) continue;
+    if (!first_visit(s, u)) continue;
     if (++visits > CONSUMER_SEARCH) return false;
-    rg_memo_put(seen, u, u);
     for (int k = 0; k < u->nin; k++)
-      if (u->inputs[k]->owner) {
-        if (sp == CONSUMER_SEARCH) return false;
-        stack[sp++] = u->inputs[k]->owner;
-      }
+      if (u->inputs[k]->owner) push_node(s, u->inputs[k]->owner);
   }
-  rg_memo_put(clear, x, (void *)x);
+  if (rg_map_put(&s->clear, key_of(x), g->id)) abort();
   return true;
 }
 
 /* A consumer of a member joins when it is fusible, not grouped yet, of the
  * group's shape, and its other inputs do not depend on the group. */
-static bool may_absorb_consumer(const group *g, const rg_node *u, const rg_memo *done, rg_memo *clear) {
-  if (!fusible(u) || member(g, u) || rg_memo_get(done, u) || !same_shape(u->outputs[0]->type, g->shape))
+static bool may_absorb_consumer(const group *g, const rg_node *u) {
+  if (!fusible(u) || group_of(g->s, u) || !same_shape(u->outputs[0]->type, g->shape))
     return false;
   for (int k = 0; k < u->nin; k++) {
     const rg_variable *x = u->inputs[k];
-    if (!member(g, x->owner) && !independent(g, x, clear)) return false;
+    if (!member(g, x->owner) && !independent(g, x)) return false;
   }
   return true;
 }
@@ -200,18 +243,16 @@ static bool may_absorb_consumer(const group *g, const rg_node *u, const rg_memo 
  * through nodes outside the group comes back in.  So the parts of a join
  * are outputs of one group, which the linker then writes straight into
  * the joined value (backend/join-into.c). */
-static void absorb_siblings(group *g, const rg_node *join, const rg_memo *done, rg_memo *clear) {
+static void absorb_siblings(group *g, const rg_node *join) {
   for (int k = 0; k < join->nin; k++) {
     rg_node *s = join->inputs[k]->owner;
-    if (s && may_absorb_consumer(g, s, done, clear) && !reenters(g, s)) add_member(g, s);
+    if (s && may_absorb_consumer(g, s) && !reenters(g, s)) add_member(g, s);
   }
 }
 
 /* Grows the group from its seed: absorbs producers, consumers and the
- * siblings of members under a join until none is legal (`done`: nodes of
- * earlier groups). */
-static void grow(group *g, const rg_memo *done) {
-  rg_memo *clear = rg_memo_new(); /* values found independent of the group */
+ * siblings of members under a join until none is legal. */
+static void grow(group *g) {
   for (int i = 0; i < g->n; i++) {
     rg_node *m = g->members[i];
     for (int k = 0; k < m->nin; k++) {
@@ -221,8 +262,8 @@ static void grow(group *g, const rg_memo *done) {
     const rg_variable *v = m->outputs[0];
     for (uint32_t c = 0; c < v->nclients; c++) {
       rg_node *u = v->clients[c].node;
-      if (u && may_absorb_consumer(g, u, done, clear)) add_member(g, u);
-      else if (u && u->op->code == RG_OP_JOIN) absorb_siblings(g, u, done, clear);
+      if (u && may_absorb_consumer(g, u)) add_member(g, u);
+      else if (u && u->op->code == RG_OP_JOIN) absorb_siblings(g, u);
     }
   }
 }
@@ -312,20 +353,18 @@ static int fusion_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   const rg_rewriter *rw = ud; /* this rewriter, for the trace */
   int n, fused = 0;
   rg_node **order = reverse_order(fg, &n);
-  rg_memo *done = rg_memo_new(), *gone = rg_memo_new();
+  scratch s;
+  scratch_init(&s, (size_t)n);
   for (int i = 0; i < n; i++) {
     rg_node *seed = order[i];
-    if (rg_memo_get(done, seed) || rg_memo_get(gone, seed) || !fusible(seed)) continue;
-    group g = {fg, seed->outputs[0]->type, rg_memo_new(), NULL, 0, 0, 0};
+    if (group_of(&s, seed) || !fusible(seed)) continue; /* grouped before (fused or not) */
+    group g = {fg, &s, ++s.ngroups, seed->outputs[0]->type, NULL, 0, 0, 0};
     add_member(&g, seed);
-    grow(&g, done);
-    for (int k = 0; k < g.n; k++) rg_memo_put(done, g.members[k], g.members[k]);
+    grow(&g);
     if (g.n < 2) continue;
-    if (fuse(run, rw, &g)) {
-      fused++;
-      for (int k = 0; k < g.n; k++) rg_memo_put(gone, g.members[k], g.members[k]);
-    }
+    fused += fuse(run, rw, &g);
   }
+  scratch_free(&s);
   return fused;
 }
 
