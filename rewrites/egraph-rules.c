@@ -726,6 +726,12 @@ static uint64_t hmix(uint64_t h, uint64_t x) {
   return h * 0xbf58476d1ce4e5b9ull;
 }
 
+/* A class's representative in the hashes of the combinations a rule has
+ * run on: the representative itself, not its class, so that a class whose
+ * representative changes (to a constant folded into it) is tried again by
+ * the rules that look at it (x + 0 once the 0 is known). */
+static uint64_t rep_hash(const rg_variable *rep) { return hmix(0xc1a55, (uint64_t)(uintptr_t)rep); }
+
 static void node_terms(rg_egraph *eg, uint32_t id, int depth, int cap, alts *out, eg_rule *fresh);
 static bool seen_add(eg_rule *r, uint64_t h);
 
@@ -734,7 +740,8 @@ static bool seen_add(eg_rule *r, uint64_t h);
 static void class_terms(rg_egraph *eg, uint32_t c, int depth, int cap, alts *out) {
   c = eg_find(eg, c);
   if (depth <= 0) {
-    alts_push(out, rg_var_term(eg_rep(eg, c)), hmix(0xc1a55, c));
+    rg_variable *rep = eg_rep(eg, c);
+    alts_push(out, rg_var_term(rep), rep_hash(rep));
     return;
   }
   const eg_ids *ns = &eg->cls[c].nodes;
@@ -1453,7 +1460,7 @@ static void class_vars(rg_egraph *eg, uint32_t c, native_alts *a) {
   rg_variable *rep = eg_rep(eg, c);
   if (rep) {
     a->v[0] = rep;
-    a->h[a->n++] = hmix(0xc1a55, c);
+    a->h[a->n++] = rep_hash(rep);
   }
   const eg_ids *ns = &eg->cls[c].nodes;
   for (uint32_t i = 0; i < ns->n && a->n < NATIVE_ALTS; i++) {
