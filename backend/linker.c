@@ -124,7 +124,6 @@ static bool can_run(const rg_backend *b, const rgb_node *bn) {
   return b && b->iface->supports(b->ctx, bn);
 }
 
-/* The backend a node runs on (see the file comment), or NULL. */
 /* Arithmetic on integer scalars (shapes, sizes, steps): on a device it
  * would only cost transfers, since its readers are shape arguments. */
 static bool shape_arithmetic(const rgb_node *bn) {
@@ -136,9 +135,29 @@ static bool shape_arithmetic(const rgb_node *bn) {
   return true;
 }
 
-static const rg_backend *place(const rgb_program *p, const rgb_node *bn) {
+/* The device every reader of an allocation's value is typed for, or the
+ * host (readers on several devices, none, or a graph output).  A rewrite
+ * makes its zeros and BLAS accumulators from host sizes, so their types
+ * say host even in a graph placed on a device; they are made where they
+ * are read rather than made on the host and copied. */
+static rg_device readers_device(const rg_node *n) {
+  if (n->op->code != RG_OP_ALLOC && n->op->code != RG_OP_ALLOC_EMPTY) return RG_DEVICE_HOST;
+  const rg_variable *o = n->outputs[0];
+  rg_device d = RG_DEVICE_HOST;
+  for (uint32_t c = 0; c < o->nclients; c++) {
+    const rg_node *r = o->clients[c].node;
+    rg_device rd = r && r->nout ? r->outputs[0]->type->device : RG_DEVICE_HOST;
+    if (rd == RG_DEVICE_HOST || (c > 0 && rd != d)) return RG_DEVICE_HOST;
+    d = rd;
+  }
+  return d;
+}
+
+/* The backend a node runs on (see the file comment), or NULL. */
+static const rg_backend *place(const rgb_program *p, const rgb_node *bn, const rg_node *n) {
   if (bn->code == RG_OP_IFELSE) return &rgb_cpu;
   rg_device want = bn->nout ? bn->out[0].device : RG_DEVICE_HOST;
+  if (want == RG_DEVICE_HOST) want = readers_device(n);
   const rg_backend *b = rgb_program_backend_on(p, want);
   if (b != &rgb_cpu && can_run(b, bn)) return b;
   if (want == RG_DEVICE_HOST && shape_arithmetic(bn) && can_run(&rgb_cpu, bn)) return &rgb_cpu;
@@ -333,7 +352,7 @@ static bool link_thunk(linker *L, const rg_node *n) {
     inner_error(L, &bn);
     return rgb_node_clear(&bn), false;
   }
-  const rg_backend *b = place(p, &bn);
+  const rg_backend *b = place(p, &bn, n);
   rgb_bound bound = {0};
   if (!b || !bind_node(L, &bn, n, b, &bound)) {
     if (!b) lerr(L, "no backend can run %s", bn.label);

@@ -88,6 +88,15 @@ static int blas_dtypes(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *
   return RG_OK;
 }
 
+/* The result of gemm, gemv and ger: the accumulator's type, on the device
+ * where the operation runs (its first input off the host, as for every
+ * op; an accumulator a rewrite made from host sizes reads host). */
+static int acc_result(int nin, rg_variable *const *in, rgc_outs *out) {
+  const rg_type *t = in[0]->type;
+  rg_device dev = rgc_result_device(nin, in);
+  return rgc_outs_set1(out, dev == t->device ? t : rg_type_on_device(t, dev));
+}
+
 static int inplace_ok(rg_ctx *C, const rg_op *op) {
   if (op->inplace > 0) return rgc_op_error(C, op, "can only work in place on input 0");
   return RG_OK;
@@ -105,7 +114,7 @@ static int gemm_make_node(rg_ctx *C, const rg_op *op, rg_variable *const *in, rg
     return rgc_op_error(C, op, "z of shape %s does not match x @ y of shape (%s %s)",
                         rgc_shape_str(2, sz), sx[0] < 0 ? "?" : rgk_sprintf("%lld", (long long)sx[0]),
                         sy[1] < 0 ? "?" : rgk_sprintf("%lld", (long long)sy[1]));
-  return rgc_outs_set1(out, z->type);
+  return acc_result(5, in, out);
 }
 
 static int gemv_make_node(rg_ctx *C, const rg_op *op, rg_variable *const *in, rgc_outs *out) {
@@ -118,7 +127,7 @@ static int gemv_make_node(rg_ctx *C, const rg_op *op, rg_variable *const *in, rg
   if (!agree(A->type->shape[0], y->type->shape[0]))
     return rgc_op_error(C, op, "y of shape %s does not match the rows of A %s",
                         rgc_shape_str(1, y->type->shape), rgc_shape_str(2, A->type->shape));
-  return rgc_outs_set1(out, y->type);
+  return acc_result(5, in, out);
 }
 
 static int ger_make_node(rg_ctx *C, const rg_op *op, rg_variable *const *in, rgc_outs *out) {
@@ -131,7 +140,7 @@ static int ger_make_node(rg_ctx *C, const rg_op *op, rg_variable *const *in, rgc
     return rgc_op_error(C, op, "A of shape %s does not match outer(x, y) of shapes %s and %s",
                         rgc_shape_str(2, A->type->shape), rgc_shape_str(1, x->type->shape),
                         rgc_shape_str(1, y->type->shape));
-  return rgc_outs_set1(out, A->type);
+  return acc_result(4, in, out);
 }
 
 int rgc_blas_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const *in,

@@ -59,7 +59,7 @@ static problem check_types(const rg_node *n) {
     return rgk_sprintf("%s no longer type-checks with its inputs", node_desc(n));
   if (outs.n != n->nout) return rgk_sprintf("%s: the number of outputs changed", node_desc(n));
   for (int k = 0; k < n->nout; k++)
-    if (!rg_type_is_subtype(outs.types[k], n->outputs[k]->type))
+    if (!rg_type_stands_for(outs.types[k], n->outputs[k]->type))
       return rgk_sprintf("%s: output %d has type %s, but its inputs give %s", node_desc(n), k,
                          rg_type_str(n->outputs[k]->type), rg_type_str(outs.types[k]));
   return NULL;

@@ -335,7 +335,7 @@ static bool reaches(rg_fgraph *fg, rg_variable *from, rg_node *node, const rg_va
 }
 
 static int check_types(rg_fgraph *fg, const rg_variable *old, const rg_variable *new_) {
-  if (rg_type_is_subtype(new_->type, old->type)) return RG_OK;
+  if (rg_type_stands_for(new_->type, old->type)) return RG_OK;
   return fg_error(fg, RG_ERR_TYPE, "type mismatch: cannot replace %s by %s", rg_type_str(old->type),
                   rg_type_str(new_->type));
 }

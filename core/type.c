@@ -216,14 +216,21 @@ bool rg_type_equal(const rg_type *a, const rg_type *b) {
   return memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
 }
 
-bool rg_type_is_subtype(const rg_type *sub, const rg_type *super) {
-  if (sub == super) return true;
-  if (!sub || !super || sub->dtype != super->dtype || sub->ndim != super->ndim ||
-      sub->device != super->device)
-    return false;
+/* Subtype but for the device. */
+static bool fits_on_any_device(const rg_type *sub, const rg_type *super) {
+  if (!sub || !super || sub->dtype != super->dtype || sub->ndim != super->ndim) return false;
   for (int i = 0; i < sub->ndim; i++)
     if (super->shape[i] != RG_DIM_UNKNOWN && sub->shape[i] != super->shape[i]) return false;
   return true;
+}
+
+bool rg_type_is_subtype(const rg_type *sub, const rg_type *super) {
+  return sub == super || (fits_on_any_device(sub, super) && sub->device == super->device);
+}
+
+bool rg_type_stands_for(const rg_type *t, const rg_type *want) {
+  return t == want || (fits_on_any_device(t, want) &&
+                       (t->device == want->device || t->device == RG_DEVICE_HOST));
 }
 
 bool rg_type_broadcastable(const rg_type *t, int dim) {

@@ -767,12 +767,16 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   if (a == b) return true;
   const rg_type *ta = eg->types[a], *tb = eg->types[b];
   bool eq = ta == tb || rg_type_equal(ta, tb);
-  if (!eq && !rg_type_is_subtype(ta, tb) && !rg_type_is_subtype(tb, ta)) return reject(eg, a, b);
-  /* the representative comes from the side with the more precise type;
-   * with equal types, a constant (what rules written in C look for), else
-   * the side that has one built */
+  if (!eq && !rg_type_stands_for(ta, tb) && !rg_type_stands_for(tb, ta)) return reject(eg, a, b);
+  /* the representative comes from the side with the more precise type, or
+   * from the side on a device where the other lives on the host (a rule's
+   * host constant or allocation for a value on a device: the class stays
+   * on the device); with equal types, a constant (what rules written in C
+   * look for), else the side that has one built */
   bool ca = eg->cls[a].konst, cb = eg->cls[b].konst;
-  uint32_t from = !eq                            ? (rg_type_is_subtype(ta, tb) ? a : b)
+  bool same_device = ta->device == tb->device;
+  uint32_t from = !eq && same_device             ? (rg_type_is_subtype(ta, tb) ? a : b)
+                  : !eq                          ? (ta->device == RG_DEVICE_HOST ? b : a)
                   : ca != cb                     ? (ca ? a : b)
                   : eg->reps[a] || !eg->reps[b] ? a
                                                  : b;

@@ -564,7 +564,7 @@ static int fold_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *
   bool ok = true;
   for (int j = 0; j < node->nout; j++) {
     out[j] = ok ? rg_constant(run->C, vals[j]) : NULL;
-    ok = ok && out[j] && rg_type_is_subtype(out[j]->type, node->outputs[j]->type);
+    ok = ok && out[j] && rg_type_stands_for(out[j]->type, node->outputs[j]->type);
     rg_tensor_free(vals[j]);
   }
   if (!ok) {

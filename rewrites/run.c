@@ -287,7 +287,7 @@ int rgr_changes(const rg_node *node, rg_variable *const *out, rg_variable **olds
 bool rgr_types_ok(rg_rewrite_run *run, const rg_rewriter *rw, rgr_stat *st, int n,
                   rg_variable *const *olds, rg_variable *const *news) {
   for (int i = 0; i < n; i++)
-    if (!rg_type_is_subtype(news[i]->type, olds[i]->type)) {
+    if (!rg_type_stands_for(news[i]->type, olds[i]->type)) {
       st->rejected++;
       rg_error(run->C, RG_ERR_TYPE, "the result has type %s, the node %s",
                rg_type_str(news[i]->type), rg_type_str(olds[i]->type));

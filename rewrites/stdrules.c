@@ -120,10 +120,11 @@ static rg_variable *broadcast_like(rg_ctx *C, rg_variable *v, const rg_node *nod
 }
 
 /* Whether a value of type t has the shape of the node's output whenever
- * both are computed: a subtype, and no dimension of static size 1 where
+ * both are computed: a subtype (or one on the host standing for a value on
+ * a device, rg_type_stands_for), and no dimension of static size 1 where
  * the output's may be larger (another operand broadcast it). */
 static bool same_shape(const rg_type *t, const rg_type *want) {
-  if (!rg_type_is_subtype(t, want)) return false;
+  if (!rg_type_stands_for(t, want)) return false;
   for (int d = 0; d < t->ndim; d++)
     if (t->shape[d] == 1 && want->shape[d] != 1) return false;
   return true;
@@ -174,7 +175,7 @@ static bool readers_accept(rg_ctx *C, const rg_node *node, int k, rg_variable *v
  * not: a static 1 included, which `give` would take for a broadcast. */
 static int give_same(rg_rewrite_run *run, rg_node *node, rg_variable **out, rg_variable *v) {
   if (!v) rg_clear_error(run->C);
-  if (!v || v == node->outputs[0] || !rg_type_is_subtype(v->type, node->outputs[0]->type)) return 0;
+  if (!v || v == node->outputs[0] || !rg_type_stands_for(v->type, node->outputs[0]->type)) return 0;
   if (!rg_type_equal(v->type, node->outputs[0]->type) && !readers_accept(run->C, node, 0, v)) return 0;
   out[0] = v;
   return 1;
@@ -856,8 +857,7 @@ static rg_variable *zeros_dims(rg_ctx *C, rg_dtype dt, int n, rg_variable *const
 
 static bool blas_pair(const rg_variable *a, const rg_variable *b) {
   rg_dtype dt = a->type->dtype;
-  return rg_dtype_is_float(dt) && b->type->dtype == dt && a->type->device == RG_DEVICE_HOST &&
-         b->type->device == RG_DEVICE_HOST;
+  return rg_dtype_is_float(dt) && b->type->dtype == dt;
 }
 
 /* dot(x, y) of a column and a row -> ger(zeros, 1, x[:, 0], y[0, :]). */

@@ -127,6 +127,12 @@ bool rg_type_equal(const rg_type *a, const rg_type *b);
  * same dtype, ndim and device, and every dimension known in super is known
  * and equal in sub. */
 bool rg_type_is_subtype(const rg_type *sub, const rg_type *super);
+/* Whether a value of type t may take the place of one of type want in a
+ * graph: a subtype, or a subtype but for living on the host where want
+ * names a device (the linker copies a value to the device of each reader,
+ * and an allocation runs where its readers run; so rewrites that make
+ * host constants and allocations apply to graphs placed on a device). */
+bool rg_type_stands_for(const rg_type *t, const rg_type *want);
 bool rg_type_broadcastable(const rg_type *t, int dim);
 uint64_t rg_type_hash(const rg_type *t);
 /* "float64 (? 5)"; a scalar is "float64 ()"; a device suffix " cuda:0". */
