@@ -274,6 +274,34 @@ static void test_unloadable_cache_entry(void **st) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* no_codegen (and RELGRAPH_CODEGEN=0) on CUDA: a fused group runs on the
+ * CPU by the composite interpreter, as the option says, and nothing is
+ * compiled into the cache directory; the values are the same. */
+static void test_no_codegen(void **st) {
+  (void)st;
+  char dir[] = "/tmp/rg-nocodegen-XXXXXX", cmd[256];
+  assert_non_null(mkdtemp(dir));
+  int64_t n = 11;
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT32, 1, &n));
+  rg_variable *y = rg_add(rg_mul(rg_exp(x), x), rg_constant_scalar(C, RG_FLOAT32, 1.5));
+  rg_tensor *xv = tu_value(x->type, 3, -1, 1), *want = NULL, *got = NULL;
+  rg_compile_opts on = {.backend = B}, off = {.backend = B, .no_codegen = true, .cache_dir = dir};
+  rg_function *f = rg_compile(C, 1, &x, 1, &y, &on), *g = rg_compile(C, 1, &x, 1, &y, &off);
+  if (!f || !g) fail_msg("compile: %s", rg_errmsg(C));
+  const char *dump = tu_function_dump(g);
+  if (!strstr(dump, "composite      cpu")) fail_msg("the fused group is not on the cpu:\n%s", dump);
+  assert_non_null(strstr(tu_function_dump(f), "composite      cuda"));
+  assert_int_equal(rg_function_call(f, &xv, &want), RG_OK);
+  assert_int_equal(rg_function_call(g, &xv, &got), RG_OK);
+  agree("no_codegen", 0, want, got, 0);
+  snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", dir);
+  assert_int_equal(system(cmd), 0); /* nothing compiled there */
+  rg_tensor_free(want), rg_tensor_free(got), rg_tensor_free(xv);
+  rg_function_free(f), rg_function_free(g);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* Outputs kept on the device, and outputs written into tensors the
  * caller gives (on the host, strided, and on the device). */
 static void test_device_outputs_and_targets(void **st) {
@@ -364,6 +392,7 @@ int main(void) {
       cmocka_unit_test(test_device_numbers),
       cmocka_unit_test(test_missing_cublas),
       cmocka_unit_test(test_unloadable_cache_entry),
+      cmocka_unit_test(test_no_codegen),
       cmocka_unit_test(test_examples),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

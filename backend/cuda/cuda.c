@@ -295,6 +295,9 @@ static bool cuda_supports(void *ctx, const rgb_node *n) {
   if (kind == K_UPDATE && (!ranks_fit(n) || n->in[1].ndim > RGCU_MAXND)) return false;
   if (kind == K_UPDATE && n->code == RG_OP_SET_SUBTENSOR) return true;
   if (kind < 0 || !ranks_fit(n)) return false;
+  /* generation turned off (rg_compile_opts.no_codegen): a fused group runs
+   * on the CPU by the composite interpreter, as the option says */
+  if (kind == K_FUSED && n->codegen && n->codegen->off) return false;
   /* integer pow reports negative exponents, which a kernel cannot: the CPU runs it */
   if (int_pow(n)) return false;
   for (int32_t t = 0; n->inner && t < n->inner->nthunks; t++)
