@@ -354,68 +354,79 @@ static void test_inner_graphs_and_scan(void **st) {
   rg_tensor_free(xs);
 }
 
-/* Loops of every form on the mirror, as a GPU runs them: traces in device
- * buffers, rows copied by the device, the step's kernels on the device;
- * the values equal the CPU's (to rounding: BLAS sees other layouts), with
- * and without the standard rewrites (which shrink traces kept at their end
- * to a few rows).  On a GPU, when one is present, the same loops run on
- * the CUDA backend (its tanh rounds differently from glibc's). */
-static void test_scans_on_a_device(void **st) {
-  (void)st;
-  bool gpu = rg_backend_available("cuda", NULL, 0);
-  static const char *const graphs[] = {
-      /* an RNN over a batch with a nit-sot, non-sequences, a product per step */
-      "(graph (input x float64 (6 3 4)) (input h0 float64 (3 5)) (input W float64 (5 5)) (input U float64 (4 5))"
-      " (define (hs sums) (scan (lambda (x_t h) (define h2 (tanh (add (dot h W) (dot x_t U)))) (values h2 (sum h2)))"
-      "   (sequences x) (outputs-info h0 none)))"
-      " (output hs) (output sums) (output ((subtensor -1) hs)))",
-      /* a mit-sot over two taps, n_steps given */
-      "(graph (input x0 float64 (2 3)) (input v float64 (3))"
-      " (output (scan (lambda (a b) (add (mul a v) (mul b 0.5))) (outputs-info (x0 (taps -2 -1))) (n-steps 7))))",
-      /* backwards, sequence taps, only the last state read */
-      "(graph (input x float64 (9 2)) (input h0 float64 (2))"
-      " (output ((subtensor -1) (scan (lambda (a b h) (add (mul h 0.5) (sub b a)))"
-      "   (sequences (x (taps -1 1))) (outputs-info h0) (go-backwards #t)))))",
-      /* a while-loop: stops when the state passes 10 */
-      "(graph (input h0 float64 ())"
-      " (output (scan (lambda (h) (define h2 (add (mul h 2.0) 1.0)) (values h2 (until (gt h2 10.0))))"
-      "   (outputs-info h0) (n-steps 20))))",
-      /* a gradient through a loop: backward loops over mit-mot buffers */
-      "(graph (input x float64 (5 3)) (input h0 float64 (3)) (input W float64 (3 3))"
-      " (define hs (scan (lambda (x_t h) (tanh (add (dot h W) x_t))) (sequences x) (outputs-info h0)))"
-      " (define (gW gh) (grad (sum hs) W h0)) (output gW) (output gh))",
-      /* integer states and sequences: their scalar steps run on the host
-       * (integer scalars are shape arithmetic there), beside the traces */
-      "(graph (input i int64 ()) (input x int32 (6))"
-      " (output (scan (lambda (a) (add a 2)) (outputs-info i) (n-steps 5)))"
-      " (output (scan (lambda (x_t acc) (add acc x_t)) (sequences x) (outputs-info (constant int32 () (0)))))"
-      " (output (scan (lambda (a b) (add a b)) (outputs-info ((constant int64 (2) (0 1)) (taps -2 -1))) (n-steps 6))))",
-  };
-  for (size_t g = 0; g < sizeof graphs / sizeof *graphs; g++) {
-    rg_fgraph *fg = rg_graph_read(C, "<test>", graphs[g], strlen(graphs[g]));
-    if (!fg) fail_msg("%s", rg_errmsg(C));
-    int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+static const char *const scan_graphs[] = {
+    /* an RNN over a batch with a nit-sot, non-sequences, a product per step */
+    "(graph (input x float64 (6 3 4)) (input h0 float64 (3 5)) (input W float64 (5 5)) (input U float64 (4 5))"
+    " (define (hs sums) (scan (lambda (x_t h) (define h2 (tanh (add (dot h W) (dot x_t U)))) (values h2 (sum h2)))"
+    "   (sequences x) (outputs-info h0 none)))"
+    " (output hs) (output sums) (output ((subtensor -1) hs)))",
+    /* a mit-sot over two taps, n_steps given */
+    "(graph (input x0 float64 (2 3)) (input v float64 (3))"
+    " (output (scan (lambda (a b) (add (mul a v) (mul b 0.5))) (outputs-info (x0 (taps -2 -1))) (n-steps 7))))",
+    /* backwards, sequence taps, only the last state read */
+    "(graph (input x float64 (9 2)) (input h0 float64 (2))"
+    " (output ((subtensor -1) (scan (lambda (a b h) (add (mul h 0.5) (sub b a)))"
+    "   (sequences (x (taps -1 1))) (outputs-info h0) (go-backwards #t)))))",
+    /* a while-loop: stops when the state passes 10 */
+    "(graph (input h0 float64 ())"
+    " (output (scan (lambda (h) (define h2 (add (mul h 2.0) 1.0)) (values h2 (until (gt h2 10.0))))"
+    "   (outputs-info h0) (n-steps 20))))",
+    /* a gradient through a loop: backward loops over mit-mot buffers */
+    "(graph (input x float64 (5 3)) (input h0 float64 (3)) (input W float64 (3 3))"
+    " (define hs (scan (lambda (x_t h) (tanh (add (dot h W) x_t))) (sequences x) (outputs-info h0)))"
+    " (define (gW gh) (grad (sum hs) W h0)) (output gW) (output gh))",
+    /* integer states and sequences: their scalar steps run on the host
+     * (integer scalars are shape arithmetic there), beside the traces */
+    "(graph (input i int64 ()) (input x int32 (6))"
+    " (output (scan (lambda (a) (add a 2)) (outputs-info i) (n-steps 5)))"
+    " (output (scan (lambda (x_t acc) (add acc x_t)) (sequences x) (outputs-info (constant int32 () (0)))))"
+    " (output (scan (lambda (a b) (add a b)) (outputs-info ((constant int64 (2) (0 1)) (taps -2 -1))) (n-steps 6))))",
+};
+
+/* Graph g of scan_graphs with its inputs' values (vals[0..nin)). */
+static rg_fgraph *scan_graph(size_t g, rg_variable **in, rg_variable **out, rg_tensor **vals) {
+  rg_fgraph *fg = rg_graph_read(C, "<test>", scan_graphs[g], strlen(scan_graphs[g]));
+  if (!fg) fail_msg("%s", rg_errmsg(C));
+  for (int i = 0; i < rg_fgraph_ninputs(fg); i++) {
+    in[i] = rg_fgraph_input(fg, i);
+    vals[i] = tu_value(in[i]->type, (uint64_t)(i + 1), -0.9, rg_dtype_is_float(in[i]->type->dtype) ? 1.8 : 20);
+  }
+  for (int j = 0; j < rg_fgraph_noutputs(fg); j++) out[j] = rg_fgraph_output(fg, j);
+  return fg;
+}
+
+/* The loops on backend `name` (the mirror, or CUDA on a GPU): a Scan placed
+ * there, and the values equal the CPU's (to rounding: BLAS sees other
+ * layouts, CUDA's tanh rounds differently from glibc's), with and without
+ * the standard rewrites (which shrink traces kept at their end to a few
+ * rows). */
+static void scans_on(const char *name, double tol) {
+  char want[64];
+  snprintf(want, sizeof want, "scan           %s", name);
+  for (size_t g = 0; g < sizeof scan_graphs / sizeof *scan_graphs; g++) {
     rg_variable *in[4], *out[4];
     rg_tensor *vals[4];
-    for (int i = 0; i < nin; i++) {
-      in[i] = rg_fgraph_input(fg, i);
-      vals[i] = tu_value(in[i]->type, (uint64_t)(i + 1), -0.9, rg_dtype_is_float(in[i]->type->dtype) ? 1.8 : 20);
-    }
-    for (int j = 0; j < nout; j++) out[j] = rg_fgraph_output(fg, j);
-    rg_function *f = compile(nin, in, nout, out, "mirror", "none", false);
-    if (!strstr(tu_function_dump(f), "scan           mirror")) fail_msg("graph %zu: no Scan on the mirror\n%s", g, tu_function_dump(f));
+    rg_fgraph *fg = scan_graph(g, in, out, vals);
+    int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
+    rg_function *f = compile(nin, in, nout, out, name, "none", false);
+    if (!strstr(tu_function_dump(f), want)) fail_msg("graph %zu: no Scan on %s\n%s", g, name, tu_function_dump(f));
     rg_function_free(f);
-    close_results(nin, in, nout, out, vals, "none", 1e-13);
-    close_results(nin, in, nout, out, vals, "fast_run", 1e-13);
-    if (gpu) {
-      f = compile(nin, in, nout, out, "cuda", "none", false);
-      if (!strstr(tu_function_dump(f), "scan           cuda")) fail_msg("graph %zu: no Scan on the GPU\n%s", g, tu_function_dump(f));
-      rg_function_free(f);
-      results_on("cuda", nin, in, nout, out, vals, "none", 1e-11);
-      results_on("cuda", nin, in, nout, out, vals, "fast_run", 1e-11);
-    }
+    results_on(name, nin, in, nout, out, vals, "none", tol);
+    results_on(name, nin, in, nout, out, vals, "fast_run", tol);
     for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
   }
+}
+
+static void test_scans_on_a_device(void **st) {
+  (void)st;
+  scans_on("mirror", 1e-13);
+}
+
+/* `test_backend_place cuda`: the same loops on the CUDA backend (CTest's
+ * skip status, with the reason, where CUDA cannot run). */
+static void test_scans_on_cuda(void **st) {
+  (void)st;
+  scans_on("cuda", 1e-11);
 }
 
 /* A Scan over a sequence on a device with its state's initial value on
@@ -543,7 +554,15 @@ static void test_errors(void **st) {
   rg_tensor_free(h);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1) { /* one backend's loops: `cuda` */
+    char why[256];
+    rg_init();
+    if (strcmp(argv[1], "cuda")) return fprintf(stderr, "usage: test_backend_place [cuda]\n"), 2;
+    if (!rg_backend_available("cuda", why, sizeof why)) return printf("cuda skipped: %s\n", why), 77;
+    const struct CMUnitTest cuda[] = {cmocka_unit_test(test_scans_on_cuda)};
+    return cmocka_run_group_tests(cuda, setup, NULL);
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tensor_transfers),
       cmocka_unit_test(test_placement_and_transfers),
