@@ -81,7 +81,10 @@ rg_backend *rg_backend_new(const char *name, char *why, size_t len) {
   }
   b->buft = i->buffer_type ? i->buffer_type(b->ctx) : NULL;
   b->host_buft = i->host_buffer_type ? i->host_buffer_type(b->ctx) : NULL;
-  snprintf(b->name, sizeof b->name, "%s", name);
+  /* a device's backend is named by its device ("cuda" makes "cuda:0"), as
+   * the cells of a dump are */
+  if (b->device != RG_DEVICE_HOST) rg_device_str(b->device, b->name, sizeof b->name);
+  else snprintf(b->name, sizeof b->name, "%s", name);
   return b;
 }
 

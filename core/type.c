@@ -199,6 +199,7 @@ static const rg_type *type_copy(const rg_type *t, rg_dtype dt, rg_device dev) {
 
 const rg_type *rg_type_on_device(const rg_type *t, rg_device dev) {
   if (!t || t->device == dev) return t;
+  if (dev < RG_DEVICE_MIRROR || dev > RG_DEVICE_CUDA(RG_MAX_CUDA_DEVICES - 1)) return NULL; /* no such device */
   return type_copy(t, t->dtype, dev);
 }
 
@@ -300,7 +301,7 @@ int rg_device_parse(const char *s, rg_device *d) {
   else if (!strncmp(s, "cuda:", 5) && s[5] >= '0' && s[5] <= '9') {
     char *end;
     long k = strtol(s + 5, &end, 10);
-    if (*end || k >= 1024) return RG_ERR_SYNTAX;
+    if (*end || k >= RG_MAX_CUDA_DEVICES) return RG_ERR_SYNTAX;
     *d = RG_DEVICE_CUDA((int)k);
   } else {
     return RG_ERR_SYNTAX;

@@ -89,6 +89,17 @@ static void test_types(void **st) {
   assert_string_equal(rg_type_str(g), "float64 (3 ?) cuda:0");
   assert_false(rg_type_equal(a, g));
   assert_false(rg_type_is_subtype(g, a));
+  /* a host value may stand for one on a device (the linker copies it),
+   * not the other way, nor across devices */
+  assert_true(rg_type_stands_for(c, g));
+  assert_true(rg_type_stands_for(a, g));
+  assert_false(rg_type_stands_for(g, c));
+  assert_false(rg_type_stands_for(g, rg_type_on_device(a, RG_DEVICE_MIRROR)));
+  assert_false(rg_type_stands_for(a, rg_type_on_device(c, RG_DEVICE_CUDA(0))));
+  /* devices that cannot exist */
+  assert_null(rg_type_on_device(a, RG_DEVICE_MIRROR - 1));
+  assert_null(rg_type_on_device(a, RG_DEVICE_CUDA(RG_MAX_CUDA_DEVICES)));
+  assert_non_null(rg_type_on_device(a, RG_DEVICE_CUDA(RG_MAX_CUDA_DEVICES - 1)));
   assert_true(rg_type_broadcastable(rg_type_new(RG_BOOL, 2, (int64_t[]){1, 5}), 0));
   assert_false(rg_type_broadcastable(a, 1));
   assert_int_equal(rg_type_numel(c), 12);

@@ -195,6 +195,12 @@ static void test_device_numbers(void **st) {
   assert_true(rg_backend_available("cuda:1", why, sizeof why));
   assert_false(rg_backend_available("cuda:2", why, sizeof why));
   assert_string_equal(why, "no CUDA device 2 (2 present)");
+  /* a backend is labelled by its device, whatever name made it */
+  assert_string_equal(rg_backend_label(B), "cuda:0");
+  rg_backend *one = rg_backend_new("cuda:1", why, sizeof why);
+  assert_non_null(one);
+  assert_string_equal(rg_backend_label(one), "cuda:1");
+  rg_backend_free(one);
 }
 
 /* cuBLAS named but missing: compiling a product says so. */
@@ -210,7 +216,7 @@ static void test_missing_cublas(void **st) {
   rg_variable *p = rg_dot(a, a);
   rg_compile_opts o = {.backend = b, .mode = {.query = "none"}};
   assert_null(rg_compile(C, 1, &a, 1, &p, &o));
-  assert_non_null(strstr(rg_errmsg(C), "the cuda backend cannot bind dot: cuBLAS: "
+  assert_non_null(strstr(rg_errmsg(C), "the cuda:0 backend cannot bind dot: cuBLAS: "
                                        "/nonexistent/libcublas-missing.so cannot be loaded"));
   setenv("RELGRAPH_CUBLAS", saved, 1);
   free(saved);

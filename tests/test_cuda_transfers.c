@@ -253,7 +253,7 @@ static void test_foreign_device_code(void **st) {
   rg_compile_opts o = {.backend = b, .mode = {.query = "none"}};
   rg_function *f = rg_compile(C, 1, &x, 1, &y, &o);
   assert_null(f);
-  assert_non_null(strstr(rg_errmsg(C), "the cuda backend cannot bind exp: loading a kernel: "
+  assert_non_null(strstr(rg_errmsg(C), "the cuda:0 backend cannot bind exp: loading a kernel: "
                                        "a device code image this driver cannot load"));
   rg_backend_free(b);
 }

@@ -102,6 +102,7 @@ typedef int32_t rg_device;
 #define RG_DEVICE_HOST 0
 #define RG_DEVICE_CUDA(i) ((rg_device)(1 + (i)))
 #define RG_DEVICE_MIRROR ((rg_device)-1)
+#define RG_MAX_CUDA_DEVICES 1024 /* cuda:0 .. cuda:1023 */
 /* A device's name as graph files write it: "host", "cuda:0", "mirror". */
 const char *rg_device_str(rg_device d, char *buf, size_t len);
 /* Parses a device name; RG_OK, or RG_ERR_SYNTAX if s names none. */
@@ -119,6 +120,8 @@ typedef struct rg_type {
 
 /* NULL (with no context to report to) if ndim or a size is out of range. */
 const rg_type *rg_type_new(rg_dtype dt, int ndim, const int64_t *shape);
+/* t on device dev (NULL for a device that cannot exist: below the mirror,
+ * above cuda:1023). */
 const rg_type *rg_type_on_device(const rg_type *t, rg_device dev);
 const rg_type *rg_type_scalar(rg_dtype dt);    /* ndim 0, host */
 const rg_type *rg_type_with_dtype(const rg_type *t, rg_dtype dt);
