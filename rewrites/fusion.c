@@ -72,7 +72,10 @@ static bool inner_constant(const rg_variable *v) { return rg_is_constant(v) && v
 /* ------------------------------------------------------------------ a group */
 
 /* What one fusion run keeps across its groups and searches, in malloc'd
- * memory (it holds graph nodes, which the graph keeps alive):
+ * memory, which the collector does not scan: it holds nodes and values of
+ * the graph, kept alive by the run's array of the graph's nodes (a node a
+ * fused group replaces included) or, for a composite made during the run,
+ * by the graph:
  *  - `group_of` maps every node taken into a group to that group's number
  *    (groups are numbered from 1 in the order they form), so membership
  *    and "grouped earlier" are one probe, with no table per group;
