@@ -1462,6 +1462,9 @@ static void class_vars(rg_egraph *eg, uint32_t c, native_alts *a) {
     a->v[0] = rep;
     a->h[a->n++] = rep_hash(rep);
   }
+  /* a class known to be a constant is that constant: rules that hold only
+   * for some values (x / x = 1) see which */
+  if (rep && eg->cls[c].konst) return;
   const eg_ids *ns = &eg->cls[c].nodes;
   for (uint32_t i = 0; i < ns->n && a->n < NATIVE_ALTS; i++) {
     uint32_t m = ns->v[i];

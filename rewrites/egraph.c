@@ -18,7 +18,12 @@
  * term of the class), which also rejects nodes that do not type-check.
  * Two classes of different types never merge: the merge is refused and
  * recorded with the rule that asked for it.  Types that differ only where
- * one knows a size the other does not merge, keeping the known size.
+ * one knows a size the other does not merge, keeping the known size; a
+ * type on the host merges with the same on a device (a rule's host
+ * constant standing for a device value), keeping the device.  Nor do two
+ * classes holding different constants merge: a rule that holds only for
+ * some values (x / x = 1 where x is not 0) met a value it does not hold
+ * for, and the e-graph keeps what it knew.
  *
  * Rules' results come in batches (eg_add_terms): each op of a term is
  * added across a chunk of matches at once, its hash-cons probes prepared
@@ -732,6 +737,8 @@ static bool rejection_new(rg_egraph *eg, uint32_t a, uint32_t b) {
   return true;
 }
 
+/* Refuses the merge of classes a and b (of different types, or holding
+ * different constants), noting it once per rule and pair. */
 static bool reject(rg_egraph *eg, uint32_t a, uint32_t b) {
   if (!rejection_new(eg, a, b)) return false;
   eg->nrejected++;
@@ -742,6 +749,15 @@ static bool reject(rg_egraph *eg, uint32_t a, uint32_t b) {
         rg_pprint_str(eg_rep(eg, a)), rg_type_str(eg->types[a]), rg_pprint_str(eg_rep(eg, b)),
         rg_type_str(eg->types[b]));
   return false;
+}
+
+/* The side whose type the merged class of a and b takes: the more precise
+ * type, or the one on a device where the other lives on the host (a rule's
+ * host constant or allocation for a value on a device: the class stays on
+ * the device). */
+static uint32_t type_side(const rg_type *ta, const rg_type *tb, uint32_t a, uint32_t b) {
+  if (ta->device != tb->device) return ta->device == RG_DEVICE_HOST ? b : a;
+  return rg_type_is_subtype(ta, tb) ? a : b;
 }
 
 /* Moves the ids of `from` to the end of `to` (an empty `to` takes
@@ -768,19 +784,24 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   const rg_type *ta = eg->types[a], *tb = eg->types[b];
   bool eq = ta == tb || rg_type_equal(ta, tb);
   if (!eq && !rg_type_stands_for(ta, tb) && !rg_type_stands_for(tb, ta)) return reject(eg, a, b);
-  /* the representative comes from the side with the more precise type, or
-   * from the side on a device where the other lives on the host (a rule's
-   * host constant or allocation for a value on a device: the class stays
-   * on the device); with equal types, a constant (what rules written in C
-   * look for), else the side that has one built */
+  /* two different constants are two values: a rule that holds only for
+   * some values (x / x = 1, for x not 0) met one it does not hold for */
   bool ca = eg->cls[a].konst, cb = eg->cls[b].konst;
-  bool same_device = ta->device == tb->device;
-  uint32_t from = !eq && same_device             ? (rg_type_is_subtype(ta, tb) ? a : b)
-                  : !eq                          ? (ta->device == RG_DEVICE_HOST ? b : a)
-                  : ca != cb                     ? (ca ? a : b)
-                  : eg->reps[a] || !eg->reps[b] ? a
-                                                 : b;
-  const rg_type *t = eg->types[from];
+  if (ca && cb && !rg_constant_equal(eg->reps[a], eg->reps[b])) return reject(eg, a, b);
+  /* the type from type_side; the representative a constant where one side
+   * has one (what rules written in C look for), else from the type's side,
+   * else (equal types) from the side holding the smaller node id among
+   * those with one built: the class's representative node, never its own
+   * child (x, not the x + 0 merged with it, which rules would take apart
+   * and rebuild bigger at every iteration) */
+  uint32_t tside = eq ? a : type_side(ta, tb, a, b);
+  bool older = eg->cls[a].minnode <= eg->cls[b].minnode;
+  uint32_t from = ca != cb                          ? (ca ? a : b)
+                  : !eq                             ? tside
+                  : !eg->reps[a] || !eg->reps[b]    ? (eg->reps[a] ? a : b)
+                  : older                           ? a
+                                                    : b;
+  const rg_type *t = eg->types[tside];
   rg_variable *rep = eg->reps[from];
   bool plain = eg->cls[from].plain, konst = eg->cls[from].konst;
   eg_class *A = &eg->cls[a], *B = &eg->cls[b];

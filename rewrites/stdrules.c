@@ -266,12 +266,13 @@ static int sub_simplify(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
 }
 
 /* x / 1 -> x (x // 1 -> x for integers: floor division of a float by 1
- * is floor);  0 / x -> zeros. */
+ * is floor);  0 / x -> zeros, for x not a constant (0 / 0 is NaN, which
+ * folding the constants gives). */
 static int div_simplify(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
   bool floor_div = node->op->code == RG_OP_INT_DIV;
   if (const_is(node->inputs[1], 1) && !(floor_div && float_node(node)))
     return give(run, node, out, node->inputs[0]);
-  if (const_is(node->inputs[0], 0) && node->op->code == RG_OP_TRUE_DIV)
+  if (const_is(node->inputs[0], 0) && node->op->code == RG_OP_TRUE_DIV && !rg_is_constant(node->inputs[1]))
     return give(run, node, out, filled(run->C, node, 0));
   return 0;
 }

@@ -203,7 +203,7 @@ static int search(rg_ctx *C, search_args *a) {
   if (!rc) rc = print_answers(C, eg, cm, a);
   if (!rc && a->egraph) rc = write_egraph(eg, cm, a->egraph);
   if (rg_egraph_rejections(eg, NULL) > 0) {
-    cli_error("search", "%lld merges rejected (classes of different types):", (long long)rg_egraph_rejections(eg, NULL));
+    cli_error("search", "%lld merges rejected (classes of different types or constants):", (long long)rg_egraph_rejections(eg, NULL));
     rg_egraph_rejections(eg, stderr);
   }
   rg_egraph_free(eg);
