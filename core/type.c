@@ -234,6 +234,12 @@ bool rg_type_stands_for(const rg_type *t, const rg_type *want) {
                        (t->device == want->device || t->device == RG_DEVICE_HOST));
 }
 
+bool rg_type_equal_or_host(const rg_type *t, const rg_type *want) {
+  if (rg_type_equal(t, want)) return true;
+  if (!t || !want || t->device != RG_DEVICE_HOST || t->dtype != want->dtype || t->ndim != want->ndim) return false;
+  return memcmp(t->shape, want->shape, (size_t)t->ndim * sizeof(int64_t)) == 0;
+}
+
 bool rg_type_broadcastable(const rg_type *t, int dim) {
   return dim >= 0 && dim < t->ndim && t->shape[dim] == 1;
 }

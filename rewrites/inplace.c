@@ -35,15 +35,6 @@ static bool graph_output(const rg_fgraph *fg, const rg_variable *v) {
   return false;
 }
 
-/* Whether a value of type v can be overwritten with the node's result of
- * type out: the same type, or the same but for living on the host (a BLAS
- * accumulator a rewrite made from host sizes for a product on a device:
- * the allocation runs where its reader runs, backend/linker.c). */
-static bool same_type_here(const rg_type *v, const rg_type *out) {
-  return rg_type_equal(v, out) ||
-         (v->device == RG_DEVICE_HOST && rg_type_equal(rg_type_on_device(v, out->device), out));
-}
-
 /* Whether input i of node may be overwritten by it (the file comment). */
 static bool destroyable(const rg_fgraph *fg, const rg_node *node, int i) {
   const rg_variable *v = node->inputs[i];
@@ -51,7 +42,7 @@ static bool destroyable(const rg_fgraph *fg, const rg_node *node, int i) {
     return false;
   for (int j = 0; j < node->nin; j++)
     if (j != i && node->inputs[j] == v) return false;
-  return rg_op_view_of(v->owner->op, v->index) < 0 && same_type_here(v->type, node->outputs[0]->type);
+  return rg_op_view_of(v->owner->op, v->index) < 0 && rg_type_equal_or_host(v->type, node->outputs[0]->type);
 }
 
 /* The first input of node that it may destroy (BLAS forms and subtensor

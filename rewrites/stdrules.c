@@ -982,11 +982,12 @@ static void split_scaled(rg_ctx *C, rg_dtype dt, rg_variable *t, rg_variable **z
     }
 }
 
-/* The accumulator must have exactly the result's type, and the form the
- * result's shape: neither may broadcast against the other. */
+/* The accumulator must have exactly the result's type (or live on the
+ * host where the result is on a device: a folded constant), and the form
+ * the result's shape: neither may broadcast against the other. */
 static bool same_type(const rg_variable *z, const blas_form *f, const rg_node *node) {
   const rg_type *want = node->outputs[0]->type;
-  return rg_type_equal(z->type, want) && same_shape(f->node->outputs[0]->type, want);
+  return rg_type_equal_or_host(z->type, want) && same_shape(f->node->outputs[0]->type, want);
 }
 
 /* A value varying along the last axis only (every other dimension of

@@ -136,6 +136,10 @@ bool rg_type_is_subtype(const rg_type *sub, const rg_type *super);
  * and an allocation runs where its readers run; so rewrites that make
  * host constants and allocations apply to graphs placed on a device). */
 bool rg_type_stands_for(const rg_type *t, const rg_type *want);
+/* The same for an exact type (an accumulator, an overwritten value): t
+ * equals want, or equals it but for living on the host where want names a
+ * device. */
+bool rg_type_equal_or_host(const rg_type *t, const rg_type *want);
 bool rg_type_broadcastable(const rg_type *t, int dim);
 uint64_t rg_type_hash(const rg_type *t);
 /* "float64 (? 5)"; a scalar is "float64 ()"; a device suffix " cuda:0". */
