@@ -96,6 +96,12 @@ static void test_types(void **st) {
   assert_false(rg_type_stands_for(g, c));
   assert_false(rg_type_stands_for(g, rg_type_on_device(a, RG_DEVICE_MIRROR)));
   assert_false(rg_type_stands_for(a, rg_type_on_device(c, RG_DEVICE_CUDA(0))));
+  /* exactly the type, or the same on the host */
+  assert_true(rg_type_equal_or_host(a, g));
+  assert_true(rg_type_equal_or_host(g, g));
+  assert_false(rg_type_equal_or_host(c, g)); /* (3 4) is more precise than (3 ?): not equal */
+  assert_false(rg_type_equal_or_host(g, a));
+  assert_false(rg_type_equal_or_host(rg_type_on_device(a, RG_DEVICE_MIRROR), g));
   /* devices that cannot exist */
   assert_null(rg_type_on_device(a, RG_DEVICE_MIRROR - 1));
   assert_null(rg_type_on_device(a, RG_DEVICE_CUDA(RG_MAX_CUDA_DEVICES)));
