@@ -790,10 +790,10 @@ bool eg_union(rg_egraph *eg, uint32_t a, uint32_t b) {
   if (ca && cb && !rg_constant_equal(eg->reps[a], eg->reps[b])) return reject(eg, a, b);
   /* the type from type_side; the representative a constant where one side
    * has one (what rules written in C look for), else from the type's side,
-   * else (equal types) from the side holding the smaller node id among
-   * those with one built: the class's representative node, never its own
-   * child (x, not the x + 0 merged with it, which rules would take apart
-   * and rebuild bigger at every iteration) */
+   * else (equal types) from the side holding the older e-node among those
+   * with one built: x, not the x + 0 merged with it, which is its own
+   * child and which flattening would take apart and rebuild one operand
+   * longer at every iteration */
   uint32_t tside = eq ? a : type_side(ta, tb, a, b);
   bool older = eg->cls[a].minnode <= eg->cls[b].minnode;
   uint32_t from = ca != cb                          ? (ca ? a : b)
