@@ -210,11 +210,14 @@ const rg_type *rg_type_with_dtype(const rg_type *t, rg_dtype dt) {
   return type_copy(t, dt, t->device);
 }
 
-bool rg_type_equal(const rg_type *a, const rg_type *b) {
-  if (a == b) return true;
-  if (!a || !b || a->dtype != b->dtype || a->ndim != b->ndim || a->device != b->device)
-    return false;
+/* Equal but for the device. */
+static bool same_on_any_device(const rg_type *a, const rg_type *b) {
+  if (!a || !b || a->dtype != b->dtype || a->ndim != b->ndim) return false;
   return memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0;
+}
+
+bool rg_type_equal(const rg_type *a, const rg_type *b) {
+  return a == b || (same_on_any_device(a, b) && a->device == b->device);
 }
 
 /* Subtype but for the device. */
@@ -235,9 +238,8 @@ bool rg_type_stands_for(const rg_type *t, const rg_type *want) {
 }
 
 bool rg_type_equal_or_host(const rg_type *t, const rg_type *want) {
-  if (rg_type_equal(t, want)) return true;
-  if (!t || !want || t->device != RG_DEVICE_HOST || t->dtype != want->dtype || t->ndim != want->ndim) return false;
-  return memcmp(t->shape, want->shape, (size_t)t->ndim * sizeof(int64_t)) == 0;
+  return t == want || (same_on_any_device(t, want) &&
+                       (t->device == want->device || t->device == RG_DEVICE_HOST));
 }
 
 bool rg_type_broadcastable(const rg_type *t, int dim) {
