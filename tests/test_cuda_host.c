@@ -223,6 +223,13 @@ static void test_missing_cublas(void **st) {
   rg_backend_free(b);
 }
 
+/* Removes a test's temporary directory and what it holds. */
+static void remove_dir(const char *dir) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* Device code in the cache that the driver cannot load (an entry whole
  * by the cache's check, but not code): the kernel is compiled again, the
  * function runs, and the entry is rewritten with code that loads. */
@@ -276,8 +283,7 @@ static void test_unloadable_cache_entry(void **st) {
     assert_true(entries > 0);
   }
   rg_tensor_free(want), rg_tensor_free(xv);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  remove_dir(dir);
 }
 
 /* no_codegen (and RELGRAPH_CODEGEN=0) on CUDA: a fused group runs on the
@@ -304,8 +310,7 @@ static void test_no_codegen(void **st) {
   assert_int_equal(system(cmd), 0); /* nothing compiled there */
   rg_tensor_free(want), rg_tensor_free(got), rg_tensor_free(xv);
   rg_function_free(f), rg_function_free(g);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  remove_dir(dir);
 }
 
 /* Outputs kept on the device, and outputs written into tensors the
