@@ -159,6 +159,11 @@ struct rg_egraph {
   int nlvl;
   uint32_t *roots;          /* the graph's outputs' classes */
   int nroots;
+  /* strongly connected components of the class graph, valid from
+   * eg_mark_cycles to the next change: comp[c] for a root class c (the
+   * classes of a component reach each other through e-nodes' children) */
+  uint32_t *comp;
+  uint32_t capcomp;
   /* rules and the run */
   eg_rule **rules;
   int nrules, skipped;
@@ -235,6 +240,18 @@ static inline uint32_t eg_level(const rg_egraph *eg, uint32_t c, int d) {
 /* The representative variable of a class (a graph variable computing a
  * term of the class), built on first use. */
 rg_variable *eg_rep(rg_egraph *eg, uint32_t c);
+/* Finds the components (comp) of the class graph as it is now. */
+void eg_mark_cycles(rg_egraph *eg);
+/* Whether e-node id lies on a cycle: one of its children's classes reaches
+ * its own class (itself included); read after eg_mark_cycles. */
+static inline bool eg_on_cycle(const rg_egraph *eg, uint32_t id) {
+  const eg_node *x = &eg->nodes[id];
+  uint32_t c = eg->comp[eg_find(eg, x->cls)];
+  const uint32_t *k = eg_kids(eg, id);
+  for (uint32_t i = 0; i < x->nch; i++)
+    if (eg->comp[eg_find(eg, k[i])] == c) return true;
+  return false;
+}
 /* A graph node computing e-node id from its children's representatives;
  * NULL for a leaf or when the node does not build. */
 rg_node *eg_rep_node(rg_egraph *eg, uint32_t id);

@@ -1441,19 +1441,20 @@ static bool self_loop(const rg_egraph *eg, uint32_t id) {
  * once, as relations' terms are), so that one rule can see what another
  * made (dot -> gemv, then add(gemv, b) -> gemv).  A replacement of the
  * e-node's output is added and merged with its class.  E-nodes that are
- * their own child are left out: a rule that looks into its inputs' nodes
- * (flattening x + (y + 0)) would otherwise make a longer term of the same
- * class on every iteration.  The rewriter sees a run with the context and
+ * their own child are not tried, and e-nodes on a cycle of classes are not
+ * offered as a child's alternatives: a rule that looks into its inputs'
+ * nodes (flattening x + (y + 0), or y * x where x = (x * 0.5) * 2) would
+ * otherwise make a longer term of the same class on every iteration, and
+ * the term through the cycle says nothing the class's other e-nodes do
+ * not.  The rewriter sees a run with the context and
  * the search's fold, no graph: what it may read of a run.  Matches go to
  * mterms as (class . variable), applied like a relation's answers. */
 #define NATIVE_ALTS 8
 
 typedef struct native_alts { rg_variable *v[NATIVE_ALTS]; uint64_t h[NATIVE_ALTS]; int n; } native_alts;
 
-static bool self_loop(const rg_egraph *eg, uint32_t id);
-
 /* The variables of class c's e-nodes (its representative first; not those
- * that are their own child, whose terms only grow: x * 1 * 1 ...). */
+ * on a cycle, whose terms only grow: x * 1 * 1 ...). */
 static void class_vars(rg_egraph *eg, uint32_t c, native_alts *a) {
   c = eg_find(eg, c);
   a->n = 0;
@@ -1469,7 +1470,7 @@ static void class_vars(rg_egraph *eg, uint32_t c, native_alts *a) {
   for (uint32_t i = 0; i < ns->n && a->n < NATIVE_ALTS; i++) {
     uint32_t m = ns->v[i];
     const eg_head *h = &eg->heads[eg->nodes[m].head];
-    if (eg->nodes[m].dead || self_loop(eg, m)) continue;
+    if (eg->nodes[m].dead || eg_on_cycle(eg, m)) continue;
     rg_node *node = h->leaf ? NULL : eg_rep_node(eg, m);
     rg_variable *v = h->leaf ? h->leaf : node ? node->outputs[h->out] : NULL;
     if (!v || v == rep) continue;
@@ -1783,6 +1784,11 @@ static int levels_needed(const rg_egraph *eg, const rg_search_opts *o) {
 static int iteration(rg_egraph *eg, run_state *st, size_t *matches, const char **banned) {
   const rg_search_opts *o = st->o;
   eg_stamp_levels(eg, levels_needed(eg, o));
+  for (int i = 0; i < eg->nrules; i++)
+    if (eg->rules[i]->kind == R_NATIVE && eg->rules[i]->banned_until <= eg->iter) {
+      eg_mark_cycles(eg); /* class_vars's alternatives */
+      break;
+    }
   for (int i = 0; i < eg->nrules; i++) {
     eg_rule *r = eg->rules[i];
     if (r->banned_until > eg->iter) continue;

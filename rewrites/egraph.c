@@ -737,6 +737,15 @@ static bool rejection_new(rg_egraph *eg, uint32_t a, uint32_t b) {
   return true;
 }
 
+/* Class c's representative as a rejection shows it: a literal (a weakly
+ * typed constant, which promotes differently from the same value made by
+ * folding) says so. */
+static const char *rep_str(rg_egraph *eg, uint32_t c) {
+  rg_variable *v = eg_rep(eg, c);
+  const char *s = rg_pprint_str(v);
+  return v && (v->flags & RG_VAR_WEAK) ? rgr_sprintf("%s (a literal)", s) : s;
+}
+
 /* Refuses the merge of classes a and b (of different types, or holding
  * different constants), noting it once per rule and pair. */
 static bool reject(rg_egraph *eg, uint32_t a, uint32_t b) {
@@ -744,10 +753,9 @@ static bool reject(rg_egraph *eg, uint32_t a, uint32_t b) {
   eg->nrejected++;
   if (!eg->rejections) eg->rejections = rg_gc_alloc(MAX_REJECTIONS * sizeof *eg->rejections);
   if (eg->nrejected <= MAX_REJECTIONS)
-    eg->rejections[eg->nrejected - 1] = rgr_sprintf(
-        "%s: would merge %s of type %s with %s of type %s", eg->cur_rule ? eg->cur_rule : "merge",
-        rg_pprint_str(eg_rep(eg, a)), rg_type_str(eg->types[a]), rg_pprint_str(eg_rep(eg, b)),
-        rg_type_str(eg->types[b]));
+    eg->rejections[eg->nrejected - 1] =
+        rgr_sprintf("%s: would merge %s of type %s with %s of type %s", eg->cur_rule ? eg->cur_rule : "merge",
+                    rep_str(eg, a), rg_type_str(eg->types[a]), rep_str(eg, b), rg_type_str(eg->types[b]));
   return false;
 }
 
@@ -920,6 +928,82 @@ void eg_stamp_levels(rg_egraph *eg, int depth) {
   }
 }
 
+/* ------------------------------------------------------------------ cycles */
+
+/* Tarjan's algorithm over the root classes (an edge from a class to the
+ * class of each child of each of its live e-nodes), with the recursion
+ * kept in an explicit stack of frames (the class, the e-node and the child
+ * it has reached), since an e-graph may be deeper than the C stack.  A
+ * class visited and not yet given a component is on Tarjan's stack. */
+typedef struct scc_frame { uint32_t c, ni, ki; } scc_frame;
+
+typedef struct scc_state {
+  uint32_t *index, *low, *stk;
+  scc_frame *fr;
+  uint32_t next, sp, fp, ncomp;
+} scc_state;
+
+static void scc_push(scc_state *s, uint32_t c) {
+  s->index[c] = s->low[c] = s->next++;
+  s->stk[s->sp++] = c;
+  s->fr[s->fp++] = (scc_frame){c, 0, 0};
+}
+
+/* The next child class of frame f's class not yet visited (EG_NONE when
+ * its e-nodes are done), lowering its low link by those on the stack. */
+static uint32_t scc_next_child(rg_egraph *eg, scc_state *s, scc_frame *f) {
+  const eg_ids *ns = &eg->cls[f->c].nodes;
+  while (f->ni < ns->n) {
+    const eg_node *x = &eg->nodes[ns->v[f->ni]];
+    if (x->dead || f->ki >= x->nch) {
+      f->ni++, f->ki = 0;
+      continue;
+    }
+    uint32_t k = eg_find(eg, eg_kids(eg, ns->v[f->ni])[f->ki++]);
+    if (!s->index[k]) return k;
+    if (eg->comp[k] == EG_NONE && s->index[k] < s->low[f->c]) s->low[f->c] = s->index[k];
+  }
+  return EG_NONE;
+}
+
+static void scc_finish(rg_egraph *eg, scc_state *s, uint32_t c) {
+  if (s->low[c] == s->index[c]) {
+    uint32_t m;
+    do eg->comp[m = s->stk[--s->sp]] = s->ncomp;
+    while (m != c);
+    s->ncomp++;
+  }
+  if (--s->fp) {
+    uint32_t p = s->fr[s->fp - 1].c;
+    if (s->low[c] < s->low[p]) s->low[p] = s->low[c];
+  }
+}
+
+void eg_mark_cycles(rg_egraph *eg) {
+  uint32_t n = eg->ncls;
+  if (eg->capcomp < n) {
+    free(eg->comp);
+    eg->capcomp = eg->capcls;
+    if (!(eg->comp = malloc(eg->capcomp * sizeof *eg->comp))) abort();
+  }
+  scc_state s = {.index = calloc(n ? n : 1, sizeof(uint32_t)), .low = malloc((n ? n : 1) * sizeof(uint32_t)),
+                 .stk = malloc((n ? n : 1) * sizeof(uint32_t)), .fr = malloc((n ? n : 1) * sizeof(scc_frame)),
+                 .next = 1};
+  if (!s.index || !s.low || !s.stk || !s.fr) abort();
+  for (uint32_t c = 0; c < n; c++) eg->comp[c] = EG_NONE;
+  for (uint32_t r = 0; r < n; r++) {
+    if (eg->uf[r] != r || s.index[r]) continue;
+    scc_push(&s, r);
+    while (s.fp) {
+      scc_frame *f = &s.fr[s.fp - 1];
+      uint32_t k = scc_next_child(eg, &s, f);
+      if (k != EG_NONE) scc_push(&s, k);
+      else scc_finish(eg, &s, f->c);
+    }
+  }
+  free(s.index), free(s.low), free(s.stk), free(s.fr);
+}
+
 /* ------------------------------------------------------------------ the public e-graph */
 
 rg_egraph *rg_egraph_new(rg_fgraph *fg) {
@@ -963,6 +1047,7 @@ void rg_egraph_free(rg_egraph *eg) {
   free(eg->pending.v);
   free(eg->rejseen);
   for (int d = 0; d < EG_MAX_LEVEL; d++) free(eg->lvl[d]);
+  free(eg->comp);
   memset(eg, 0, sizeof *eg);
 }
 
