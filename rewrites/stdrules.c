@@ -671,18 +671,32 @@ static int shape_static(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
   return give(run, node, out, rg_constant_data(run->C, RG_INT64, 1, &nd, t->shape));
 }
 
-/* x[:], x[0:n] over a dimension of static size n, ...: every element in
- * order, x itself. */
+/* Whether slice bound w of dimension d of x (an integer, omitted, or the
+ * node's input *next, RG_IDX_INPUT) is the start (role 0), the stop (1) or
+ * a step of 1 (2) of every element in order. */
+static bool bound_useless(const rg_node *node, int64_t w, int *next, int role, int d) {
+  const rg_variable *x = node->inputs[0];
+  int64_t n = x->type->shape[d];
+  if (w == RG_IDX_NONE) return true;
+  if (w == RG_IDX_INPUT) {
+    const rg_variable *v = node->inputs[(*next)++];
+    if (role != 1) return const_is(v, role == 0 ? 0 : 1);
+    const rg_node *s = node_of(v, RG_OP_SHAPE_I);
+    return s && s->inputs[0] == x && s->op->ints[0] == d;
+  }
+  return role == 0 ? w == 0 || (n >= 0 && w <= -n) : role == 1 ? n >= 0 && w >= n : w == 1;
+}
+
+/* x[:], x[0:n] over a dimension of static size n, x[0:shape_i{0}(x)], ...:
+ * every element in order, x itself. */
 static int subtensor_useless(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
   const rg_op *op = node->op;
-  const rg_type *t = node->inputs[0]->type;
-  if (node->nin != 1) return 0;
+  int next = 1;
   for (int i = 0; i < op->nints / 4; i++) {
-    const int64_t *w = op->ints + 4 * i, n = t->shape[i];
+    const int64_t *w = op->ints + 4 * i;
     if (w[0] == RG_IDX_INDEX) return 0;
-    bool from0 = w[1] == RG_IDX_NONE || w[1] == 0 || (n >= 0 && w[1] <= -n);
-    bool to_end = w[2] == RG_IDX_NONE || (n >= 0 && w[2] >= n);
-    if (!from0 || !to_end || (w[3] != RG_IDX_NONE && w[3] != 1)) return 0;
+    for (int role = 0; role < 3; role++)
+      if (!bound_useless(node, w[1 + role], &next, role, i)) return 0;
   }
   return give(run, node, out, node->inputs[0]);
 }
@@ -1131,7 +1145,7 @@ static const c_rule canonicalize[] = {
      "a node whose inputs now know sizes it says are unknown -> the same node with the sizes",
      "((subtensor (none none -1)) ((subtensor (0 ?)) ?x 2))"},
     {"subtensor-useless", subtensor_useless, T1(SUBTENSOR), "x[:], x[0:n] over all n rows -> x",
-     "((subtensor (none none none)) ?x)"},
+     "((subtensor (none none none)) ?x) ((subtensor (0 ?)) ?x ((shape_i 0) ?x))"},
     {"log-exp", log_exp, T1(LOG), "log(exp(x)) -> x", "(log (exp ?x))"},
     {"switch-const", switch_const, T1(SWITCH), "switch with a constant condition -> the branch taken",
      "(switch #t ?a ?b) (switch #f ?a ?b)"},
