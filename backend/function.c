@@ -302,9 +302,9 @@ static rg_function *build(rg_ctx *C, int nin, rg_variable *const *inputs, int no
   int nallin = nin + shared_vars->n, nallout = nout + nup;
   rg_variable **ins = rg_gc_alloc((size_t)(nallin + 1) * sizeof *ins);
   rg_variable **outs = rg_gc_alloc((size_t)(nallout + 1) * sizeof *outs);
-  memcpy(ins, inputs, (size_t)nin * sizeof *ins);
+  if (nin) memcpy(ins, inputs, (size_t)nin * sizeof *ins);
   for (int i = 0; i < shared_vars->n; i++) ins[nin + i] = shared_vars->v[i];
-  memcpy(outs, outputs, (size_t)nout * sizeof *outs);
+  if (nout) memcpy(outs, outputs, (size_t)nout * sizeof *outs);
   for (int u = 0; u < nup; u++) outs[nout + u] = o->updates[u].value;
   rg_fgraph *fg = prepare(C, nallin, ins, nallout, outs, o);
   if (!fg) return NULL;
@@ -478,13 +478,23 @@ static bool kept_elsewhere(const rg_function *f, rg_tensor *const *ins, const rg
   return false;
 }
 
+/* Whether v[i] shares storage with an earlier one of v. */
+static bool shares_earlier(rg_tensor *const *v, int i) {
+  for (int j = 0; j < i; j++)
+    if (v[j]->storage == v[i]->storage) return true;
+  return false;
+}
+
 /* Each returned value is the caller's alone: one that is (a view of) an
- * input, a shared value or a constant is copied, as Aesara copies such
- * outputs, so writing into it changes neither the caller's input nor a
- * later call's result.  which[i]: the program output v[i] is. */
+ * input, a shared value, a constant or a value returned before it (an
+ * output listed twice, a view of another output, the new value of a shared
+ * container that is also an output) is copied, as Aesara copies such
+ * outputs, so writing into it changes neither the caller's input, nor
+ * another output, nor a later call's result.  which[i]: the program output
+ * v[i] is (outputs first, then the updates' values). */
 static int own_values(rg_function *f, rg_tensor *const *ins, int n, const int *which, rg_tensor **v) {
   for (int i = 0; i < n; i++) {
-    if (!f->may_share[which[i]] || !kept_elsewhere(f, ins, v[i])) continue;
+    if (!shares_earlier(v, i) && (!f->may_share[which[i]] || !kept_elsewhere(f, ins, v[i]))) continue;
     rg_tensor *c = rg_tensor_copy(v[i]);
     if (!c) {
       for (int j = 0; j < n; j++) rg_tensor_free(v[j]);

@@ -83,6 +83,49 @@ static void test_outputs_are_the_callers(void **st) {
   }
 }
 
+/* Outputs that would share storage with one another (one variable listed
+ * twice, a view of another output, through a subset too) or with the new
+ * value of a shared container are copies: writing into one changes no
+ * other output and no later call's result. */
+static void test_outputs_not_each_others(void **st) {
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  rg_variable *e = rg_exp(x);
+  rg_variable *outs[3] = {e, e, rg_dimshuffle(e, 2, (int64_t[]){-1, 0})};
+  rg_function *f = rg_compile(C, 1, &x, 3, outs, NULL);
+  assert_non_null(f);
+  rg_tensor *in = vec_f64(3, (double[]){0, 0, 0}), *res[3];
+  assert_int_equal(rg_function_call(f, &in, res), RG_OK);
+  rg_tensor_set_f64(res[0], 0, 42);
+  assert_true(rg_tensor_get_f64(res[1], 0) == 1);
+  assert_true(rg_tensor_get_f64(res[2], 0) == 1);
+  for (int i = 0; i < 3; i++) rg_tensor_free(res[i]);
+  assert_int_equal(rg_function_call_subset(f, &in, 2, (int[]){0, 0}, res), RG_OK);
+  rg_tensor_set_f64(res[0], 1, 42);
+  assert_true(rg_tensor_get_f64(res[1], 1) == 1);
+  for (int i = 0; i < 2; i++) rg_tensor_free(res[i]);
+  rg_function_free(f);
+
+  rg_tensor *zero = vec_f64(3, (double[]){0, 0, 0});
+  rg_shared *s = rg_shared_new(zero);
+  rg_variable *w = rg_shared_var(C, "w", s, NULL);
+  rg_variable *nw = rg_add(w, rg_scalar_float(C, 1));
+  rg_update up = {w, nw};
+  rg_compile_opts o = {.nupdates = 1, .updates = &up};
+  f = rg_compile(C, 0, NULL, 1, &nw, &o);
+  assert_non_null(f);
+  rg_tensor *r;
+  assert_int_equal(rg_function_call(f, NULL, &r), RG_OK);
+  rg_tensor_set_f64(r, 0, 1000);
+  rg_tensor_free(r);
+  assert_int_equal(rg_function_call(f, NULL, &r), RG_OK);
+  assert_true(rg_tensor_get_f64(r, 0) == 2 && rg_tensor_get_f64(r, 2) == 2);
+  rg_tensor_free(r);
+  rg_function_free(f);
+  rg_shared_free(s);
+  rg_tensor_free(zero);
+  rg_tensor_free(in);
+}
+
 static void test_errors(void **st) {
   rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
   rg_variable *y = rg_input(C, "y", vec(RG_FLOAT64, 3));
@@ -635,7 +678,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identity_and_constants), cmocka_unit_test(test_errors),
       cmocka_unit_test(test_call_type_errors),       cmocka_unit_test(test_ifelse_selects),
-      cmocka_unit_test(test_outputs_are_the_callers), cmocka_unit_test(test_mode_linker),
+      cmocka_unit_test(test_outputs_are_the_callers),
+      cmocka_unit_test(test_outputs_not_each_others), cmocka_unit_test(test_mode_linker),
       cmocka_unit_test(test_shared_identity_update), cmocka_unit_test(test_function_outlives_graph),
       cmocka_unit_test(test_ifelse_lazy),            cmocka_unit_test(test_buffer_reuse),
       cmocka_unit_test(test_pool_best_fit_bounded),
