@@ -149,8 +149,12 @@ static bool run_step(build *b) {
     for (int i = 0; i < sp->noutputs; i++) b->step_out[i] = sp->step_out[i];
     b->until = sp->step_until;
   }
-  for (int i = 0; i < sp->noutputs; i++)
-    if (!b->step_out[i]) return berr(b->C, "the step returned no value for output %d", i), false;
+  for (int i = 0; i < sp->noutputs; i++) {
+    if (b->step_out[i]) continue;
+    /* a construction error in the step (they are sticky) says more */
+    if (!rg_errcode(b->C)) berr(b->C, "the step returned no value for output %d", i);
+    return false;
+  }
   return true;
 }
 

@@ -141,6 +141,14 @@ static void test_print_parse(void **st) {
   assert_non_null(strstr(rg_errmsg(C), "must be negative"));
 }
 
+static int step_mismatch(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **u,
+                         void *ud) {
+  int64_t four = 4;
+  rg_variable *v4 = rg_constant_data(c, RG_FLOAT64, 1, &four, (double[]){1, 2, 3, 4});
+  outs[0] = rg_add(in[1], rg_add(in[0], v4)); /* (3) + (4): NULL, the error set */
+  return RG_OK;
+}
+
 static void test_make_node_errors(void **st) {
   rg_variable *x = in("x", RG_FLOAT64, 1, SHAPE(-1)), *ys;
   rg_node *n = cumsum(x, &ys);
@@ -171,6 +179,15 @@ static void test_make_node_errors(void **st) {
                      .step_in = (rg_variable *[]){a, b, c}, .step_out = &s3, .truncate_gradient = -1};
   assert_null(rg_scan(C, &sq, &y));
   assert_non_null(strstr(rg_errmsg(C), "too short for its taps"));
+  /* a step whose construction failed (the error is sticky, the output
+   * NULL) reports that error, not a missing output */
+  rg_clear_error(C);
+  rg_scan_seq q3 = {.x = in("x3", RG_FLOAT64, 1, SHAPE(-1))};
+  rg_scan_output acc0 = {.init = rg_constant_data(C, RG_FLOAT64, 1, SHAPE(3), (double[]){0, 0, 0})};
+  rg_scan_spec sb = {.nseqs = 1, .seqs = &q3, .noutputs = 1, .outputs = &acc0, .fn = step_mismatch,
+                     .truncate_gradient = -1};
+  assert_null(rg_scan(C, &sb, &y));
+  assert_non_null(strstr(rg_errmsg(C), "do not broadcast"));
 }
 
 /* ------------------------------------------------------------------ graph files */
