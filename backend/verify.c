@@ -6,7 +6,11 @@
  * the given point, and compared element by element with central finite
  * differences of the compiled cost, (cost(x + eps) - cost(x - eps)) / 2eps.
  * An element fails when both its absolute and its relative error
- * (|a - n| / (|a| + |n|)) exceed the tolerance of the input's dtype.
+ * (|a - n| / (|a| + |n|)) exceed the tolerance.  The step and the
+ * tolerance are those of the coarsest float dtype among the inputs and the
+ * output (as Aesara takes the largest over the inputs): a float64 input
+ * that feeds a float32 computation sees float32's rounding in the
+ * differences.
  *
  * Execution lives here, above core, because checking needs it; rg_grad
  * itself is graph construction in core.
@@ -31,6 +35,7 @@ typedef struct vg {
   rg_tensor **point;      /* copies of the values, perturbed in turn */
   rg_function *cost_fn;   /* inputs -> cost */
   const rg_verify_opts *o;
+  rg_dtype coarse;        /* the dtype whose step and tolerance apply */
 } vg;
 
 static double cost_at(vg *v, int *rc) {
@@ -79,9 +84,8 @@ static const char *input_label(const rg_variable *x, int i) {
 /* Compares input i's analytic gradient g with finite differences. */
 static int check_input(vg *v, int i, const rg_tensor *g, rg_verify_report *rep) {
   rg_tensor *x = v->point[i];
-  rg_dtype dt = x->dtype;
-  double eps = v->o && v->o->eps > 0 ? v->o->eps : default_eps(dt);
-  double tol = v->o && v->o->tol > 0 ? v->o->tol : default_tol(dt);
+  double eps = v->o && v->o->eps > 0 ? v->o->eps : default_eps(v->coarse);
+  double tol = v->o && v->o->tol > 0 ? v->o->tol : default_tol(v->coarse);
   int64_t n = rg_tensor_numel(x);
   int rc = RG_OK;
   for (int64_t j = 0; j < n && rc == RG_OK; j++) {
@@ -130,7 +134,9 @@ int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *
   rg_tensor_free(o0);
   rg_variable *cost = rg_sum(rg_mul(out, P), -1, NULL);
   if (!cost || rg_grad(C, cost, nin, inputs, &go, gv) != RG_OK) return RG_ERR_TYPE;
-  vg v = {.C = C, .nin = nin, .inputs = inputs, .o = o};
+  vg v = {.C = C, .nin = nin, .inputs = inputs, .o = o, .coarse = out->type->dtype};
+  for (int i = 0; i < nin; i++)
+    if (values[i] && values[i]->dtype == RG_FLOAT32) v.coarse = RG_FLOAT32;
   v.point = rg_calloc((size_t)(nin > 0 ? nin : 1), sizeof *v.point);
   rg_tensor **grads = rg_calloc((size_t)(nin > 0 ? nin : 1), sizeof *grads);
   rg_function *gf = rg_compile(C, nin, inputs, nin, gv, NULL);

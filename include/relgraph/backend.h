@@ -156,13 +156,14 @@ int rg_eval_node(const rg_node *node, rg_tensor **outputs, char *err, size_t err
  * input, compiled and evaluated at `values` (one tensor per input),
  * against central finite differences.  RG_OK when every float input's
  * every element agrees (absolute or relative error within the tolerance:
- * 1e-4 for float64, 1e-2 for float32, unless opts says otherwise); else
+ * 1e-4 for float64, 1e-2 for float32 where any float input or the output
+ * is float32, unless opts says otherwise); else
  * an error in C naming the input and element.  An output or cost that
  * cannot be evaluated at the point (a shape error, a loop too long for its
  * sequence) is RG_ERR_EVAL, not a wrong gradient.  opts and report may be
  * NULL. */
 typedef struct rg_verify_opts {
-  double eps;      /* finite-difference step; 0: 1e-6 (float64), 1e-3 (float32) */
+  double eps;      /* finite-difference step; 0: 1e-6 (float64), 1e-3 (float32, as the tolerance) */
   double tol;      /* 0: by dtype, as above */
   uint64_t seed;   /* of the projection; 0: a fixed default */
 } rg_verify_opts;
