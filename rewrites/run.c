@@ -273,11 +273,25 @@ int rgr_attempt(rg_rewrite_run *run, rg_rewriter *rw, rgr_stat *st, rg_node *nod
   return rc;
 }
 
+/* Whether v is output j of a node computing what `node` does: the same
+ * op over the same inputs, of the same type (a node rebuilt only to learn
+ * a narrower type is a change). */
+static bool same_as(const rg_node *node, int j, const rg_variable *v) {
+  const rg_node *m = v->owner;
+  if (!m || m->nin != node->nin || m->nout != node->nout || m->outputs[j] != v) return false;
+  for (int i = 0; i < m->nin; i++)
+    if (m->inputs[i] != node->inputs[i]) return false;
+  return rg_op_equal(m->op, node->op) && rg_type_equal(v->type, node->outputs[j]->type);
+}
+
+/* A result that is the node's output itself, or the same expression built
+ * again (a normalising rule on a term already in normal form), is no
+ * change. */
 int rgr_changes(const rg_node *node, rg_variable *const *out, rg_variable **olds,
                 rg_variable **news) {
   int n = 0;
   for (int j = 0; j < node->nout; j++)
-    if (out[j] && out[j] != node->outputs[j]) {
+    if (out[j] && out[j] != node->outputs[j] && !same_as(node, j, out[j])) {
       olds[n] = node->outputs[j];
       news[n++] = out[j];
     }
