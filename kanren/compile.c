@@ -212,7 +212,9 @@ static rgk_tx *compile_qq_list(cc *k, scope *sc, rg_term d, int level) {
     if (qq_tagged(e, "unquote-splicing") && level == 1) {
       rgk_tx *front = compile_value(k, sc, nth(e, 1));
       if (!front) return NULL;
-      acc = append_tx(front, acc, site(k));
+      /* spliced last, the value is the tail itself, whatever it is (a
+       * variable, an improper list, an atom), as Scheme expands it */
+      acc = i == items.n - 1 && tail == RG_NIL ? front : append_tx(front, acc, site(k));
     } else {
       rgk_tx *a = compile_qq(k, sc, e, level);
       if (!a) return NULL;

@@ -188,6 +188,11 @@ static void test_eval_and_define(void **st) {
   rg_interp_define(I, "seven", rg_int(7));
   assert_string_equal(tu_eval(I, "(run* (q) (== q seven))"), "(7)");
   assert_string_equal(tu_eval(I, "(list seven 'a)"), "(7 a)");
+  /* a splice in last place is the tail itself, as Scheme expands it */
+  assert_string_equal(tu_eval(I, "(run* (q) (fresh (x) (== q `(1 ,@x))))"), "((1 . _.0))");
+  assert_string_equal(tu_eval(I, "`(1 ,@'(2 . 3))"), "(1 2 . 3)");
+  assert_string_equal(tu_eval(I, "`(1 ,@5)"), "(1 . 5)");
+  assert_string_equal(tu_eval(I, "`(,@'(1 2) ,@'(3) 4)"), "(1 2 3 4)");
   /* a relation made from C with rg_interp_lambda, then called from the language */
   rg_term params = tu_read(C, "(a b)"), body = tu_read(C, "((== a b))");
   rg_term lam = rg_interp_lambda(I, rg_symbol("same"), params, body, NULL);
