@@ -69,7 +69,8 @@ void usage_check_rules(void) {
          "  --rule NAME   check only this rule (repeatable)\n"
          "  --trials N    graphs per rule (default 50)\n"
          "  --seed S      seed of the random graphs and inputs (default 1)\n"
-         "exit status: 0 no rule failed, 1 a rule failed, 2 bad usage, 3 bad rule file\n");
+         "the files' own run and test forms print first; a failed test fails the check\n"
+         "exit status: 0 no rule failed, 1 a rule or a test failed, 2 bad usage, 3 bad rule file\n");
 }
 
 /* ------------------------------------------------------------------ random numbers */
@@ -707,7 +708,10 @@ static bool wanted(const check_args *a, const char *name) {
   return false;
 }
 
-static int load_rules(rg_ctx *C, const check_args *a, rule_list *l) {
+/* Loads the rules; the files' own `run` and `test` forms print as they
+ * would under `relgraph kanren`, and *tests_failed counts failed tests. */
+static int load_rules(rg_ctx *C, const check_args *a, rule_list *l, int64_t *tests_failed) {
+  *tests_failed = 0;
   if (a->std) {
     rg_rewrite_db *db = rg_std_db(C);
     if (!db) return cli_error("check-rules", "%s", rg_errmsg(C)), EXIT_INPUT;
@@ -715,11 +719,15 @@ static int load_rules(rg_ctx *C, const check_args *a, rule_list *l) {
   }
   if (!a->nfiles) return EXIT_OK;
   rg_interp *I = rg_interp_new(C);
-  rg_interp_set_output(I, NULL);
+  rg_interp_set_output(I, stdout);
   rg_rule_set *rs = rg_rule_set_new(I);
   for (int i = 0; i < a->nfiles; i++)
     if (rg_rule_set_load(rs, a->files[i]) != RG_OK)
       return cli_error("check-rules", "%s", rg_errmsg(C)), EXIT_INPUT;
+  int64_t passed;
+  rg_interp_test_counts(I, &passed, tests_failed);
+  if (passed + *tests_failed > 0)
+    printf("tests in the rule files: %lld passed, %lld failed\n", (long long)passed, (long long)*tests_failed);
   for (int i = 0; i < rg_rule_set_count(rs); i++)
     push_rule(l, rg_rewriter_name(rg_rule_set_rule(rs, i)), rg_rule_set_rule(rs, i));
   return EXIT_OK;
@@ -732,7 +740,8 @@ int cmd_check_rules(int argc, char **argv) {
   rg_ctx *C = rg_ctx_new();
   rg_graph_install_evaluator(C);
   rule_list l = {0};
-  if ((rc = load_rules(C, &a, &l))) return rc;
+  int64_t tests_failed;
+  if ((rc = load_rules(C, &a, &l, &tests_failed))) return rc;
   checker ck = {C, {(uint64_t)a.seed}, (int)a.trials};
   int failed = 0, checked = 0;
   for (int i = 0; i < l.n; i++) {
@@ -745,5 +754,5 @@ int cmd_check_rules(int argc, char **argv) {
   }
   if (!checked) return cli_error("check-rules", "no rule to check"), EXIT_USAGE;
   printf("%d rule%s checked, %d failed\n", checked, checked == 1 ? "" : "s", failed);
-  return failed ? EXIT_FAILED : EXIT_OK;
+  return failed || tests_failed ? EXIT_FAILED : EXIT_OK;
 }
