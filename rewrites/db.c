@@ -261,17 +261,30 @@ static int check_known(rg_ctx *C, const rg_rewrite_db *db, const char *const *wo
   return RG_OK;
 }
 
-/* Every word of q, and of its name:word parts, names something of db. */
+/* The database named `name` within db (db itself included), or NULL. */
+static const rg_rewrite_db *find_db(const rg_rewrite_db *db, const char *name) {
+  if (!strcmp(db->name, name)) return db;
+  for (int i = 0; i < db->n; i++) {
+    const rg_rewrite_db *d = db->e[i].sub ? find_db(db->e[i].sub, name) : NULL;
+    if (d) return d;
+  }
+  return NULL;
+}
+
+/* Every word of q names something of db, and every name:word part a
+ * database within db and (a requirement, which enclosing databases' tags
+ * meet, aside) something of that database. */
 static int check_query(rg_ctx *C, const rg_rewrite_db *db, const query *q) {
   if (check_known(C, db, q->include) || check_known(C, db, q->require) || check_known(C, db, q->exclude))
     return rg_errcode(C);
   for (int i = 0; i < q->nsub; i++) {
     if (!known_tag(db, q->subnames[i]))
       return rg_error(C, RG_ERR_NAME, "rewrite query: no database named '%s'", q->subnames[i]);
+    const rg_rewrite_db *sub = find_db(db, q->subnames[i]);
     query part;
     memset(&part, 0, sizeof part);
     int rc = add_word(C, &part, q->subwords[i]);
-    if (rc || (rc = check_query(C, db, &part))) return rc;
+    if (rc || (rc = check_query(C, sub && !part.require ? sub : db, &part))) return rc;
   }
   return RG_OK;
 }

@@ -580,7 +580,14 @@ static void test_queries(void **st) {
   assert_non_null(strstr(rg_errmsg(C), "no rewriter or tag named 'no-such-tag'"));
   rg_clear_error(C);
   assert_null(rg_db_query(C, rg_std_db(C), "canonicalize:no-such-tag"));
+  assert_non_null(strstr(rg_errmsg(C), "'no-such-tag' in canonicalize"));
   rg_clear_error(C);
+  /* a rule of another nested database selects nothing there */
+  assert_null(rg_db_query(C, rg_std_db(C), "fast_run canonicalize:-dot-to-blas"));
+  assert_non_null(strstr(rg_errmsg(C), "'dot-to-blas' in canonicalize"));
+  rg_clear_error(C);
+  assert_non_null(rg_db_query(C, rg_std_db(C), "fast_run canonicalize:-add-zero specialize:-dot-to-blas"));
+  assert_non_null(rg_db_query(C, rg_std_db(C), "fast_run canonicalize:&fast_run"));
   assert_null(rg_db_query(C, rg_std_db(C), "fast_run -"));
   rg_clear_error(C);
 }
