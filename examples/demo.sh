@@ -10,6 +10,7 @@
 #      transfers between devices, and why CUDA cannot run here.
 set -euo pipefail
 bin=${1:-relgraph}
+case $bin in */*) bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin") ;; esac # the script moves
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # prints the command as it can be pasted (words with spaces quoted), runs it
 show() {
@@ -22,13 +23,15 @@ show() {
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# the paths below are the repository's (or the installed share/relgraph's)
+cd "$here/.."
+
 echo "== 1. relational programs"
 for f in "$here"/kanren/*.kn; do
   show kanren "examples/kanren/$(basename "$f")"
 done 2>&1 | sed "s|$here|examples|g"
 
 echo "== 2. one relation, two directions: dot distribution and gathering"
-cd "$here/.."
 show print examples/graphs/dot_sum.graph
 # "-relational" leaves out the standard database's own copy of these rules
 show rewrite examples/graphs/dot_sum.graph --rules examples/rules/distribute.kn --query "distribute -relational" --trace

@@ -32,6 +32,7 @@
 
 #include "base/base.h"
 #include "relgraph/backend.h"
+#include "relgraph/rewrite.h"
 #include "tools/cli.h"
 
 void usage_run(void) {
@@ -284,6 +285,8 @@ int cmd_run(int argc, char **argv) {
   int rc = parse(argc, argv, &a);
   if (rc) return rc;
   rg_ctx *C = rg_ctx_new();
+  /* a bad query is bad usage, as in rewrite and search */
+  if (a.query && !rg_db_query(C, rg_std_db(C), a.query)) return cli_error("run", "%s", rg_errmsg(C)), EXIT_USAGE;
   rg_fgraph *fg = cli_load_graph(C, a.graph);
   if (!fg) return cli_error("run", "%s", rg_errmsg(C)), EXIT_INPUT;
   if ((rc = check_names(&a, fg))) return rc;
