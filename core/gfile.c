@@ -503,9 +503,10 @@ rg_fgraph *rg_graph_load(rg_ctx *C, const char *path) {
   }
   size_t n;
   char *text = rg_read_stream(f, &n);
+  int err = errno;
   fclose(f);
   if (!text) {
-    rg_error(C, RG_ERR_IO, "%s: read error", path);
+    rg_error(C, RG_ERR_IO, "%s: cannot read: %s", path, strerror(err)); /* a directory, ... */
     return NULL;
   }
   return rg_graph_read(C, path, text, n);
@@ -524,14 +525,15 @@ typedef struct writer {
   int next;
 } writer;
 
-/* Whether a name reads back as the same symbol and is not special. */
-static bool good_name(const char *s) {
+/* Whether a name reads back as the same symbol (the reader decides: `info`
+ * and `1st` are symbols, `1e3` and `+inf.0` numbers) and is not special. */
+static bool good_name(rg_ctx *C, const char *s) {
   if (!*s || !strcmp(s, ".") || s[0] == '#' || !strcmp(s, "?")) return false;
   for (const char *p = s; *p; p++)
     if (strchr(" \t\n\r\f()[]\";'`,", *p) || (unsigned char)*p < 33) return false;
-  char *end;
-  strtod(s, &end);
-  if (end != s) return false; /* looks like a number */
+  rg_term t = rg_read_all(C, "name", s, strlen(s));
+  if (!t) rg_clear_error(C);
+  if (!t || !rg_is_pair(t) || rg_cdr(t) != RG_NIL || rg_car(t) != rg_symbol(s)) return false;
   static const char *const reserved[] = {"graph", "input", "opaque", "define", "output", "constant", "nth", "scan"};
   for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
     if (!strcmp(s, reserved[i])) return false;
@@ -539,7 +541,7 @@ static bool good_name(const char *s) {
 }
 
 static const char *fresh_name(writer *w, const char *want) {
-  if (want && good_name(want) && !rg_memo_get(w->used, rg_symbol(want))) {
+  if (want && good_name(rg_fgraph_ctx(w->fg), want) && !rg_memo_get(w->used, rg_symbol(want))) {
     rg_memo_put(w->used, rg_symbol(want), (void *)want);
     return want;
   }

@@ -156,6 +156,27 @@ static void test_sharing_and_names(void **st) {
                       "  (output t2)\n"
                       ")\n");
   round_trip(fg);
+  /* names that start like numbers but read as symbols survive; numbers
+   * and the reader's infinities do not */
+  rg_variable *info = rg_input(C, "info", rg_type_new(RG_FLOAT64, 1, SHAPE(3)));
+  rg_variable *first = rg_input(C, "1st", rg_type_new(RG_FLOAT64, 1, SHAPE(3)));
+  rg_variable *num = rg_input(C, "1e3", rg_type_new(RG_FLOAT64, 1, SHAPE(3)));
+  rg_variable *inf = rg_input(C, "+inf.0", rg_type_new(RG_FLOAT64, 1, SHAPE(3)));
+  rg_variable *nano = rg_set_name(rg_exp(info), "nano");
+  rg_variable *sum = rg_add(rg_add(nano, first), rg_add(num, inf));
+  fg = rg_fgraph_new(C, 4, (rg_variable *[]){info, first, num, inf}, 2, (rg_variable *[]){sum, nano}, 0);
+  text = rg_graph_to_string(C, fg);
+  assert_string_equal(text,
+                      "(graph\n"
+                      "  (input info float64 (3))\n"
+                      "  (input 1st float64 (3))\n"
+                      "  (input t1 float64 (3))\n"
+                      "  (input t2 float64 (3))\n"
+                      "  (define nano (exp info))\n"
+                      "  (output (add (add nano 1st) (add t1 t2)))\n"
+                      "  (output nano)\n"
+                      ")\n");
+  round_trip(fg);
 }
 
 static void test_deep_graphs(void **st) {
