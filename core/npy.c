@@ -293,10 +293,11 @@ static char *read_file(rg_ctx *C, const char *path, size_t *len) {
     if (got == 0) break;
   }
   bool bad = ferror(f);
+  int err = errno;
   fclose(f);
   if (bad) {
     rg_free(buf);
-    rg_error(C, RG_ERR_IO, "%s: read error", path);
+    rg_error(C, RG_ERR_IO, "%s: cannot read: %s", path, strerror(err)); /* a directory, ... */
     return NULL;
   }
   *len = n;
