@@ -41,7 +41,7 @@ void usage_run(void) {
          "  --random SEED        random values for inputs not given\n"
          "  --size N             size of unknown dimensions of random inputs (default 16)\n"
          "  --output-dir DIR     write outputs as DIR/out0.npy, DIR/out1.npy, ... (DIR is made\n"
-         "                       when missing)\n"
+         "                       when missing, with its parents)\n"
          "  --repeat N           run N times; print the compile time and the median per call\n"
          "  --profile            print the per-node profile\n"
          "  --query Q            the rewrite query (default fast_run; none disables rewriting)\n"
@@ -177,10 +177,24 @@ static int load_inputs(rg_ctx *C, const run_args *a, rg_fgraph *fg, rg_tensor **
 
 /* ------------------------------------------------------------------ outputs */
 
+/* Makes directory `dir` and the missing ones above it (mkdir -p); 0 or -1
+ * with errno set. */
+static int make_dirs(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 static int write_outputs(rg_ctx *C, const run_args *a, int n, rg_tensor **outs) {
-  if (a->outdir) { /* made when missing (its parent must exist) */
+  if (a->outdir) { /* made when missing, with its parents */
     struct stat st;
-    if (stat(a->outdir, &st) != 0 && mkdir(a->outdir, 0777) != 0)
+    if (stat(a->outdir, &st) != 0 && make_dirs(a->outdir) != 0)
       return cli_error("run", "cannot create the directory %s: %s", a->outdir, strerror(errno)), EXIT_INPUT;
     if (stat(a->outdir, &st) != 0 || !S_ISDIR(st.st_mode))
       return cli_error("run", "cannot write to %s: not a directory", a->outdir), EXIT_INPUT;
