@@ -552,10 +552,10 @@ static bool parse_entry(rg_term t, rg_index *e) {
     e->b = e->c = RG_IDX_NONE;
     return parse_component(t, &e->a) && e->a != RG_IDX_NONE;
   }
-  int64_t n = rg_list_length(t);
-  if (n != 2 && n != 3) return false;
   e->kind = RG_IDX_SLICE;
   e->c = RG_IDX_NONE;
+  int64_t n = rg_list_length(t);
+  if (n != 2 && n != 3) return false;
   int64_t *slots[3] = {&e->a, &e->b, &e->c};
   for (int i = 0; i < n; i++, t = rg_cdr(t))
     if (!parse_component(rg_car(t), slots[i])) return false;
@@ -617,7 +617,12 @@ static const rg_op *parse_by_kind(rg_ctx *C, const rg_op_class *cls, rg_term ps)
     rg_index e[RG_MAX_NDIM];
     int n = 0;
     for (; rg_is_pair(ps); ps = rg_cdr(ps), n++)
-      if (n == RG_MAX_NDIM || !parse_entry(rg_car(ps), &e[n])) return parse_error(C, cls, "bad index entry", rg_car(ps));
+      if (n == RG_MAX_NDIM || !parse_entry(rg_car(ps), &e[n]))
+        return parse_error(C, cls,
+                           n < RG_MAX_NDIM && e[n].kind == RG_IDX_SLICE && e[n].c == 0
+                               ? "bad index entry (a slice's step cannot be 0)"
+                                                                     : "bad index entry",
+                           rg_car(ps));
     op = rg_op_subtensor(cls->code, n, e);
     break;
   }
@@ -667,7 +672,12 @@ const rg_op *rg_op_from_term(rg_ctx *C, rg_term head) {
   const rg_op_class *cls = &rgc_classes[code];
   if (!rg_is_pair(head)) {
     const rg_op *op = rg_op_get((rg_opcode)code);
-    if (!op) return parse_error(C, cls, "needs parameters, as in", rg_cons(name, rg_cons(rg_symbol("..."), RG_NIL)));
+    if (!op) {
+      if (C)
+        rg_error(C, RG_ERR_SYNTAX, "%s: needs parameters: write it as ((%s PARAMETERS...) INPUTS...)", cls->name,
+                 cls->name);
+      return NULL;
+    }
     return op;
   }
   return cls->params_parse(C, cls, rg_cdr(head));
