@@ -51,6 +51,7 @@
  */
 #include "rewrites/rewrite-impl.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,9 +85,12 @@ static bool inner_constant(const rg_variable *v) { return rg_is_constant(v) && v
  *  - `seen` maps each node a search visited to the number of the last
  *    search that did, so a search starts by taking a fresh number and
  *    nothing is cleared between searches;
+ *  - `uses` maps each value entering a group from outside to the group's
+ *    number (high 32 bits) and the number of its members' input slots
+ *    reading it (low 32 bits): a group's inputs are counted as it grows;
  *  - `stack` is the searches' work list. */
 typedef struct scratch {
-  rg_map group_of, clear, seen;
+  rg_map group_of, clear, seen, uses;
   rg_ptrs stack;
   uint64_t ngroups, nsearches;
 } scratch;
@@ -94,7 +98,7 @@ typedef struct scratch {
 static void scratch_init(scratch *s, size_t nodes) {
   *s = (scratch){.stack = {.a = &rg_heap_abort}};
   if (rg_map_init(&s->group_of, &rg_heap_abort, nodes) || rg_map_init(&s->clear, &rg_heap_abort, 16) ||
-      rg_map_init(&s->seen, &rg_heap_abort, 64))
+      rg_map_init(&s->seen, &rg_heap_abort, 64) || rg_map_init(&s->uses, &rg_heap_abort, 64))
     abort();
 }
 
@@ -102,6 +106,7 @@ static void scratch_free(scratch *s) {
   rg_map_free(&s->group_of);
   rg_map_free(&s->clear);
   rg_map_free(&s->seen);
+  rg_map_free(&s->uses);
   rg_ptrs_free(&s->stack);
 }
 
@@ -134,7 +139,10 @@ static uint64_t group_of(const scratch *s, const rg_node *n) {
 /* A group being grown.  Invariant: members are fusible nodes of the
  * graph, exactly the nodes that s->group_of maps to id; `last` is the
  * largest order label of a member (no path reaches a member from a node
- * labelled after it). */
+ * labelled after it); nins and nouts are the inputs and outputs its
+ * composite would have (values entering from outside other than scalar
+ * constants; members' values used outside), at most RG_COMPOSITE_MAX_IO
+ * each, and n at most MAX_MEMBERS. */
 typedef struct group {
   rg_fgraph *fg;
   scratch *s;
@@ -143,6 +151,7 @@ typedef struct group {
   rg_node **members;
   int n, cap;
   uint64_t last;
+  int nins, nouts;
 } group;
 
 static bool member(const group *g, const rg_node *n) { return n && group_of(g->s, n) == g->id; }
@@ -151,6 +160,69 @@ static bool used_outside(const group *g, const rg_variable *v) {
   for (uint32_t c = 0; c < v->nclients; c++)
     if (!member(g, v->clients[c].node)) return true; /* another node, or a graph output */
   return false;
+}
+
+/* Whether v has a reader other than the members and n (or is a graph
+ * output). */
+static bool used_outside_but(const group *g, const rg_variable *v, const rg_node *n) {
+  for (uint32_t c = 0; c < v->nclients; c++) {
+    const rg_node *u = v->clients[c].node;
+    if (u != n && !member(g, u)) return true;
+  }
+  return false;
+}
+
+/* ------------------------------------------------------------------ the group's inputs and outputs */
+
+/* A group's composite runs on every backend with at most
+ * RG_COMPOSITE_MAX_IO inputs and outputs; a group of many members also
+ * makes a kernel slow to compile (a C compiler's time grows faster than
+ * the function), so groups stop at MAX_MEMBERS. */
+#define MAX_MEMBERS 256
+
+/* Member input slots reading x, a value from outside the group. */
+static uint32_t uses_of(const group *g, const rg_variable *x) {
+  const uint64_t *u = rg_map_get(&g->s->uses, key_of(x));
+  return u && *u >> 32 == g->id ? (uint32_t)*u : 0;
+}
+
+static void set_uses(group *g, const rg_variable *x, uint32_t k) {
+  if (rg_map_put(&g->s->uses, key_of(x), g->id << 32 | k)) abort();
+}
+
+/* Whether input k of n is a value n would take from outside the group the
+ * first time among n's inputs. */
+static bool new_outer_input(const group *g, const rg_node *n, int k) {
+  const rg_variable *x = n->inputs[k];
+  if (inner_constant(x) || member(g, x->owner)) return false;
+  for (int j = 0; j < k; j++)
+    if (n->inputs[j] == x) return false;
+  return true;
+}
+
+/* The group's input and output counts were n a member. */
+static void counts_with(const group *g, const rg_node *n, int *nins, int *nouts) {
+  int ins = g->nins, outs = g->nouts;
+  for (int k = 0; k < n->nin; k++) {
+    const rg_variable *x = n->inputs[k];
+    if (new_outer_input(g, n, k)) {
+      ins += !uses_of(g, x);
+      continue;
+    }
+    bool first = true; /* a member's value n reads (once counted): n may have been its outside reader */
+    for (int j = 0; j < k; j++) first &= n->inputs[j] != x;
+    if (first && member(g, x->owner)) outs += (int)used_outside_but(g, x, n) - (int)used_outside(g, x);
+  }
+  if (uses_of(g, n->outputs[0])) ins--; /* n's value, an input until now, is computed inside */
+  outs += used_outside_but(g, n->outputs[0], n);
+  *nins = ins, *nouts = outs;
+}
+
+/* Whether the group may take n as far as its size goes. */
+static bool fits(const group *g, const rg_node *n) {
+  int ins, outs;
+  counts_with(g, n, &ins, &outs);
+  return g->n < MAX_MEMBERS && ins <= RG_COMPOSITE_MAX_IO && outs <= RG_COMPOSITE_MAX_IO;
 }
 
 /* Whether a path from p's users outside the group comes back into it.
@@ -184,7 +256,7 @@ static bool may_fail(const rg_node *p) {
 }
 
 static bool may_absorb(const group *g, const rg_node *p) {
-  if (!fusible(p) || member(g, p)) return false;
+  if (!fusible(p) || member(g, p) || !fits(g, p)) return false;
   const rg_type *t = p->outputs[0]->type;
   if (t->ndim > g->shape->ndim) return false;
   if ((used_outside(g, p->outputs[0]) || may_fail(p)) && !same_shape(t, g->shape)) return false;
@@ -192,6 +264,10 @@ static bool may_absorb(const group *g, const rg_node *p) {
 }
 
 static void add_member(group *g, rg_node *n) {
+  counts_with(g, n, &g->nins, &g->nouts);
+  for (int k = 0; k < n->nin; k++)
+    if (new_outer_input(g, n, k)) set_uses(g, n->inputs[k], uses_of(g, n->inputs[k]) + 1);
+  if (uses_of(g, n->outputs[0])) set_uses(g, n->outputs[0], 0);
   if (g->n == g->cap) {
     int cap = g->cap ? 2 * g->cap : 8;
     rg_node **m = rg_gc_alloc(sizeof *m * (size_t)cap);
@@ -232,7 +308,7 @@ static bool independent(const group *g, const rg_variable *x) {
 /* A consumer of a member joins when it is fusible, not grouped yet, of the
  * group's shape, and its other inputs do not depend on the group. */
 static bool may_absorb_consumer(const group *g, const rg_node *u) {
-  if (!fusible(u) || group_of(g->s, u) || !same_shape(u->outputs[0]->type, g->shape))
+  if (!fusible(u) || group_of(g->s, u) || !same_shape(u->outputs[0]->type, g->shape) || !fits(g, u))
     return false;
   for (int k = 0; k < u->nin; k++) {
     const rg_variable *x = u->inputs[k];
@@ -328,6 +404,7 @@ static bool fuse(rg_rewrite_run *run, const rg_rewriter *rw, group *g) {
     rg_memo_put(scalar, m->outputs[0], c->outputs[0]);
     if (used_outside(g, m->outputs[0])) push(&olds, m->outputs[0]), push(&outs, c->outputs[0]);
   }
+  assert(outer.n == g->nins && outs.n == g->nouts && "the group's counts as it grew");
   rg_fgraph *ig = rg_fgraph_new(C, inner.n, inner.v, outs.n, outs.v, 0); /* its nodes and values are its own */
   const rg_op *op = ig ? rg_op_composite(C, ig) : NULL;
   rg_node *node = op ? rg_make_node(C, op, outer.n, outer.v) : NULL;
@@ -361,7 +438,7 @@ static int fusion_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   for (int i = 0; i < n; i++) {
     rg_node *seed = order[i];
     if (group_of(&s, seed) || !fusible(seed)) continue; /* grouped before (fused or not) */
-    group g = {fg, &s, ++s.ngroups, seed->outputs[0]->type, NULL, 0, 0, 0};
+    group g = {fg, &s, ++s.ngroups, seed->outputs[0]->type, NULL, 0, 0, 0, 0, 0};
     add_member(&g, seed);
     grow(&g);
     if (g.n < 2) continue;

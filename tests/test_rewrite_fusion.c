@@ -244,6 +244,77 @@ static void test_failing_producer_kept_out(void **st) {
 }
 
 /* Mixed dtypes and integer wrap-around inside a group. */
+/* Reads a graph written into a buffer of its own (larger cases). */
+static rg_fgraph *read_text(const char *text) {
+  rg_fgraph *fg = rg_graph_read(C, "case.graph", text, strlen(text));
+  if (!fg) fail_msg("%s", rg_errmsg(C));
+  return fg;
+}
+
+/* The composites of a rewritten graph: at most RG_COMPOSITE_MAX_IO inputs
+ * and outputs each, and how many there are. */
+static int composites_within_limits(rg_fgraph *fg) {
+  int k = 0;
+  for (rg_node *n = rg_fgraph_first(fg); n; n = rg_fgraph_next(n))
+    if (n->op->code == RG_OP_COMPOSITE) {
+      assert_true(n->nin <= RG_COMPOSITE_MAX_IO && n->nout <= RG_COMPOSITE_MAX_IO);
+      k++;
+    }
+  return k;
+}
+
+static rg_fgraph *fast_run_of(const char *text) {
+  rg_fgraph *fg = read_text(text);
+  rg_rewrite_run *r = rg_rewrite(fg, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  return fg;
+}
+
+/* Groups stop before their composite would have more inputs or outputs
+ * than the backends run, or more members than compile quickly; the graphs
+ * still run, to the values of the ops one by one. */
+static void test_group_limits(void **st) {
+  enum { WIDE = RG_COMPOSITE_MAX_IO + 6, LONG = 300 };
+  char *text = malloc(64 * 1024);
+  size_t k = (size_t)sprintf(text, "(graph ");
+  for (int i = 0; i < WIDE; i++) k += (size_t)sprintf(text + k, "(input x%d float32 (16)) ", i);
+  size_t k0 = k;
+  k += (size_t)sprintf(text + k, "(output (add"); /* one node reading more values than a composite takes */
+  for (int i = 0; i < WIDE; i++) k += (size_t)sprintf(text + k, " (exp x%d)", i);
+  sprintf(text + k, ")))");
+  composites_within_limits(fast_run_of(text));
+  same_values_of(read_text(text), "one wide node");
+  k = k0 + (size_t)sprintf(text + k0, "(output"); /* a chain of binary nodes reading as many */
+  for (int i = 1; i < WIDE; i++) k += (size_t)sprintf(text + k, " (maximum");
+  k += (size_t)sprintf(text + k, " (exp x0)");
+  for (int i = 1; i < WIDE; i++) k += (size_t)sprintf(text + k, " (exp x%d))", i);
+  sprintf(text + k, "))");
+  assert_int_equal(composites_within_limits(fast_run_of(text)), 2);
+  same_values_of(read_text(text), "a wide chain");
+
+  k = (size_t)sprintf(text, "(graph (input x float32 (16)) (define t (tanh x))");
+  for (int i = 0; i < WIDE; i++) k += (size_t)sprintf(text + k, " (output (exp (mul t %d.5)))", i);
+  sprintf(text + k, ")");
+  assert_true(composites_within_limits(fast_run_of(text)) >= 2);
+  rg_fgraph *fg = read_text(text);
+  rg_tensor *f[WIDE], *u[WIDE];
+  tu_run_graph(C, fg, "fast_run", -2, 4, f);
+  tu_run_graph(C, fg, "fast_run -fusion", -2, 4, u);
+  for (int j = 0; j < WIDE; j++) {
+    assert_true(rg_tensor_allclose(f[j], u[j], 1e-6, 1e-6));
+    rg_tensor_free(f[j]), rg_tensor_free(u[j]);
+  }
+
+  k = (size_t)sprintf(text, "(graph (input x float32 (16)) (output");
+  for (int i = 0; i < LONG; i++) k += (size_t)sprintf(text + k, i % 2 ? " (cos" : " (sin");
+  k += (size_t)sprintf(text + k, " x");
+  for (int i = 0; i < LONG; i++) text[k++] = ')';
+  sprintf(text + k, "))");
+  assert_int_equal(composites_within_limits(fast_run_of(text)), 2);
+  same_values_of(read_text(text), "a long chain");
+  free(text);
+}
+
 static void test_dtypes(void **st) {
   same_values("(output (add ((cast float64) (mul a b)) (sqr ((cast float64) c))))");
   same_values("(output ((cast float32) (add ((cast int8) (mul a 100.0)) ((cast int8) (mul b 100.0)))))");
@@ -259,6 +330,7 @@ int main(void) {
       cmocka_unit_test(test_join_siblings),
       cmocka_unit_test(test_small_and_unknown_shapes),
       cmocka_unit_test(test_failing_producer_kept_out),
+      cmocka_unit_test(test_group_limits),
       cmocka_unit_test(test_dtypes),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

@@ -128,9 +128,8 @@ rg_tensor *tu_value(const rg_type *t, uint64_t seed, double lo, double width) {
 
 void tu_run_graph(rg_ctx *C, rg_fgraph *fg, const char *query, double lo, double width, rg_tensor **res) {
   int nin = rg_fgraph_ninputs(fg), nout = rg_fgraph_noutputs(fg);
-  assert_true(nin <= 8 && nout <= 8);
-  rg_variable *in[8], *out[8];
-  rg_tensor *vals[8];
+  rg_variable *in[nin + 1], *out[nout + 1];
+  rg_tensor *vals[nin + 1];
   for (int i = 0; i < nin; i++) in[i] = rg_fgraph_input(fg, i), vals[i] = tu_value(in[i]->type, 7 + (uint64_t)i, lo, width);
   for (int k = 0; k < nout; k++) out[k] = rg_fgraph_output(fg, k);
   rg_compile_opts o = {.mode = {.query = query}};

@@ -48,7 +48,7 @@ int tu_op_arity(rg_opcode code);
 #define TU_NFUSED 3
 extern const char *const tu_fused_graphs[TU_NFUSED];
 /* Compiles fg's outputs with `query` and runs them at tu_value(seed
- * 7 + i, lo, width) for each input i (at most 8 inputs and outputs);
+ * 7 + i, lo, width) for each input i;
  * the results go to res.  Fails the test on an error. */
 void tu_run_graph(rg_ctx *C, rg_fgraph *fg, const char *query, double lo, double width, rg_tensor **res);
 

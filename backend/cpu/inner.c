@@ -180,10 +180,11 @@ static const char *exec_elemwise(const rgb_thunk *t, ws_parts *w, int64_t m, rgb
 static const char *exec_nested(const rgb_thunk *t, ws_parts *w, int64_t m, rgbc_status *st) {
   const rgb_node *n = &t->node;
   if (!n->inner) return "a nested composite has no linked inner graph";
-  if (n->nin > 64 || n->nout > 64) return "a nested composite has more than 64 inputs or outputs";
-  cslot ins[64];
-  rg_dtype in_dt[64], out_dt[64];
-  char *outs[64];
+  if (n->nin > RG_COMPOSITE_MAX_IO || n->nout > RG_COMPOSITE_MAX_IO)
+    return "a nested composite has more inputs or outputs than a composite may have";
+  cslot ins[RG_COMPOSITE_MAX_IO];
+  rg_dtype in_dt[RG_COMPOSITE_MAX_IO], out_dt[RG_COMPOSITE_MAX_IO];
+  char *outs[RG_COMPOSITE_MAX_IO];
   for (int k = 0; k < n->nin; k++) {
     ins[k] = w->slot[t->in_cells[k]];
     in_dt[k] = w->dt[t->in_cells[k]];
@@ -214,9 +215,9 @@ static const char *exec_block(const rgb_program *p, const rg_dtype *in_dt, const
     w.dt[c] = p->cells[c]->dtype;
   }
   /* an output computed by an op is written by it in place; others copied */
-  bool done[64] = {0};
+  bool done[RG_COMPOSITE_MAX_IO] = {0};
   memset(w.direct, 0, (size_t)p->ncells * sizeof(char *));
-  for (int32_t j = 0; j < p->nout && j < 64; j++) {
+  for (int32_t j = 0; j < p->nout && j < RG_COMPOSITE_MAX_IO; j++) {
     int32_t c = p->out_cells[j];
     if (p->producer[c] >= 0 && !w.direct[c]) w.direct[c] = outs[j], done[j] = true;
   }
@@ -228,7 +229,7 @@ static const char *exec_block(const rgb_program *p, const rg_dtype *in_dt, const
   }
   for (int32_t j = 0; j < p->nout; j++) {
     int32_t c = p->out_cells[j];
-    if (j < 64 && done[j]) continue;
+    if (j < RG_COMPOSITE_MAX_IO && done[j]) continue;
     char *q[2] = {outs[j], w.slot[c].p};
     int64_t qs[2] = {rgbc_size(out_dt[j]), w.slot[c].s};
     rgbc_cast_loop(w.dt[c], out_dt[j])(q, qs, m, NULL);
@@ -277,7 +278,7 @@ typedef struct cjob {
 
 /* One block through the generated kernel: every input contiguous. */
 static void run_generated(cjob *j, const cslot *ins, char *const *outs, char *area, int64_t m) {
-  const void *in[64];
+  const void *in[RG_COMPOSITE_MAX_IO];
   for (int i = 0; i < j->nin; i++) {
     if (ins[i].s || m == 1) { /* a block, or the one element a block of one needs */
       in[i] = ins[i].p;
@@ -299,8 +300,8 @@ static bool contiguous(const rgbc_plan *g, const rg_tensor *t) {
 /* One block [b0, b0 + m) with workspace ws (then the gather areas, then
  * the staging blocks of streamed outputs); the block lies in one row. */
 static void run_one(cjob *j, char *ws, int64_t b0, int64_t m) {
-  cslot ins[64];
-  char *outs[64], *dst[64];
+  cslot ins[RG_COMPOSITE_MAX_IO];
+  char *outs[RG_COMPOSITE_MAX_IO], *dst[RG_COMPOSITE_MAX_IO];
   char *area = j->bare ? NULL : ws + j->ws;
   for (int i = 0; i < j->nin; i++) {
     const rg_tensor *t = j->in[i];
@@ -467,15 +468,15 @@ int rgb_cpu_composite(rgb_exec *x) {
   const rgb_program *p = n->inner;
   if (!p) return rgb_error(x, RG_ERR_TYPE, "the inner graph is not linked");
   int nout = n->join_slot ? n->nout - 1 : n->nout; /* computed outputs (the joined one aside) */
-  if (n->nin > 64 || nout > 64 || p->nin != n->nin || p->nout != nout)
+  if (n->nin > RG_COMPOSITE_MAX_IO || nout > RG_COMPOSITE_MAX_IO || p->nin != n->nin || p->nout != nout)
     return rgb_error(x, RG_ERR_TYPE, "%d inputs and %d outputs do not fit the inner graph "
-                     "(at most 64 each)", n->nin, nout);
-  const rg_tensor *in[64];
-  rg_tensor *out[64];
-  rgbc_plan gather[64];
-  bool one_in[64];
-  rg_dtype in_dt[64], out_dt[64];
-  int64_t ostride[64];
+                     "(at most %d each)", n->nin, nout, RG_COMPOSITE_MAX_IO);
+  const rg_tensor *in[RG_COMPOSITE_MAX_IO];
+  rg_tensor *out[RG_COMPOSITE_MAX_IO];
+  rgbc_plan gather[RG_COMPOSITE_MAX_IO];
+  bool one_in[RG_COMPOSITE_MAX_IO];
+  rg_dtype in_dt[RG_COMPOSITE_MAX_IO], out_dt[RG_COMPOSITE_MAX_IO];
+  int64_t ostride[RG_COMPOSITE_MAX_IO];
   int nd = 0;
   int64_t shape[RG_MAX_NDIM];
   for (int i = 0; i < n->nin; i++) in[i] = rgb_in(x, i);

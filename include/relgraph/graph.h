@@ -480,6 +480,9 @@ const rg_op *rg_op_opaque(const char *name, int nout, const rg_type *out_type);
  * composites) applied elementwise to broadcast inputs, each outer input of
  * the inner input's dtype.  op_from_graph: any graph called as one op. */
 const rg_op *rg_op_composite(rg_ctx *C, rg_fgraph *inner);
+/* The most inputs, and the most outputs, of a composite the backends run
+ * (fusion makes none larger). */
+#define RG_COMPOSITE_MAX_IO 64
 const rg_op *rg_op_from_graph(rg_ctx *C, rg_fgraph *inner);
 rg_fgraph *rg_op_inner_graph(const rg_op *op); /* NULL for other ops */
 
