@@ -62,10 +62,16 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 
 /* ------------------------------------------------------------------ the vector functions */
@@ -455,11 +461,48 @@ static bool seal(const char *path) {
   return !fclose(f) && ok;
 }
 
+#define MAX_WORDS 64
+
+/* Splits s (copied into buf) at blanks into argv from *n on. */
+static bool split_words(const char *s, char *buf, size_t len, char **argv, int *n) {
+  if (snprintf(buf, len, "%s", s) >= (int)len) return false;
+  char *save = NULL;
+  for (char *w = strtok_r(buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+    if (*n == MAX_WORDS - 6) return false;
+    argv[(*n)++] = w;
+  }
+  return true;
+}
+
+/* Runs the compiler on source file csrc into out, without a shell (the
+ * paths go to it as they are, whatever they hold): cc split at blanks (a
+ * compiler and flags of its own), then CFLAGS; its messages go to
+ * /dev/null.  Whether it succeeded. */
+static bool run_compiler(const char *cc, const char *out, const char *csrc) {
+  char ccbuf[1024], flags[sizeof CFLAGS], *argv[MAX_WORDS];
+  int n = 0;
+  if (!split_words(cc, ccbuf, sizeof ccbuf, argv, &n) || !n || !split_words(CFLAGS, flags, sizeof flags, argv, &n))
+    return false;
+  argv[n++] = "-o", argv[n++] = (char *)out, argv[n++] = (char *)csrc, argv[n++] = "-lm", argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa)) return false;
+  bool ok = !posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) &&
+            !posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  ok = ok && !posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (!ok) return false;
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* Compiles src into path (through temporary files renamed into place,
  * the trailer appended before the rename). */
 static bool compile(const char *src, const char *path) {
   const char *cc = getenv("RELGRAPH_CC");
-  char csrc[4200], tmp[4200], cmd[9000];
+  char csrc[4200], tmp[4200];
   if (snprintf(csrc, sizeof csrc, "%s.%ld.c", path, (long)getpid()) >= (int)sizeof csrc ||
       snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
     return false;
@@ -467,8 +510,7 @@ static bool compile(const char *src, const char *path) {
   if (!f) return false;
   bool ok = fputs(src, f) >= 0;
   ok = !fclose(f) && ok;
-  int k = snprintf(cmd, sizeof cmd, "%s " CFLAGS " -o '%s' '%s' -lm >/dev/null 2>&1", cc && *cc ? cc : "cc", tmp, csrc);
-  ok = ok && k < (int)sizeof cmd && system(cmd) == 0 && seal(tmp) && rename(tmp, path) == 0;
+  ok = ok && run_compiler(cc && *cc ? cc : "cc", tmp, csrc) && seal(tmp) && rename(tmp, path) == 0;
   unlink(csrc);
   unlink(tmp);
   return ok;
