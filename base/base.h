@@ -158,6 +158,9 @@ void rg_strbuf_put(rg_strbuf *b, const char *fmt, ...) __attribute__((format(pri
 uint64_t rg_fnv1a(const char *s, uint64_t h);
 /* FNV-1a of n bytes, continuing from h. */
 uint64_t rg_fnv1a_bytes(const void *p, size_t n, uint64_t h);
+/* Makes directory `path` and the missing ones above it (mkdir -p): 0, or
+ * -1 with errno set (ENOTDIR where a part is not a directory). */
+int rg_make_dirs(const char *path);
 /* The cache directory (created): `chosen` when given (a function's
  * option), else $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
  * $HOME/.cache/relgraph; false if none can be made. */

@@ -28,6 +28,22 @@ uint64_t rg_fnv1a_bytes(const void *p, size_t n, uint64_t h) {
 
 uint64_t rg_fnv1a(const char *s, uint64_t h) { return rg_fnv1a_bytes(s, strlen(s), h); }
 
+int rg_make_dirs(const char *path) {
+  char dir[4096];
+  if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return errno = ENAMETOOLONG, -1;
+  for (char *q = dir + 1; *q; q++)
+    if (*q == '/') {
+      *q = 0;
+      if (mkdir(dir, 0777) && errno != EEXIST) return -1;
+      *q = '/';
+    }
+  if (!mkdir(dir, 0777)) return 0;
+  struct stat st; /* there already: usable only as a directory */
+  if (errno == EEXIST && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) errno = ENOTDIR;
+  else if (errno == EEXIST) return 0;
+  return -1;
+}
+
 bool rg_cache_dir(const char *chosen, char *dir, size_t len) {
   const char *env = getenv("RELGRAPH_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   if (chosen && *chosen) env = chosen;
@@ -36,17 +52,9 @@ bool rg_cache_dir(const char *chosen, char *dir, size_t len) {
           : home && *home ? snprintf(dir, len, "%s/.cache/relgraph", home)
                           : -1;
   if (k < 0 || (size_t)k >= len) return false;
-  for (char *q = dir + 1; *q; q++) /* mkdir -p */
-    if (*q == '/') {
-      *q = 0;
-      if (mkdir(dir, 0755) && errno != EEXIST) return false;
-      *q = '/';
-    }
-  if (!mkdir(dir, 0755)) return true;
-  struct stat st; /* there already: usable only as a directory */
-  if (errno == EEXIST && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) errno = ENOTDIR;
-  else if (errno == EEXIST) return true;
-  return false;
+  /* entries are written into it: a directory that is there but cannot take
+   * them is as unusable as one that cannot be made */
+  return rg_make_dirs(dir) == 0 && access(dir, W_OK | X_OK) == 0;
 }
 
 /* Every entry ends with a trailer: a tag, the size of what precedes it

@@ -177,24 +177,10 @@ static int load_inputs(rg_ctx *C, const run_args *a, rg_fgraph *fg, rg_tensor **
 
 /* ------------------------------------------------------------------ outputs */
 
-/* Makes directory `dir` and the missing ones above it (mkdir -p); 0 or -1
- * with errno set. */
-static int make_dirs(const char *dir) {
-  char path[4096];
-  if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int write_outputs(rg_ctx *C, const run_args *a, int n, rg_tensor **outs) {
   if (a->outdir) { /* made when missing, with its parents */
     struct stat st;
-    if (stat(a->outdir, &st) != 0 && make_dirs(a->outdir) != 0)
+    if (stat(a->outdir, &st) != 0 && rg_make_dirs(a->outdir) != 0)
       return cli_error("run", "cannot create the directory %s: %s", a->outdir, strerror(errno)), EXIT_INPUT;
     if (stat(a->outdir, &st) != 0 || !S_ISDIR(st.st_mode))
       return cli_error("run", "cannot write to %s: not a directory", a->outdir), EXIT_INPUT;
