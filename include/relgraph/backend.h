@@ -103,7 +103,7 @@ typedef struct rg_compile_opts {
    * $XDG_CACHE_HOME/relgraph, else $HOME/.cache/relgraph); no_codegen runs
    * every fused group on the CPU by the composite interpreter instead (the
    * same values; also RELGRAPH_CODEGEN=0).  A cache_dir that cannot be
-   * made is an error of rg_compile. */
+   * made or written into is an error of rg_compile. */
   const char *cache_dir;
   bool no_codegen;
 } rg_compile_opts;
