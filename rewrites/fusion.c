@@ -85,12 +85,12 @@ static bool inner_constant(const rg_variable *v) { return rg_is_constant(v) && v
  *  - `seen` maps each node a search visited to the number of the last
  *    search that did, so a search starts by taking a fresh number and
  *    nothing is cleared between searches;
- *  - `uses` maps each value entering a group from outside to the group's
- *    number (high 32 bits) and the number of its members' input slots
- *    reading it (low 32 bits): a group's inputs are counted as it grows;
+ *  - `inputs` maps each value entering a group from outside to that
+ *    group's number (0 once a member computes it), so a group's inputs
+ *    are counted as it grows;
  *  - `stack` is the searches' work list. */
 typedef struct scratch {
-  rg_map group_of, clear, seen, uses;
+  rg_map group_of, clear, seen, inputs;
   rg_ptrs stack;
   uint64_t ngroups, nsearches;
 } scratch;
@@ -98,7 +98,7 @@ typedef struct scratch {
 static void scratch_init(scratch *s, size_t nodes) {
   *s = (scratch){.stack = {.a = &rg_heap_abort}};
   if (rg_map_init(&s->group_of, &rg_heap_abort, nodes) || rg_map_init(&s->clear, &rg_heap_abort, 16) ||
-      rg_map_init(&s->seen, &rg_heap_abort, 64) || rg_map_init(&s->uses, &rg_heap_abort, 64))
+      rg_map_init(&s->seen, &rg_heap_abort, 64) || rg_map_init(&s->inputs, &rg_heap_abort, 64))
     abort();
 }
 
@@ -106,7 +106,7 @@ static void scratch_free(scratch *s) {
   rg_map_free(&s->group_of);
   rg_map_free(&s->clear);
   rg_map_free(&s->seen);
-  rg_map_free(&s->uses);
+  rg_map_free(&s->inputs);
   rg_ptrs_free(&s->stack);
 }
 
@@ -180,40 +180,34 @@ static bool used_outside_but(const group *g, const rg_variable *v, const rg_node
  * the function), so groups stop at MAX_MEMBERS. */
 #define MAX_MEMBERS 256
 
-/* Member input slots reading x, a value from outside the group. */
-static uint32_t uses_of(const group *g, const rg_variable *x) {
-  const uint64_t *u = rg_map_get(&g->s->uses, key_of(x));
-  return u && *u >> 32 == g->id ? (uint32_t)*u : 0;
+/* Whether x enters the group from outside (an input of its composite). */
+static bool is_input(const group *g, const rg_variable *x) {
+  const uint64_t *u = rg_map_get(&g->s->inputs, key_of(x));
+  return u && *u == g->id;
 }
 
-static void set_uses(group *g, const rg_variable *x, uint32_t k) {
-  if (rg_map_put(&g->s->uses, key_of(x), g->id << 32 | k)) abort();
-}
-
-/* Whether input k of n is a value n would take from outside the group the
- * first time among n's inputs. */
-static bool new_outer_input(const group *g, const rg_node *n, int k) {
-  const rg_variable *x = n->inputs[k];
-  if (inner_constant(x) || member(g, x->owner)) return false;
+/* Whether input k of n is its first input slot holding that value. */
+static bool first_slot(const rg_node *n, int k) {
   for (int j = 0; j < k; j++)
-    if (n->inputs[j] == x) return false;
+    if (n->inputs[j] == n->inputs[k]) return false;
   return true;
 }
+
+/* Whether x would enter the group from outside: not a member's value, nor
+ * a scalar constant (those become the composite's own). */
+static bool outer(const group *g, const rg_variable *x) { return !inner_constant(x) && !member(g, x->owner); }
 
 /* The group's input and output counts were n a member. */
 static void counts_with(const group *g, const rg_node *n, int *nins, int *nouts) {
   int ins = g->nins, outs = g->nouts;
   for (int k = 0; k < n->nin; k++) {
     const rg_variable *x = n->inputs[k];
-    if (new_outer_input(g, n, k)) {
-      ins += !uses_of(g, x);
-      continue;
-    }
-    bool first = true; /* a member's value n reads (once counted): n may have been its outside reader */
-    for (int j = 0; j < k; j++) first &= n->inputs[j] != x;
-    if (first && member(g, x->owner)) outs += (int)used_outside_but(g, x, n) - (int)used_outside(g, x);
+    if (!first_slot(n, k)) continue;
+    if (outer(g, x)) ins += !is_input(g, x);
+    else if (member(g, x->owner)) /* n may have been the reader that made it an output */
+      outs += (int)used_outside_but(g, x, n) - (int)used_outside(g, x);
   }
-  if (uses_of(g, n->outputs[0])) ins--; /* n's value, an input until now, is computed inside */
+  if (is_input(g, n->outputs[0])) ins--; /* n's value, an input until now, is computed inside */
   outs += used_outside_but(g, n->outputs[0], n);
   *nins = ins, *nouts = outs;
 }
@@ -266,8 +260,8 @@ static bool may_absorb(const group *g, const rg_node *p) {
 static void add_member(group *g, rg_node *n) {
   counts_with(g, n, &g->nins, &g->nouts);
   for (int k = 0; k < n->nin; k++)
-    if (new_outer_input(g, n, k)) set_uses(g, n->inputs[k], uses_of(g, n->inputs[k]) + 1);
-  if (uses_of(g, n->outputs[0])) set_uses(g, n->outputs[0], 0);
+    if (outer(g, n->inputs[k]) && rg_map_put(&g->s->inputs, key_of(n->inputs[k]), g->id)) abort();
+  if (is_input(g, n->outputs[0]) && rg_map_put(&g->s->inputs, key_of(n->outputs[0]), 0)) abort();
   if (g->n == g->cap) {
     int cap = g->cap ? 2 * g->cap : 8;
     rg_node **m = rg_gc_alloc(sizeof *m * (size_t)cap);
