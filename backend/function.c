@@ -546,9 +546,12 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
         return ferr(f, RG_ERR_TYPE, "outputs %d and %d are given the same tensor to write into", k, j);
     into[j] = outputs[j];
   }
-  for (int u = 0; u < f->nupdates; u++) into[f->nout + u] = NULL;
+  int upd[f->nupdates + 1]; /* the updates' program outputs */
+  for (int u = 0; u < f->nupdates; u++) into[f->nout + u] = NULL, upd[u] = f->nout + u;
   rc = rgb_program_run_into(f->p, ins, into, refs);
   if (rc) return ferr(f, rc, "%s", f->p->rt->err);
+  /* a shared container's new value is its own, not an input's or a constant's */
+  if ((rc = own_values(f, ins, f->nupdates, upd, refs + f->nout))) return rc;
   apply_updates(f, refs + f->nout);
   return RG_OK;
 }

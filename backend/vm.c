@@ -329,14 +329,16 @@ void rgb_program_unbind_output(rgb_program *p, int j, rg_tensor *w) {
 
 /* Whether output j can be computed straight into t: a kernel of the
  * program computes it, t is C-contiguous host memory (device buffers
- * cannot be wrapped), and no earlier output shares its cell. */
+ * cannot be wrapped), and no other output shares its cell (the caller's
+ * memory would be another output's value too, or a shared container's
+ * new value). */
 static bool in_place_target(const rgb_program *p, int j, const rg_tensor *t) {
   int32_t c = p->out_cells[j];
   if (!t || p->producer[c] < 0 || p->thunks[p->producer[c]].kind == RGB_T_IFELSE) return false;
   if (rg_tensor_device(t) != RG_DEVICE_HOST || p->cell_dev[c] != RG_DEVICE_HOST) return false;
   if (!rg_tensor_is_c_contiguous(t)) return false;
-  for (int k = 0; k < j; k++)
-    if (p->out_cells[k] == c) return false;
+  for (int k = 0; k < p->nout; k++)
+    if (k != j && p->out_cells[k] == c) return false;
   return true;
 }
 

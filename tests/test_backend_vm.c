@@ -126,6 +126,48 @@ static void test_outputs_not_each_others(void **st) {
   rg_tensor_free(in);
 }
 
+/* Running into the caller's tensors: a shared container's new value is
+ * its own, whether the update is also an output (computed into the
+ * caller's tensor, which the caller then writes into or frees) or an
+ * input's value. */
+static void test_call_into_updates(void **st) {
+  rg_tensor *init = vec_f64(3, (double[]){1, 2, 3});
+  rg_shared *sa = rg_shared_new(init);
+  rg_variable *a = rg_shared_var(C, "a", sa, NULL);
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  rg_variable *na = rg_add(a, x);
+  rg_update up = {a, na};
+  rg_compile_opts o = {.nupdates = 1, .updates = &up};
+  rg_function *f = rg_compile(C, 1, &x, 1, &na, &o);
+  assert_non_null(f);
+  rg_tensor *xi = vec_f64(3, (double[]){10, 10, 10}), *r = vec_f64(3, (double[]){0, 0, 0});
+  assert_int_equal(rg_function_call_into(f, &xi, &r), RG_OK);
+  assert_true(rg_tensor_get_f64(r, 0) == 11);
+  rg_tensor_set_f64(r, 0, -1000);
+  rg_tensor_free(r);
+  r = vec_f64(3, (double[]){0, 0, 0});
+  assert_int_equal(rg_function_call_into(f, &xi, &r), RG_OK);
+  assert_true(rg_tensor_get_f64(r, 0) == 21 && rg_tensor_get_f64(r, 2) == 23);
+  rg_tensor_free(r);
+  rg_function_free(f);
+
+  rg_update to_input = {a, x};
+  o.updates = &to_input;
+  f = rg_compile(C, 1, &x, 1, &na, &o);
+  assert_non_null(f);
+  r = vec_f64(3, (double[]){0, 0, 0});
+  assert_int_equal(rg_function_call_into(f, &xi, &r), RG_OK);
+  rg_tensor_set_f64(xi, 0, -100); /* the caller's input, reused */
+  rg_tensor *now = rg_shared_get(sa);
+  assert_true(rg_tensor_get_f64(now, 0) == 10);
+  rg_tensor_free(now);
+  rg_tensor_free(r);
+  rg_tensor_free(xi);
+  rg_function_free(f);
+  rg_shared_free(sa);
+  rg_tensor_free(init);
+}
+
 static void test_errors(void **st) {
   rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
   rg_variable *y = rg_input(C, "y", vec(RG_FLOAT64, 3));
@@ -679,7 +721,8 @@ int main(void) {
       cmocka_unit_test(test_identity_and_constants), cmocka_unit_test(test_errors),
       cmocka_unit_test(test_call_type_errors),       cmocka_unit_test(test_ifelse_selects),
       cmocka_unit_test(test_outputs_are_the_callers),
-      cmocka_unit_test(test_outputs_not_each_others), cmocka_unit_test(test_mode_linker),
+      cmocka_unit_test(test_outputs_not_each_others),
+      cmocka_unit_test(test_call_into_updates), cmocka_unit_test(test_mode_linker),
       cmocka_unit_test(test_shared_identity_update), cmocka_unit_test(test_function_outlives_graph),
       cmocka_unit_test(test_ifelse_lazy),            cmocka_unit_test(test_buffer_reuse),
       cmocka_unit_test(test_pool_best_fit_bounded),
