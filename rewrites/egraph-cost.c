@@ -13,12 +13,20 @@
  * FLOPs: dot-like ops 2*m*k*n (gemm and gemv add the scaling), outer and
  * ger m*n, elementwise ops one per output element and operand beyond the
  * first (unary: one per element), reductions one per input element
- * (softmax five), shape ops and leaves none.  Bytes: what a node reads and
- * writes (its inputs' and output's sizes), nothing for views (dimshuffle,
- * reshape, subtensor) and leaves.  Measured and relational costs are
- * cached per op and input types.
+ * (softmax five), a Scan its steps times its step's FLOPs, shape ops and
+ * leaves none.  Bytes: what a node reads and writes (its inputs' and
+ * output's sizes), nothing for views (dimshuffle, reshape, subtensor) and
+ * leaves.  Measured and relational costs are cached per op and input
+ * types.
+ *
+ * A node of several outputs (a Scan, a split, an opaque op of several) is
+ * one e-node per output; what the whole node costs (its inputs read, a
+ * Scan's work, its measured time) is shared out among them, so a
+ * selection holding all its outputs, as the graph it came from does, pays
+ * for it once.
  */
 #include "rewrites/egraph-impl.h"
+#include "relgraph/scan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -223,16 +231,50 @@ static double flops(rg_opcode code, int nin, const rg_type *const *in, const rg_
   }
 }
 
+/* The steps a Scan node runs: its n_steps when constant, else the length
+ * of its first sequence (its type is sized in the e-graph), else the size
+ * "?" when given, else 1. */
+static double scan_steps(const rg_cost_model *cm, const rg_node *node, const rg_scan_info *s) {
+  int64_t n;
+  if (rg_is_constant(node->inputs[0]) && rg_constant_get_i64(node->inputs[0], &n)) return n > 0 ? (double)n : 0;
+  if (s->n_seqs) {
+    const rg_type *t = node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, 0)]->type;
+    if (t->ndim && t->shape[0] >= 0) return (double)t->shape[0];
+  }
+  n = size_of(cm, "?");
+  return n >= 0 ? (double)n : 1;
+}
+
+/* FLOPs of a Scan node: its steps times its step's (the inner graph's
+ * nodes, their unknown sizes at "?"). */
+static double scan_flops(const rg_cost_model *cm, const rg_node *node) {
+  rg_scan_info s;
+  rg_fgraph *inner = rg_op_inner_graph(node->op);
+  if (!inner || !rg_scan_info_of(node->op, &s)) return 0;
+  rg_cost_model step = {.kind = CM_FLOPS, .sizes = cm->sizes};
+  double per = 0;
+  for (rg_node *m = rg_fgraph_first(inner); m; m = rg_fgraph_next(m)) per += rgr_node_cost(&step, m);
+  return scan_steps(cm, node, &s) * per;
+}
+
 static bool is_view(rg_opcode code) {
   return code == RG_OP_DIMSHUFFLE || code == RG_OP_RESHAPE || code == RG_OP_FLATTEN ||
          code == RG_OP_SUBTENSOR || code == RG_OP_SHAPE || code == RG_OP_SHAPE_I;
 }
 
-static double bytes(rg_opcode code, int nin, const rg_type *const *in, const rg_type *out) {
+/* Bytes a node moves for one output: that output, and its inputs' `share`
+ * (1 / the node's outputs). */
+static double bytes(rg_opcode code, int nin, const rg_type *const *in, const rg_type *out, double share) {
   if (is_view(code)) return 0;
-  double b = nbytes(out);
+  double b = 0;
   for (int i = 0; i < nin; i++) b += nbytes(in[i]);
-  return b;
+  return nbytes(out) + share * b;
+}
+
+/* Ops whose node may have several outputs. */
+static bool may_have_outputs(rg_opcode code) {
+  return code == RG_OP_SCAN || code == RG_OP_SPLIT || code == RG_OP_IFELSE || code == RG_OP_COMPOSITE ||
+         code == RG_OP_OP_FROM_GRAPH || code == RG_OP_OPAQUE;
 }
 
 /* ------------------------------------------------------------------ cached costs */
@@ -309,16 +351,6 @@ static double cached_dynamic(rg_ctx *C, rg_cost_model *cm, const rg_node *node, 
   return *slot = v < 0 ? INFINITY : v;
 }
 
-static double dynamic_cost(rg_egraph *eg, const rg_cost_model *cm, const eg_head *h, int n,
-                           rg_variable **in) {
-  rg_node *node = rg_make_node(eg->C, h->op, n, in);
-  if (!node) {
-    rg_clear_error(eg->C);
-    return INFINITY;
-  }
-  return cached_dynamic(eg->C, (rg_cost_model *)cm, node, h->out);
-}
-
 static double node_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable **sized, uint32_t id) {
   const eg_node *x = &eg->nodes[id];
   const eg_head *h = &eg->heads[x->head];
@@ -331,10 +363,21 @@ static double node_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable **si
     ts[i] = in[i]->type;
   }
   const rg_type *out = sized[eg_find(eg, x->cls)]->type;
+  /* the node itself, for what depends on it whole */
+  rg_node *node = cm->kind == CM_TIME || cm->kind == CM_RELATION || may_have_outputs(h->code)
+                      ? rg_make_node(eg->C, h->op, n, in)
+                      : NULL;
+  if (!node && (cm->kind == CM_TIME || cm->kind == CM_RELATION)) {
+    rg_clear_error(eg->C);
+    return INFINITY;
+  }
+  rg_clear_error(eg->C);
+  double share = node ? 1.0 / node->nout : 1;
   switch (cm->kind) {
-  case CM_FLOPS: return flops(h->code, n, ts, out);
-  case CM_BYTES: return bytes(h->code, n, ts, out);
-  default: return dynamic_cost(eg, cm, h, n, in);
+  case CM_FLOPS: return h->code == RG_OP_SCAN && node ? share * scan_flops(cm, node) : flops(h->code, n, ts, out);
+  case CM_BYTES: return bytes(h->code, n, ts, out, share);
+  case CM_TIME: return share * cached_dynamic(eg->C, (rg_cost_model *)cm, node, h->out); /* the whole node's time */
+  default: return cached_dynamic(eg->C, (rg_cost_model *)cm, node, h->out); /* what costo says of the output */
   }
 }
 
@@ -385,13 +428,16 @@ double rgr_node_cost(rg_cost_model *cm, const rg_node *node) {
   int n = node->nin;
   const rg_type *ts[n ? n : 1];
   for (int i = 0; i < n; i++) ts[i] = sized_type(cm, node->inputs[i]->type);
-  const rg_type *out = sized_type(cm, node->outputs[0]->type);
-  switch (cm->kind) {
-  case CM_FLOPS: return flops(node->op->code, n, ts, out);
-  case CM_BYTES: return bytes(node->op->code, n, ts, out);
-  default: {
+  if (cm->kind == CM_TIME || cm->kind == CM_RELATION) {
     const rg_node *sized = sized_node(node, ts);
     return sized ? cached_dynamic(node->outputs[0]->ctx, cm, sized, 0) : INFINITY;
   }
+  if (cm->kind == CM_FLOPS && node->op->code == RG_OP_SCAN) return scan_flops(cm, node);
+  double total = 0; /* every output's part, of a node of several */
+  for (int k = 0; k < node->nout; k++) {
+    const rg_type *out = sized_type(cm, node->outputs[k]->type);
+    total += cm->kind == CM_FLOPS ? flops(node->op->code, n, ts, out)
+                                  : bytes(node->op->code, n, ts, out, 1.0 / node->nout);
   }
+  return total;
 }

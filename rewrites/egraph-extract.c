@@ -26,6 +26,7 @@
  */
 #include "rewrites/egraph-impl.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -237,8 +238,38 @@ static void bb(extractor *x, double partial) {
 
 /* ------------------------------------------------------------------ building graphs */
 
+/* The hash of e-node id's op and children classes: the e-nodes of one
+ * multi-output node's outputs share it. */
+static uint64_t node_key(const rg_egraph *eg, uint32_t id) {
+  const eg_node *x = &eg->nodes[id];
+  uint64_t h = rg_op_hash(eg->heads[x->head].op) * 0x9e3779b97f4a7c15ull + x->nch;
+  for (uint32_t i = 0; i < x->nch; i++) h = (h ^ eg_find(eg, eg_kids(eg, id)[i])) * 0xff51afd7ed558ccdull;
+  return h ? h : 1;
+}
+
+/* Whether e-nodes a and b are outputs of one node: one op over the same
+ * classes. */
+static bool same_node(const rg_egraph *eg, uint32_t a, uint32_t b) {
+  const eg_node *x = &eg->nodes[a], *y = &eg->nodes[b];
+  if (x->nch != y->nch || !rg_op_equal(eg->heads[x->head].op, eg->heads[y->head].op)) return false;
+  for (uint32_t i = 0; i < x->nch; i++)
+    if (eg_find(eg, eg_kids(eg, a)[i]) != eg_find(eg, eg_kids(eg, b)[i])) return false;
+  return true;
+}
+
+/* The node made already for another output of e-node id's node (`made`
+ * maps node_key to the classes built, whose variables' owners are the
+ * nodes), or NULL: a multi-output node chosen for several classes is one
+ * node of the graph, as it was one node of the input. */
+static rg_node *made_sibling(rg_egraph *eg, const uint32_t *choice, rg_variable **vars, rg_map *made, uint32_t id) {
+  uint64_t key = node_key(eg, id);
+  for (rg_map_entry *e = rg_map_first(made, key); e; e = rg_map_next(made, e))
+    if (same_node(eg, choice[e->val], id)) return vars[e->val]->owner;
+  return NULL;
+}
+
 /* The variable of class c under a choice (memoized in vars). */
-static rg_variable *build(rg_egraph *eg, const uint32_t *choice, rg_variable **vars, uint32_t root) {
+static rg_variable *build(rg_egraph *eg, const uint32_t *choice, rg_variable **vars, rg_map *made, uint32_t root) {
   eg_ids st = {0};
   eg_ids_push(&st, root);
   while (st.n) {
@@ -260,7 +291,10 @@ static rg_variable *build(rg_egraph *eg, const uint32_t *choice, rg_variable **v
     }
     if (!ready) continue;
     st.n--;
-    rg_node *node = h->leaf ? NULL : rg_make_node(eg->C, h->op, (int)n, in);
+    rg_node *node = h->leaf ? NULL : made_sibling(eg, choice, vars, made, id);
+    if (!h->leaf && !node && (node = rg_make_node(eg->C, h->op, (int)n, in)) && node->nout > 1 &&
+        rg_map_add(made, node_key(eg, id), c))
+      abort();
     vars[c] = h->leaf ? h->leaf : node ? node->outputs[h->out] : NULL;
     if (!vars[c]) break;
   }
@@ -272,8 +306,14 @@ static rg_fgraph *graph_of(rg_egraph *eg, const uint32_t *choice) {
   rg_variable **vars = rg_gc_alloc(eg->ncls * sizeof *vars);
   int n = eg->nroots;
   rg_variable **outs = rg_gc_alloc((size_t)(n ? n : 1) * sizeof *outs);
+  rg_map made; /* values: classes (the graph's variables keep the nodes alive) */
+  if (rg_map_init(&made, &rg_heap_abort, 16)) abort();
   for (int i = 0; i < n; i++)
-    if (!(outs[i] = build(eg, choice, vars, eg_find(eg, eg->roots[i])))) return NULL;
+    if (!(outs[i] = build(eg, choice, vars, &made, eg_find(eg, eg->roots[i])))) {
+      rg_map_free(&made);
+      return NULL;
+    }
+  rg_map_free(&made);
   int nin = rg_fgraph_ninputs(eg->fg);
   rg_variable **ins = rg_gc_alloc((size_t)(nin ? nin : 1) * sizeof *ins);
   for (int i = 0; i < nin; i++) ins[i] = rg_fgraph_input(eg->fg, i);
@@ -407,7 +447,8 @@ static void json_node(FILE *f, rg_egraph *eg, uint32_t id, double cost, bool fir
   json_str(f, eg_head_str(eg, x->head));
   fputs(", \"children\": [", f);
   for (uint32_t i = 0; i < x->nch; i++) fprintf(f, "%s\"n%u\"", i ? ", " : "", some_node(eg, eg_kids(eg, id)[i]));
-  fprintf(f, "], \"eclass\": \"c%u\", \"cost\": %.17g}", eg_find(eg, x->cls), cost);
+  /* JSON has no infinity: an e-node no answer may use gets the largest double */
+  fprintf(f, "], \"eclass\": \"c%u\", \"cost\": %.17g}", eg_find(eg, x->cls), isfinite(cost) ? cost : DBL_MAX);
 }
 
 int rg_egraph_write_json(rg_egraph *eg, const rg_cost_model *cm, FILE *f) {

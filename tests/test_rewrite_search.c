@@ -417,6 +417,38 @@ static void test_json(void **st) {
   assert_non_null(strstr(buf, "subgraph cluster_c"));
   free(buf);
   rg_egraph_free(eg);
+  /* an e-node no answer may use (priced +inf.0) is written with a finite
+   * cost: JSON has no infinity */
+  rg_interp *I = rg_interp_new(C);
+  rg_interp_set_output(I, NULL);
+  rg_rule_set_new(I);
+  assert_int_equal(rg_interp_load_string(I, "<cost>",
+                                         "(defrel (costo n c) (conde ((fresh (a) (== n `(exp ,a)) (== c +inf.0)))"
+                                         " ((fresh (h r) (== n `(,h . ,r)) (=/= h 'exp) (== c 1)))))"), RG_OK);
+  eg = rg_egraph_new(graph("(graph (input x float64 (3)) (output (add (exp x) x)))"));
+  f = open_memstream(&buf, &len);
+  assert_int_equal(rg_egraph_write_json(eg, rg_cost_relation(rg_interp_lookup(I, "costo")), f), RG_OK);
+  fclose(f);
+  assert_null(strstr(buf, "inf"));
+  assert_non_null(strstr(buf, "\"cost\": 1.7976931348623157e+308"));
+  free(buf);
+  rg_egraph_free(eg);
+}
+
+/* One node of several outputs is one node of the answer, and pays for its
+ * inputs once (bytes: 800 read, 2 x 800 written). */
+static void test_multi_output_answer(void **st) {
+  rg_fgraph *fg = graph("(graph (opaque two (outputs 2) (type float64 (100))) (input a float64 (100))"
+                        " (define (p q) (two a)) (output p) (output q))");
+  rg_egraph *eg = rg_egraph_new(fg);
+  rg_fgraph *g;
+  double cost;
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_bytes(), 1, &g, &cost, NULL), 1);
+  assert_near(cost, 2400, 0);
+  int nodes = 0;
+  for (rg_node *n = rg_fgraph_first(g); n; n = rg_fgraph_next(n)) nodes++;
+  assert_int_equal(nodes, 1);
+  rg_egraph_free(eg);
 }
 
 static void test_bad_input(void **st) {
@@ -853,6 +885,7 @@ int main(void) {
       cmocka_unit_test_setup(test_measured_time, fresh),
       cmocka_unit_test_setup(test_relation_cost, fresh),
       cmocka_unit_test_setup(test_json, fresh),
+      cmocka_unit_test_setup(test_multi_output_answer, fresh),
       cmocka_unit_test_setup(test_bad_input, fresh),
       cmocka_unit_test_setup(test_multi_output_pattern, fresh),
       cmocka_unit_test_setup(test_relation_answers_kept, fresh),
