@@ -183,6 +183,14 @@ int rgr_run_rewriter(rg_rewrite_run *run, rg_rewriter *rw);
 /* The equilibrium driver over the node and graph rewriters of a selection. */
 int rgr_equilibrium(rg_rewrite_run *run, rgr_selection *sel);
 
+/* Whether a rewrite should give a replacement for output v of the node it
+ * rewrites: v is read (by a node, or as a graph output), or the run has no
+ * graph (the search's e-graph, where who reads a value is not known and
+ * every output of a node may be). */
+static inline bool rgr_used(const rg_rewrite_run *run, const rg_variable *v) {
+  return v->nclients || !rg_rewrite_graph(run);
+}
+
 rgr_pass *rgr_pass_begin(rg_rewrite_run *run, const char *name, bool equilibrium);
 void rgr_pass_end(rg_rewrite_run *run, rgr_pass *p);
 rgr_stat *rgr_stat_of(rg_rewrite_run *run, const rg_rewriter *rw);

@@ -51,7 +51,7 @@ static int scan_inplace(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
     return 0;
   }
   for (int o = 0; o < node->nout; o++)
-    if (node->outputs[o]->nclients) out[o] = nw->outputs[o];
+    if (rgr_used(run, node->outputs[o])) out[o] = nw->outputs[o];
   return 1;
 }
 

@@ -177,7 +177,7 @@ static int rewrite_inputs(rg_rewrite_run *run, rg_node *node, V *out, bool dups_
     return 0;
   }
   for (int o = 0; o < node->nout; o++)
-    if (node->outputs[o]->nclients) out[o] = nw->outputs[o];
+    if (rgr_used(run, node->outputs[o])) out[o] = nw->outputs[o];
   if (dropped) rgr_note(run, "inputs dropped, merged or inlined", "%s", dropped);
   return 1;
 }

@@ -149,7 +149,7 @@ static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
       return 0;
     }
     for (int o = 0; o < node->nout; o++)
-      if (node->outputs[o]->nclients) out[o] = nw->outputs[o];
+      if (rgr_used(run, node->outputs[o])) out[o] = nw->outputs[o];
     from = nw;
   }
   int changed = from != node;

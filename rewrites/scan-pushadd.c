@@ -196,7 +196,7 @@ static int push_out_add(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   }
   V init = node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)];
   int o = rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, k);
-  if (node->outputs[o]->nclients) out[o] = last_row(C, rg_add(init, total), node->inputs[0], node->outputs[o]->type);
+  if (rgr_used(run, node->outputs[o])) out[o] = last_row(C, rg_add(init, total), node->inputs[0], node->outputs[o]->type);
   return 1;
 }
 

@@ -380,7 +380,7 @@ static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
     return 0;
   }
   for (int o = 0; o < node->nout; o++)
-    if (node->outputs[o]->nclients) out[o] = nn->outputs[o]; /* only outputs in use */
+    if (rgr_used(run, node->outputs[o])) out[o] = nn->outputs[o]; /* only outputs in use */
   if (run->opts.trace) { /* the trace names what moved: the new outer values */
     const char *moved = "";
     for (int i = 0; i < f.n; i++)
