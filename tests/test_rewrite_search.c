@@ -381,19 +381,28 @@ static void test_measured_time(void **st) {
 
 /* ------------------------------------------------------------------ relational costs, JSON, errors */
 
-static void test_relation_cost(void **st) {
+/* A cost relation pricing nodes of op `op` at `price` and every other
+ * node at 1. */
+static rg_cost_model *priced(const char *op, const char *price) {
   rg_interp *I = rg_interp_new(C);
   rg_interp_set_output(I, NULL);
   rg_rule_set_new(I);
+  char text[512];
+  snprintf(text, sizeof text,
+           "(defrel (costo n c) (conde ((fresh (r) (== n `(%s . ,r)) (== c %s)))"
+           " ((fresh (h r) (== n `(,h . ,r)) (=/= h '%s) (== c 1)))))",
+           op, price, op);
+  assert_int_equal(rg_interp_load_string(I, "<cost>", text), RG_OK);
+  return rg_cost_relation(rg_interp_lookup(I, "costo"));
+}
+
+static void test_relation_cost(void **st) {
   /* every node costs 1 except dot, which costs 100: fewer dots win */
-  assert_int_equal(rg_interp_load_string(I, "<cost>",
-                                         "(defrel (costo n c) (conde ((fresh (a b) (== n `(dot ,a ,b)) (== c 100)))"
-                                         " ((fresh (h r) (== n `(,h . ,r)) (=/= h 'dot) (== c 1)))))"), RG_OK);
   rg_egraph *eg = distributed(graph("(graph (input A float64 (3 3)) (input x float64 (3 3))"
                                      " (input y float64 (3 3)) (output (add (dot A x) (dot A y))))"));
   rg_fgraph *g;
   double cost;
-  assert_int_equal(rg_egraph_extract(eg, rg_cost_relation(rg_interp_lookup(I, "costo")), 1, &g, &cost, NULL), 1);
+  assert_int_equal(rg_egraph_extract(eg, priced("dot", "100"), 1, &g, &cost, NULL), 1);
   assert_string_equal(show(g), "(A @ (x + y))\n");
   assert_near(cost, 101, 0);
   rg_egraph_free(eg);
@@ -419,15 +428,9 @@ static void test_json(void **st) {
   rg_egraph_free(eg);
   /* an e-node no answer may use (priced +inf.0) is written with a finite
    * cost: JSON has no infinity */
-  rg_interp *I = rg_interp_new(C);
-  rg_interp_set_output(I, NULL);
-  rg_rule_set_new(I);
-  assert_int_equal(rg_interp_load_string(I, "<cost>",
-                                         "(defrel (costo n c) (conde ((fresh (a) (== n `(exp ,a)) (== c +inf.0)))"
-                                         " ((fresh (h r) (== n `(,h . ,r)) (=/= h 'exp) (== c 1)))))"), RG_OK);
   eg = rg_egraph_new(graph("(graph (input x float64 (3)) (output (add (exp x) x)))"));
   f = open_memstream(&buf, &len);
-  assert_int_equal(rg_egraph_write_json(eg, rg_cost_relation(rg_interp_lookup(I, "costo")), f), RG_OK);
+  assert_int_equal(rg_egraph_write_json(eg, priced("exp", "+inf.0"), f), RG_OK);
   fclose(f);
   assert_null(strstr(buf, "inf"));
   assert_non_null(strstr(buf, "\"cost\": 1.7976931348623157e+308"));
