@@ -103,6 +103,9 @@ static void test_elementwise_and_reductions(void **st) {
                " (output ((sum 1) a)) (output ((max 0 2) a)) (output ((argmax 1) a)) (output ((mean) a))"
                " (output ((sum 1) m)) (output ((softmax 1) m)) (output ((log_softmax 0) a)))",
                1e-10);
+  /* empty: softmax over no elements is empty, sum has its identity */
+  cpu_and_cuda("empty", "(graph (input e float32 (3 0)) (input f float64 (2 0 3))"
+               " (output ((softmax 1) e)) (output ((log_softmax 1) f)) (output ((sum 1) f)))", 1e-10);
 }
 
 static void test_products(void **st) {

@@ -290,6 +290,11 @@ char *rgbc_codegen_source(const struct rgb_program *p, rg_dtype dt);
 int rgb_cpu_elemwise(rgb_exec *x);
 /* reduce.c */
 int rgb_cpu_reduce(rgb_exec *x);
+/* Reductions with no identity (max, min, argmax, argmin): over zero
+ * elements they fail, every backend with the one message of
+ * rgbc_empty_reduce_error. */
+bool rgbc_reduce_needs_elements(rg_opcode code);
+int rgbc_empty_reduce_error(rgb_exec *x);
 int rgb_cpu_softmax(rgb_exec *x);
 /* blas.c */
 int rgb_cpu_dot(rgb_exec *x);

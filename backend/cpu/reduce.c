@@ -599,8 +599,12 @@ static int run_reduce(rgb_exec *x, rg_opcode code, const rrun *r, const rg_tenso
 
 /* ------------------------------------------------------------------ the kernel */
 
-static bool needs_elements(rg_opcode code) {
+bool rgbc_reduce_needs_elements(rg_opcode code) {
   return code == RG_OP_MAX || code == RG_OP_MIN || code == RG_OP_ARGMAX || code == RG_OP_ARGMIN;
+}
+
+int rgbc_empty_reduce_error(rgb_exec *x) {
+  return rgb_error(x, RG_ERR_EVAL, "cannot reduce an empty array (the operation has no identity)");
 }
 
 /* out = acc / count (means), or acc converted to out's dtype. */
@@ -642,8 +646,7 @@ int rgb_cpu_reduce(rgb_exec *x) {
   int64_t nacc, count;
   plan_reduce(&r.pl, in, mask, &nacc, &count);
   if (nacc == 0) return RG_OK;
-  if (count == 0 && needs_elements(code))
-    return rgb_error(x, RG_ERR_EVAL, "cannot reduce an empty array (the operation has no identity)");
+  if (count == 0 && rgbc_reduce_needs_elements(code)) return rgbc_empty_reduce_error(x);
   pick_fns(&r.F, code, in->dtype, r.pl.ast[r.pl.nd - 1] == 0);
   r.rows_f32 = (code == RG_OP_SUM || code == RG_OP_MEAN) && in->dtype == RG_FLOAT32 &&
                r.pl.nd == 2 && r.pl.ast[0] == 0 && r.pl.ast[1] != 0;

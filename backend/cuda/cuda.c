@@ -457,10 +457,10 @@ static int run_red(rgb_exec *x, const cuda_state *s) {
   if (!o) return x->rt->errcode;
   rgcu_red_args a;
   rgcu_red_args_of(&a, n, in, o);
-  bool needs_one = n->code == RG_OP_MAX || n->code == RG_OP_MIN || n->code == RG_OP_ARGMAX ||
-                   n->code == RG_OP_ARGMIN || s->kind == K_SOFTMAX;
-  if (a.rn == 0 && needs_one && a.nout > 0)
-    return rgb_error(x, RG_ERR_EVAL, "a reduction over zero elements has no identity");
+  if (a.rn == 0 && a.nout > 0) {
+    if (s->kind == K_SOFTMAX) return RG_OK; /* rows of no elements: nothing to write */
+    if (rgbc_reduce_needs_elements(n->code)) return rgbc_empty_reduce_error(x);
+  }
   int64_t P = s->kind == K_RED ? rgcu_red_split_factor(n, in->dtype, &a) : 1;
   if (P > 1) return run_red_split(x, s, &a, P, o->dtype);
   return launch(x, s->c, s->fn, &a, a.nout, 1);
