@@ -378,6 +378,7 @@ static int arange_make_node(rg_ctx *C, const rg_op *op, rg_variable *const *in, 
   if (all) {
     if (v[2] == 0) return rgc_op_error(C, op, "the step must not be zero");
     double n = ceil((v[1] - v[0]) / v[2]);
+    if (!(n < RG_ARANGE_MAX)) return rgc_op_error(C, op, "%g elements are too many (at most 2^62)", n);
     len = n > 0 ? (int64_t)n : 0;
   }
   return rgc_outs_set1(out, rg_type_new(op->dtype, 1, &len));

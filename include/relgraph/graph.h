@@ -674,6 +674,9 @@ rg_variable *rg_inc_subtensor(rg_variable *x, rg_variable *y, int nent, const rg
 rg_variable *rg_set_subtensor(rg_variable *x, rg_variable *y, int nent, const rg_index *entries,
                               int nidx, rg_variable *const *idx);
 rg_variable *rg_arange(rg_variable *start, rg_variable *stop, rg_variable *step, rg_dtype dt);
+/* The most elements an arange may have (longer is an error, when the node
+ * is made for constant bounds, else when it runs). */
+#define RG_ARANGE_MAX 0x1p62
 
 /* Shape inference.  rg_shape_of: one scalar int64 variable per dimension
  * of x (a constant where the type knows the size, else shape_i(x, d)).
