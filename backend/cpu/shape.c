@@ -336,7 +336,9 @@ static int select_view(rgb_exec *x, const rg_tensor *t, int first, int *nd, int6
     if (step == 0) return rgb_error(x, RG_ERR_TYPE, "slice step cannot be zero");
     int64_t len = rg_slice_indices(size, a.given, a.v, b.given, b.v, step, &start);
     shape[od] = len;
-    strides[od++] = t->strides[i] * step;
+    /* a stride only matters between two elements (the step may be too
+     * large to multiply when the slice has one) */
+    strides[od++] = len > 1 ? t->strides[i] * step : t->strides[i];
     if (len > 0) *offset += start * t->strides[i];
   }
   for (int d = nent; d < t->ndim; d++) {
@@ -410,7 +412,7 @@ int rgb_cpu_arange(rgb_exec *x) {
   /* NumPy's fill: the second value is start + step, the others
    * start + i * (second - start) */
   double l = ceil((stop - start) / step), delta = (start + step) - start;
-  if (!(l < 0x1p62)) return rgb_error(x, RG_ERR_LIMIT, "arange of %g elements is too long", l);
+  if (!(l < RG_ARANGE_MAX)) return rgb_error(x, RG_ERR_LIMIT, "%g elements are too many (at most 2^62)", l);
   len = l > 0 ? (int64_t)l : 0;
   rg_tensor *out = rgb_output(x, 0, dt, 1, &len);
   if (!out) return x->rt->errcode;
