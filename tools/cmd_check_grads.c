@@ -320,12 +320,20 @@ static double grid_value(rng *r, pool *p) {
   return 0.502 + 0.004 * k;
 }
 
-/* A value of type t; its unknown dimensions have size `unknown`. */
-static rg_tensor *draw(rng *r, pool *p, const rg_type *t, int64_t unknown, int64_t *elements) {
+/* A value of input x's type; its unknown dimensions have size `unknown`.
+ * NULL, with an error in C, when no memory can hold it. */
+static rg_tensor *draw(rg_ctx *C, rng *r, pool *p, const rg_variable *x, int64_t unknown, int64_t *elements) {
+  const rg_type *t = x->type;
   int64_t shape[RG_MAX_NDIM];
   for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d] >= 0 ? t->shape[d] : unknown;
   rg_tensor *v = rg_tensor_new(t->dtype, t->ndim, shape);
-  int64_t n = v ? rg_tensor_numel(v) : 0;
+  if (!v) {
+    const rg_type *want = rg_type_new(t->dtype, t->ndim, shape);
+    rg_error(C, RG_ERR_EVAL, "input %s: no memory for a value of %s", x->name ? x->name : "?",
+             want ? rg_type_str(want) : rg_type_str(t));
+    return NULL;
+  }
+  int64_t n = rg_tensor_numel(v);
   for (int64_t i = 0; i < n; i++)
     rg_tensor_set_f64(v, i, rg_dtype_is_float(t->dtype) ? grid_value(r, p) : below(r, 2));
   *elements += n;
@@ -356,18 +364,20 @@ static const char *point_text(int nin, rg_variable *const *ins, rg_tensor *const
 static int check_graph(rg_ctx *C, rng *r, rg_fgraph *fg, const char *text, int64_t unknown, failure *worst) {
   int nin = rg_fgraph_ninputs(fg);
   rg_variable **ins = rg_gc_alloc((size_t)(nin + 1) * sizeof *ins), *out = rg_fgraph_output(fg, 0);
-  rg_tensor **vals = calloc((size_t)(nin + 1), sizeof *vals);
+  rg_tensor **vals = rg_gc_alloc((size_t)(nin + 1) * sizeof *vals); /* the tensors themselves freed below */
   int64_t elements = 0;
   pool p = {.left = GRID};
-  for (int i = 0; i < nin; i++) vals[i] = draw(r, &p, (ins[i] = rg_fgraph_input(fg, i))->type, unknown, &elements);
+  rg_clear_error(C);
+  int rc = RG_OK, drawn = 0;
+  for (; drawn < nin && rc == RG_OK; drawn++)
+    if (!(vals[drawn] = draw(C, r, &p, ins[drawn] = rg_fgraph_input(fg, drawn), unknown, &elements))) rc = RG_ERR_EVAL;
   rg_fgraph_release(fg);
   rg_verify_opts o = {.seed = rnd(r) | 1};
-  rg_clear_error(C);
-  int rc = rg_verify_grad(C, nin, ins, out, vals, &o, NULL);
-  if (rc != RG_OK && (!worst->text || elements < worst->elements))
-    *worst = (failure){text, point_text(nin, ins, vals), cli_sprintf("%s", rg_errmsg(C)), elements};
-  for (int i = 0; i < nin; i++) rg_tensor_free(vals[i]);
-  free(vals);
+  if (rc == RG_OK) rc = rg_verify_grad(C, nin, ins, out, vals, &o, NULL);
+  if (rc != RG_OK && (!worst->text || elements < worst->elements)) /* a point not drawn whole is not shown */
+    *worst = (failure){text, drawn == nin && vals[nin - 1] ? point_text(nin, ins, vals) : "",
+                       cli_sprintf("%s", rg_errmsg(C)), elements};
+  for (int i = 0; i < drawn; i++) rg_tensor_free(vals[i]);
   return rc;
 }
 
@@ -486,7 +496,8 @@ static int check_file(rg_ctx *C, const args *a) {
         continue;
       }
       int64_t e = 0;
-      rg_tensor *v = draw(&r, &p, all[i]->type, unknown, &e);
+      rg_tensor *v = draw(C, &r, &p, all[i], unknown, &e);
+      if (!v) return cli_error("check-grads", "%s", rg_errmsg(C)), EXIT_INPUT;
       rg_memo_put(memo, all[i], rg_constant(C, v));
       rg_tensor_free(v);
     }
@@ -505,10 +516,11 @@ static int check_file(rg_ctx *C, const args *a) {
     failed += rc != RG_ERR_EVAL;
   }
   int checked = a->trials - skipped;
-  if (!failed) printf("ok        %-20s %d points\n", a->graph, checked);
-  else {
+  if (failed) {
     printf("FAILED    %-20s %d of %d points\n", a->graph, failed, checked);
     print_failure(&worst);
+  } else if (checked) {
+    printf("ok        %-20s %d points\n", a->graph, checked);
   }
   if (skipped) {
     printf("NOT RUN   %-20s %d of %lld points: the graph cannot be evaluated there (unknown sizes %s)\n    %s\n",
