@@ -1672,6 +1672,7 @@ static rg_search_opts defaults(const rg_search_opts *o) {
   if (d.iter_limit <= 0) d.iter_limit = 30;
   if (d.time_limit <= 0) d.time_limit = 10;
   if (d.rel_depth <= 0) d.rel_depth = 2;
+  if (d.rel_depth > RG_SEARCH_MAX_DEPTH) d.rel_depth = RG_SEARCH_MAX_DEPTH; /* terms are built recursively */
   if (d.rel_answers <= 0) d.rel_answers = 8;
   if (d.rel_terms <= 0) d.rel_terms = 256;
   if (d.match_limit <= 0) d.match_limit = 1000;

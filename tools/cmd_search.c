@@ -37,7 +37,7 @@ void usage_search(void) {
          "  --time-limit S      stop after S seconds (default 10)\n"
          "  --size NAME=N       size of unknown dimensions: A.0 (dimension 0 of input A),\n"
          "                      A (every one of A) or ? (every other); repeatable\n"
-         "  --depth D           relational rules: depth of the terms tried (default 2)\n"
+         "  --depth D           relational rules: depth of the terms tried (default 2, at most 64)\n"
          "  --rel-answers N     relational rules: answers per run (default 8)\n"
          "  --no-backoff        apply every rule in every iteration\n"
          "  --interpret         run every relation in the interpreter (by default one\n"
@@ -68,6 +68,8 @@ static int parse_limit(const char *opt, const char *v, search_args *a) {
   if (!cli_parse_int(opt, v, 1, INT32_MAX, &n)) return EXIT_USAGE;
   if (!strcmp(opt, "--node-limit")) a->o.node_limit = n;
   else if (!strcmp(opt, "--iter-limit")) a->o.iter_limit = (int)n;
+  else if (!strcmp(opt, "--depth") && n > RG_SEARCH_MAX_DEPTH)
+    return cli_error("search", "--depth: at most %d", RG_SEARCH_MAX_DEPTH), EXIT_USAGE;
   else if (!strcmp(opt, "--depth")) a->o.rel_depth = (int)n;
   else if (!strcmp(opt, "--rel-answers")) a->o.rel_answers = (int)n;
   else if (n > 10000) return cli_error("search", "--answers: at most 10000"), EXIT_USAGE;

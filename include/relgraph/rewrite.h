@@ -279,12 +279,14 @@ typedef enum rg_search_stop {
   RG_SEARCH_ERROR,          /* a rule failed (message in the context) */
 } rg_search_stop;
 
+#define RG_SEARCH_MAX_DEPTH 64
 typedef struct rg_search_opts {
   int64_t node_limit;       /* e-nodes (default 100000) */
   int iter_limit;           /* iterations (default 30) */
   double time_limit;        /* seconds (default 10) */
   int rel_depth;            /* relational rules: depth of the terms built per e-node,
-                             * every alternative down to it (default 2) */
+                             * every alternative down to it (default 2, at most
+                             * RG_SEARCH_MAX_DEPTH: a deeper one is taken as that) */
   int rel_answers;          /* answers taken per relation run (default 8) */
   int rel_terms;            /* terms built per e-node and rule at most (default 256) */
   bool no_backoff;          /* apply every rule every iteration */
