@@ -506,7 +506,7 @@ rg_fgraph *rg_graph_load(rg_ctx *C, const char *path) {
   int err = errno;
   fclose(f);
   if (!text) {
-    rg_error(C, RG_ERR_IO, "%s: cannot read: %s", path, strerror(err)); /* a directory, ... */
+    rg_error(C, RG_ERR_IO, "%s: cannot read: %s", path, rg_read_stream_error(err)); /* a directory, ... */
     return NULL;
   }
   return rg_graph_read(C, path, text, n);

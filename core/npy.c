@@ -291,6 +291,7 @@ static char *read_file(rg_ctx *C, const char *path, size_t *len) {
     size_t got = fread(buf + n, 1, cap - n, f);
     n += got;
     if (got == 0) break;
+    if (n >= 6 && memcmp(buf, "\x93NUMPY", 6)) break; /* not .npy: read no further (/dev/zero) */
   }
   bool bad = ferror(f);
   int err = errno;

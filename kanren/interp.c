@@ -378,7 +378,7 @@ int rg_interp_load_file(rg_interp *I, const char *path) {
   size_t len;
   bool std_in = !strcmp(path, "-");
   char *text = slurp(path, &len);
-  if (!text) return rg_error(I->C, RG_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+  if (!text) return rg_error(I->C, RG_ERR_IO, "cannot read %s: %s", path, rg_read_stream_error(errno));
   const char *saved = I->dir;
   char *dircopy = rgk_strdup(path);
   I->dir = std_in ? saved : rgk_strdup(dirname(dircopy));

@@ -24,8 +24,10 @@
  */
 #include "kanren/kanren-impl.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <pthread.h>
 
@@ -104,6 +106,14 @@ static void *oom(void) {
   abort();
 }
 
+/* The collector's handler when a heap cannot grow: every path that
+ * allocates collected memory ends the same way (the inline free-list
+ * refills would otherwise hand back NULL and be written through). */
+static void *GC_CALLBACK oom_handler(size_t bytes) {
+  (void)bytes;
+  return oom();
+}
+
 /* A kind whose objects are scanned for exactly 16 bytes.  Objects of the
  * ordinary kind are traced except their last word (the collector reserves
  * a byte past the end of each object for pointers one past it), so a
@@ -123,6 +133,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_collector(void) {
   GC_INIT();
+  GC_set_oom_fn(oom_handler);
   /* Searches allocate at a high rate and keep little alive: start with a
    * heap large enough that collections are rare (unless the environment
    * chose a size, see the collector's GC_INITIAL_HEAP_SIZE). */
@@ -217,12 +228,17 @@ void *rg_gc_alloc(size_t n) { return rgk_alloc(n); }
 static void gc_keep(void *p) { (void)p; }
 const rg_allocator rgk_gc = {.alloc = rg_gc_alloc, .free = gc_keep};
 
+const char *rg_read_stream_error(int err) {
+  return err == EILSEQ ? "it holds a NUL byte (not a text file)" : strerror(err);
+}
+
 char *rg_read_stream(FILE *f, size_t *len) {
   size_t n = 0, cap = 65536;
   char *buf = rgk_alloc_atomic(cap);
   for (;;) {
     if (cap - n < 4096) buf = rgk_realloc(buf, cap *= 2);
     size_t got = fread(buf + n, 1, cap - n - 1, f);
+    if (memchr(buf + n, 0, got)) return errno = EILSEQ, NULL; /* not text (/dev/zero ends nowhere) */
     n += got;
     if (got == 0) break;
   }

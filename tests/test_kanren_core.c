@@ -4,6 +4,7 @@
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -296,6 +297,14 @@ static void test_read_stream(void **st) {
   fclose(f);
   assert_int_equal(n, 0);
   assert_string_equal(got, "");
+  /* a NUL byte: not text, and not read further */
+  char binary[] = "(graph\0)";
+  f = fmemopen(binary, sizeof binary - 1, "r");
+  errno = 0;
+  assert_null(rg_read_stream(f, &n));
+  assert_int_equal(errno, EILSEQ);
+  fclose(f);
+  assert_non_null(strstr(rg_read_stream_error(EILSEQ), "NUL byte"));
 }
 
 int main(void) {

@@ -66,7 +66,7 @@ rg_fgraph *cli_load_graph(rg_ctx *C, const char *path) {
   size_t n;
   char *text = rg_read_stream(stdin, &n);
   if (!text) {
-    rg_error(C, RG_ERR_IO, "<stdin>: read error");
+    rg_error(C, RG_ERR_IO, "<stdin>: cannot read: %s", rg_read_stream_error(errno));
     return NULL;
   }
   return rg_graph_read(C, "<stdin>", text, n);

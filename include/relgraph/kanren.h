@@ -95,8 +95,12 @@ void *rg_gc_alloc(size_t n);
 char *rg_gc_sprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Everything left in stream f, NUL-terminated, in collected memory
  * (*len: its length without the NUL); NULL after a read error (errno
- * tells which).  Files and standard input are read through this. */
+ * tells which) or at a NUL byte, which no text holds (errno EILSEQ; a
+ * device such as /dev/zero is not read without end).  Files and standard
+ * input are read through this; rg_read_stream_error(errno) says why one
+ * could not be. */
 char *rg_read_stream(FILE *f, size_t *len);
+const char *rg_read_stream_error(int err);
 /* Runs a full collection now (tests, measurements). */
 void rg_gc_collect(void);
 /* Touches the collector's whole heap once, so that measurements do not
