@@ -120,7 +120,8 @@ static rg_term arith(rg_ctx *C, const char *name, arith_op op, int n, const rg_t
     return rg_float(acc);
   }
   int64_t acc = rg_int_value(a[0]);
-  if (n == 1 && op == OP_SUB) return rg_int(-acc);
+  if (n == 1 && op == OP_SUB)
+    return acc == INT64_MIN ? perr(C, t, name, "integer overflow", a[0]) : rg_int(-acc);
   for (int i = 1; i < n; i++) {
     int64_t x = rg_int_value(a[i]);
     bool ovf = op == OP_ADD ? __builtin_add_overflow(acc, x, &acc)

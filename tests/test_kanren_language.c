@@ -395,6 +395,8 @@ static void test_program_errors(void **st) {
   check_program_error("(run* (q) (appendo q))", RG_ERR_ARITY, "<test>:1:11: appendo expects 3 arguments, got 1");
   check_program_error("(run* (q) (== q))", RG_ERR_ARITY, "<test>:1:11: == expects 2 arguments, got 1");
   check_program_error("(run* (q) 5)", RG_ERR_TYPE, "<test>:1:1: not a goal: 5");
+  check_program_error("(display (- -9223372036854775808))", RG_ERR_TYPE, "-: integer overflow");
+  check_program_error("(display (+ 9223372036854775807 1))", RG_ERR_TYPE, "+: integer overflow");
   check_program_error("(run* (q) (list q))", RG_ERR_TYPE, "<test>:1:11: list is not a goal");
   /* errors raised inside a library relation carry the place of the run */
   check_program_error("(run* (q) (mapo 5 '(1) q))", RG_ERR_TYPE, "<test>:1:1: not a relation: 5");
