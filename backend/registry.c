@@ -54,15 +54,23 @@ int rgb_device_ordinal(const char *name, int *ordinal) {
   return 0;
 }
 
-bool rg_backend_available(const char *name, char *why, size_t len) {
+bool rg_backend_name_valid(const char *name, char *why, size_t len) {
   const rgb_backend *b = name ? rgb_backend_find(name) : NULL;
-  if (!b) return rg_say(why, len, "no backend named %s in this build", name ? name : "(null)");
-  if (b->abi != RGB_BACKEND_ABI)
-    return rg_say(why, len, "backend %s has interface version %u, not %u", b->name, b->abi, RGB_BACKEND_ABI);
+  if (!b) return rg_say(why, len, "no backend named '%s' in this build", name ? name : "(null)");
   if (strchr(name, ':') && !b->init) return rg_say(why, len, "backend %s has no devices to number", b->name);
   int ordinal;
   if (rgb_device_ordinal(name, &ordinal))
     return rg_say(why, len, "bad device in '%s' (%s or %s:N, N a device number)", name, b->name, b->name);
+  return true;
+}
+
+bool rg_backend_available(const char *name, char *why, size_t len) {
+  if (!rg_backend_name_valid(name, why, len)) return false;
+  const rgb_backend *b = rgb_backend_find(name);
+  if (b->abi != RGB_BACKEND_ABI)
+    return rg_say(why, len, "backend %s has interface version %u, not %u", b->name, b->abi, RGB_BACKEND_ABI);
+  int ordinal;
+  rgb_device_ordinal(name, &ordinal);
   return !b->available || b->available(ordinal, why, len);
 }
 

@@ -115,7 +115,11 @@ static rg_variable *read_constant(reader *r, rg_term form) {
     return NULL;
   const rg_type *t = rg_type_new(dt, nd, shape);
   int64_t n = rg_type_numel(t), have = len(nth(form, 3));
-  if (n < 0 || have != n) {
+  if (n < 0) {
+    rerr(r, form, RG_ERR_TYPE, "the shape %s holds more values than a tensor can", rgc_shape_str(nd, shape));
+    return NULL;
+  }
+  if (have != n) {
     rerr(r, form, RG_ERR_TYPE, "the shape %s holds %lld values, %lld given", rgc_shape_str(nd, shape),
          (long long)n, (long long)have);
     return NULL;
@@ -354,8 +358,9 @@ static int form_opaque(reader *r, rg_term form) {
   const rg_type *t = NULL;
   for (rg_term o = rg_cdr(rg_cdr(form)); rg_is_pair(o); o = rg_cdr(o)) {
     rg_term opt = rg_car(o);
-    if (len(opt) == 2 && is_sym(rg_car(opt), "outputs") && rg_kind_of(nth(opt, 1)) == RG_K_INT &&
-        rg_int_value(nth(opt, 1)) >= 0 && rg_int_value(nth(opt, 1)) <= 1024) {
+    if (len(opt) == 2 && is_sym(rg_car(opt), "outputs")) {
+      if (rg_kind_of(nth(opt, 1)) != RG_K_INT || rg_int_value(nth(opt, 1)) < 0 || rg_int_value(nth(opt, 1)) > 1024)
+        return rerr(r, form, RG_ERR_SYNTAX, "(outputs N): N from 0 to 1024, not %s", rg_to_string(nth(opt, 1)));
       nout = rg_int_value(nth(opt, 1));
     } else if (len(opt) == 3 && is_sym(rg_car(opt), "type")) {
       rg_dtype dt = RG_FLOAT64;

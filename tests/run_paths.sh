@@ -2,7 +2,8 @@
 # Paths given to `relgraph run`, used as they are.
 #   output-dirs:     --output-dir DIR makes DIR and the directories above it
 #                    that are missing and writes out0.npy, out1.npy, ...
-#                    there; a path through a file is refused with the reason.
+#                    there; a path through a file is refused with the
+#                    reason, an empty one as bad usage.
 #   cache-dir-names: a kernel cache directory whose name holds quotes,
 #                    blanks and shell syntax: the kernel is compiled into it
 #                    (the compiler runs without a shell) and nothing in the
@@ -26,6 +27,9 @@ output-dirs)
   touch plain
   if "$bin" run two.graph --random 1 --output-dir plain/sub 2> err.txt; then fail "a directory under a file was accepted"; fi
   grep -q "cannot create the directory plain/sub: Not a directory" err.txt || fail "$(cat err.txt)"
+  code=0
+  "$bin" run two.graph --random 1 --output-dir '' 2> err.txt || code=$?
+  [ "$code" = 2 ] && grep -q "an empty name" err.txt || fail "an empty --output-dir: exit $code, $(cat err.txt)"
   ;;
 cache-dir-names)
   command -v "${RELGRAPH_CC:-cc}" > /dev/null || { echo "no C compiler: nothing to check"; exit 0; }

@@ -509,16 +509,27 @@ static void test_errors(void **st) {
   (void)st;
   char why[256];
   assert_false(rg_backend_available("tpu", why, sizeof why));
-  assert_non_null(strstr(why, "no backend named tpu"));
+  assert_non_null(strstr(why, "no backend named 'tpu'"));
   assert_null(rg_backend_new("mirror:1", why, sizeof why));
   assert_non_null(strstr(why, "no devices to number"));
   assert_null(rg_backend_new(NULL, why, sizeof why));
   rg_backend_free(NULL);
+  /* names: a backend of the build with a well-formed device, whether or
+   * not it can run here */
+  assert_true(rg_backend_name_valid("mirror", why, sizeof why));
+  assert_false(rg_backend_name_valid("", why, sizeof why));
+  assert_non_null(strstr(why, "no backend named ''"));
+  assert_false(rg_backend_name_valid("mirror:1", why, sizeof why));
+  if (rg_backend_name_valid("cuda", why, sizeof why)) { /* registered in this build */
+    assert_true(rg_backend_name_valid("cuda:7", why, sizeof why));
+    assert_false(rg_backend_name_valid("cuda:x", why, sizeof why));
+    assert_non_null(strstr(why, "bad device in 'cuda:x'"));
+  }
   rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
   rg_variable *y = rg_exp(x);
   rg_compile_opts o = {.mode = {.backend = "tpu"}};
   assert_null(rg_compile(C, 1, &x, 1, &y, &o));
-  assert_non_null(strstr(rg_errmsg(C), "backend tpu cannot run here: no backend named tpu"));
+  assert_non_null(strstr(rg_errmsg(C), "backend tpu cannot run here: no backend named 'tpu'"));
   /* CUDA where it cannot run: the reason, whichever it is here */
   if (!rg_backend_available("cuda", why, sizeof why)) {
     const char *reasons[] = {"no CUDA driver", "does not start", "no CUDA device", "NVRTC", "entry point"};

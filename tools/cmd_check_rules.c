@@ -752,6 +752,11 @@ int cmd_check_rules(int argc, char **argv) {
     failed += report_rule(l.names[i], &rep);
     checked++;
   }
+  for (int k = 0; k < a.nonly; k++) { /* a name given that no rule has */
+    bool found = false;
+    for (int i = 0; i < l.n && !found; i++) found = !strcmp(a.only[k], l.names[i]);
+    if (!found) return cli_error("check-rules", "--rule %s: no such rule%s", a.only[k], a.std || a.nfiles ? "" : " (give rule files or --std)"), EXIT_USAGE;
+  }
   if (!checked) return cli_error("check-rules", "no rule to check"), EXIT_USAGE;
   printf("%d rule%s checked, %d failed\n", checked, checked == 1 ? "" : "s", failed);
   return failed || tests_failed ? EXIT_FAILED : EXIT_OK;

@@ -144,13 +144,14 @@ int cmd_rewrite(int argc, char **argv) {
   if (!rw) return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_USAGE;
   rg_rewrite_opts o = {.max_use_ratio = a.ratio, .profile = a.profile, .trace = a.trace,
                        .provenance = a.why >= 0, .fold = rg_eval_node, .answers = (int)a.answers};
-  if (a.answers > 1) {
-    if (!(o.cost = cli_cost_model(C, a.cost))) return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_INPUT;
-    for (int i = 0; i < a.nsizes; i++)
-      if (strncmp(a.sizes[i], "?=", 2))
-        return cli_error("rewrite", "--size: only ?=N (inner values have no names), got '%s'", a.sizes[i]), EXIT_USAGE;
-    if ((rc = cli_cost_sizes(o.cost, "rewrite", a.nsizes, a.sizes))) return rc;
-  }
+  /* the cost and sizes are checked whether or not answers use them */
+  rg_cost_model *cost = cli_cost_model(C, a.cost);
+  if (!cost) return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_INPUT;
+  for (int i = 0; i < a.nsizes; i++)
+    if (strncmp(a.sizes[i], "?=", 2))
+      return cli_error("rewrite", "--size: only ?=N (inner values have no names), got '%s'", a.sizes[i]), EXIT_USAGE;
+  if ((rc = cli_cost_sizes(cost, "rewrite", a.nsizes, a.sizes))) return rc;
+  if (a.answers > 1) o.cost = cost;
   rg_rewrite_run *run = rg_rewrite(fg, rw, &o);
   if (cli_printer(a.format)(stdout, fg) != RG_OK)
     return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_INPUT;

@@ -96,6 +96,7 @@ static int parse(int argc, char **argv, run_args *a) {
     } else if ((v = cli_option(argc, argv, &i, "--threads", &missing))) {
       if (!cli_parse_int("--threads", v, 1, 256, &a->threads)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--output-dir", &missing))) {
+      if (!*v) return cli_error("run", "--output-dir: an empty name"), EXIT_USAGE;
       a->outdir = v;
     } else if ((v = cli_option(argc, argv, &i, "--query", &missing))) {
       a->query = v;
@@ -122,10 +123,18 @@ static int parse(int argc, char **argv, run_args *a) {
 
 static uint64_t rng_next(uint64_t *s) { return rg_random_next(s); }
 
-static rg_tensor *random_value(const rg_type *t, int64_t size, uint64_t *rng) {
+/* t with its unknown sizes at `size`. */
+static const rg_type *sized(const rg_type *t, int64_t size) {
   int64_t shape[RG_MAX_NDIM];
   for (int i = 0; i < t->ndim; i++) shape[i] = t->shape[i] == RG_DIM_UNKNOWN ? size : t->shape[i];
-  rg_tensor *v = rg_tensor_empty(t->dtype, t->ndim, shape);
+  return rg_type_new(t->dtype, t->ndim, shape);
+}
+
+/* A random value of t (its unknown sizes at `size`), or NULL when no
+ * memory holds it. */
+static rg_tensor *random_value(const rg_type *t, int64_t size, uint64_t *rng) {
+  t = sized(t, size);
+  rg_tensor *v = t ? rg_tensor_empty(t->dtype, t->ndim, t->shape) : NULL;
   if (!v) return NULL;
   int64_t n = rg_tensor_numel(v);
   for (int64_t i = 0; i < n; i++) {
@@ -165,7 +174,10 @@ static int load_inputs(rg_ctx *C, const run_args *a, rg_fgraph *fg, rg_tensor **
       if (!vals[i]) return cli_error("run", "input %s: %s", v->name, rg_errmsg(C)), EXIT_INPUT;
     } else if (a->random) {
       vals[i] = random_value(v->type, a->size, &rng);
-      if (!vals[i]) return cli_error("run", "input %s: cannot make a random value", v->name), EXIT_INPUT;
+      if (!vals[i]) /* the only way it fails */
+        return cli_error("run", "input %s: no memory for a random value of %s", v->name,
+                         rg_type_str(sized(v->type, a->size) ? sized(v->type, a->size) : v->type)),
+               EXIT_INPUT;
     } else {
       return cli_error("run", "missing input %s (%s): give --input %s=FILE.npy or --random SEED",
                        v->name ? v->name : "?", rg_type_str(v->type), v->name ? v->name : "NAME"),
@@ -247,6 +259,7 @@ static int make_backend(const run_args *a, rg_backend **b) {
   *b = NULL;
   if (!a->backend || !strcmp(a->backend, "cpu")) return EXIT_OK;
   char why[256];
+  if (!rg_backend_name_valid(a->backend, why, sizeof why)) return cli_error("run", "--backend: %s", why), EXIT_USAGE;
   *b = rg_backend_new(a->backend, why, sizeof why);
   if (!*b) return cli_error("run", "backend %s cannot run here: %s", a->backend, why), EXIT_INPUT;
   return EXIT_OK;

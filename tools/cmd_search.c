@@ -14,6 +14,7 @@
  * measured-time model compiles and times each candidate node on the CPU
  * backend.  Exit status 0 when saturated, 4 at a limit, 3 on bad input.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,7 +162,7 @@ static rg_rewriter *rules(rg_ctx *C, const search_args *a, int *code) {
 
 static int write_egraph(rg_egraph *eg, const rg_cost_model *cm, const char *path) {
   FILE *f = fopen(path, "w");
-  if (!f) return cli_error("search", "%s: cannot write", path), EXIT_INPUT;
+  if (!f) return cli_error("search", "%s: cannot write: %s", path, strerror(errno)), EXIT_INPUT;
   size_t n = strlen(path);
   bool dot = (n > 4 && !strcmp(path + n - 4, ".dot")) || (n > 3 && !strcmp(path + n - 3, ".gv"));
   int rc = dot ? rg_egraph_write_dot(eg, f) : rg_egraph_write_json(eg, cm, f);

@@ -68,6 +68,7 @@ int main(int argc, char **argv) {
     return EXIT_OK;
   }
   if (!strcmp(cmd, "--version")) {
+    if (argc > 2) return fprintf(stderr, "relgraph: --version takes no argument ('%s' given)\n", argv[2]), EXIT_USAGE;
     print_version();
     return EXIT_OK;
   }

@@ -184,6 +184,10 @@ int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *
  * and NVRTC are present, and says which is missing elsewhere). */
 int rg_backend_count(void);
 const char *rg_backend_name(int i);
+/* Whether name names a backend of this build, with a well-formed device
+ * number if any ("cuda:1"); if not, why.  It may still be unable to run
+ * here: */
+bool rg_backend_name_valid(const char *name, char *why, size_t len);
 /* Whether a backend can run here; if not, why.  name may carry a device
  * number ("cuda:1"). */
 bool rg_backend_available(const char *name, char *why, size_t len);
