@@ -40,14 +40,42 @@ static int num(numbering *nb, const void *key) {
 
 /* ------------------------------------------------------------------ escaping */
 
-static void put_escaped(FILE *f, const char *s, bool json) {
+/* For Graphviz labels. */
+static void put_escaped(FILE *f, const char *s) {
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
     if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
     else if (c == '\n') fputs("\\n", f);
-    else if (c < 32) fprintf(f, json ? "\\u%04x" : " ", c);
+    else if (c < 32) fputc(' ', f);
     else fputc(c, f);
   }
+}
+
+/* The length of the UTF-8 sequence at s (2 to 4), or 0 when it is not a
+ * valid one (overlong, a surrogate, beyond U+10FFFF, cut short). */
+static int utf8_length(const unsigned char *s) {
+  int n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+  if (!n || s[0] > 0xf4) return 0;
+  for (int i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
+  if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;
+  return n;
+}
+
+void rg_json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    unsigned char c = *p;
+    int n = c < 0x80 ? 1 : utf8_length(p);
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c == '\n') fputs("\\n", f);
+    else if (c < 32) fprintf(f, "\\u%04x", c);
+    else if (!n) fputs("\\ufffd", f);
+    else fwrite(p, 1, (size_t)n, f);
+    p += n ? n : 1;
+  }
+  fputc('"', f);
 }
 
 static const char *leaf_label(const rg_variable *v) {
@@ -78,7 +106,7 @@ static void dot_leaf(FILE *f, const dotg *g, const rg_variable *v) {
   numbering *nb = g->nb;
   if (rg_memo_get(nb->ids, v)) return;
   fprintf(f, "  %sv%d [shape=ellipse, label=\"", g->pre, num(nb, v));
-  put_escaped(f, leaf_label(v), false);
+  put_escaped(f, leaf_label(v));
   fprintf(f, "\\n%s\"%s];\n", rg_type_str(v->type), rg_is_constant(v) ? ", style=dashed" : "");
 }
 
@@ -87,7 +115,7 @@ static void dot_edge_label(FILE *f, const rg_node *n, int i) {
   fputs(" [label=\"", f);
   if (n->nin > 1) fprintf(f, "%d: ", i);
   if (x->name && x->owner) {
-    put_escaped(f, x->name, false);
+    put_escaped(f, x->name);
     fputc(' ', f);
   }
   fprintf(f, "%s\"]", rg_type_str(x->type));
@@ -109,7 +137,7 @@ static void dot_node(FILE *f, const dotg *g, const rg_node *n) {
     if (!n->inputs[i]->owner) dot_leaf(f, g, n->inputs[i]);
   int id = num(nb, n);
   fprintf(f, "  %sn%d [shape=box, label=\"", g->pre, id);
-  put_escaped(f, rgc_op_label_cached(nb->labels, n->op), false);
+  put_escaped(f, rgc_op_label_cached(nb->labels, n->op));
   fputs("\"];\n", f);
   for (int i = 0; i < n->nin; i++) {
     const rg_variable *x = n->inputs[i];
@@ -181,9 +209,8 @@ static void json_var(FILE *f, numbering *nb, const rg_fgraph *fg, const rg_varia
           v->owner ? "computed" : rg_is_constant(v) ? "constant" : "input");
   *first = false;
   if (v->name) {
-    fputs(", \"name\": \"", f);
-    put_escaped(f, v->name, true);
-    fputc('"', f);
+    fputs(", \"name\": ", f);
+    rg_json_string(f, v->name);
   }
   fputs(", \"type\": ", f);
   json_type(f, v->type);
@@ -210,16 +237,16 @@ static void json_ids(FILE *f, numbering *nb, int n, rg_variable *const *vs) {
 static void json_graph(FILE *f, rg_fgraph *fg, rg_memo *labels, const char *ind);
 
 static void json_node(FILE *f, numbering *nb, numbering *nodes, const rg_node *n, bool first, const char *ind) {
-  fprintf(f, "%s\n%s    {\"id\": %d, \"op\": \"", first ? "" : ",", ind, num(nodes, n));
-  put_escaped(f, rg_op_name(n->op), true);
-  fputs("\", \"head\": \"", f);
+  fprintf(f, "%s\n%s    {\"id\": %d, \"op\": ", first ? "" : ",", ind, num(nodes, n));
+  rg_json_string(f, rg_op_name(n->op));
+  fputs(", \"head\": ", f);
   const char *head = rg_memo_get(nodes->labels, n->op);
   if (!head) {
     head = rg_to_string(rg_op_term(n->op));
     rg_memo_put(nodes->labels, n->op, (void *)head);
   }
-  put_escaped(f, head, true);
-  fputs("\", \"inputs\": ", f);
+  rg_json_string(f, head);
+  fputs(", \"inputs\": ", f);
   json_ids(f, nb, n->nin, n->inputs);
   fputs(", \"outputs\": ", f);
   json_ids(f, nb, n->nout, n->outputs);

@@ -423,16 +423,6 @@ int rg_egraph_extract(rg_egraph *eg, const rg_cost_model *cm, int k, rg_fgraph *
 
 /* ------------------------------------------------------------------ JSON and DOT */
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-    else fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 /* A live node of class c (children in the serialized format name nodes). */
 static uint32_t some_node(const rg_egraph *eg, uint32_t c) {
   const eg_ids *ns = &eg->cls[eg_find(eg, c)].nodes;
@@ -444,7 +434,7 @@ static uint32_t some_node(const rg_egraph *eg, uint32_t c) {
 static void json_node(FILE *f, rg_egraph *eg, uint32_t id, double cost, bool first) {
   const eg_node *x = &eg->nodes[id];
   fprintf(f, "%s\n    \"n%u\": {\"op\": ", first ? "" : ",", id);
-  json_str(f, eg_head_str(eg, x->head));
+  rg_json_string(f, eg_head_str(eg, x->head));
   fputs(", \"children\": [", f);
   for (uint32_t i = 0; i < x->nch; i++) fprintf(f, "%s\"n%u\"", i ? ", " : "", some_node(eg, eg_kids(eg, id)[i]));
   /* JSON has no infinity: an e-node no answer may use gets the largest double */
@@ -469,7 +459,7 @@ int rg_egraph_write_json(rg_egraph *eg, const rg_cost_model *cm, FILE *f) {
   for (uint32_t c = 0; c < eg->ncls; c++) {
     if (eg->uf[c] != c) continue;
     fprintf(f, "%s\n    \"c%u\": {\"type\": ", first ? "" : ",", c);
-    json_str(f, rg_type_str(eg->types[c]));
+    rg_json_string(f, rg_type_str(eg->types[c]));
     fputc('}', f);
     first = false;
   }
@@ -488,7 +478,7 @@ int rg_egraph_write_dot(rg_egraph *eg, FILE *f) {
     for (uint32_t i = 0; i < ns->n; i++) {
       if (eg->nodes[ns->v[i]].dead) continue;
       fprintf(f, "    n%u [label=", ns->v[i]);
-      json_str(f, eg_head_str(eg, eg->nodes[ns->v[i]].head));
+      rg_json_string(f, eg_head_str(eg, eg->nodes[ns->v[i]].head));
       fputs("];\n", f);
     }
     fputs("  }\n", f);

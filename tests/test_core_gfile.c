@@ -208,6 +208,29 @@ static void test_deep_graphs(void **st) {
                                     (rg_variable *[]){rg_fgraph_input(back, 0)}));
 }
 
+/* JSON strings always parse: escapes, valid UTF-8 kept, other bytes as
+ * U+FFFD. */
+static void test_json_strings(void **st) {
+  const struct { const char *in, *out; } cases[] = {
+      {"plain", "\"plain\""},
+      {"a\"b\\c\nd\x01", "\"a\\\"b\\\\c\\nd\\u0001\""},
+      {"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+      {"x\xff\xfe", "\"x\\ufffd\\ufffd\""},
+      {"\xc3", "\"\\ufffd\""},                  /* cut short */
+      {"\xc0\xaf", "\"\\ufffd\\ufffd\""},         /* overlong */
+      {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""}, /* a surrogate */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rg_json_string(f, cases[i].in);
+    fclose(f);
+    assert_string_equal(buf, cases[i].out);
+    free(buf);
+  }
+}
+
 /* ------------------------------------------------------------------ bad input */
 
 static void test_bad_files(void **st) {
@@ -385,6 +408,7 @@ int main(void) {
       cmocka_unit_test(test_constants_round_trip),
       cmocka_unit_test(test_sharing_and_names),
       cmocka_unit_test(test_deep_graphs),
+      cmocka_unit_test(test_json_strings),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_composite),
       cmocka_unit_test(test_op_from_graph),

@@ -942,6 +942,9 @@ int rg_dprint(FILE *f, int n, rg_variable *const *vars);
 int rg_fgraph_dprint(FILE *f, rg_fgraph *fg);
 int rg_fgraph_dot(FILE *f, rg_fgraph *fg);     /* Graphviz */
 int rg_fgraph_json(FILE *f, rg_fgraph *fg);
+/* s as a JSON string: quoted, escaped, and every byte that is not part of
+ * valid UTF-8 written as U+FFFD, so that what is written always parses. */
+void rg_json_string(FILE *f, const char *s);
 
 #pragma GCC visibility pop
 
