@@ -533,6 +533,13 @@ int rg_function_call(rg_function *f, rg_tensor *const *inputs, rg_tensor **outpu
   return rg_function_call_subset(f, inputs, f->nout, NULL, outputs);
 }
 
+/* Whether v's data lies in t's memory (host memory, t contiguous: what a
+ * program computes into in place). */
+static bool within(const rg_tensor *v, const rg_tensor *t) {
+  const char *lo = (const char *)t->data, *hi = lo + rg_tensor_numel(t) * (int64_t)rg_dtype_size(t->dtype);
+  return (const char *)v->data >= lo && (const char *)v->data < hi;
+}
+
 int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *const *outputs) {
   f->err[0] = 0;
   int nall = f->nout + f->nupdates;
@@ -550,7 +557,23 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
   for (int u = 0; u < f->nupdates; u++) into[f->nout + u] = NULL, upd[u] = f->nout + u;
   rc = rgb_program_run_into(f->p, ins, into, refs);
   if (rc) return ferr(f, rc, "%s", f->p->rt->err);
-  /* a shared container's new value is its own, not an input's or a constant's */
+  /* a shared container's new value is its own: not an input's or a
+   * constant's, nor (a view of) memory of the caller's that an output was
+   * computed into */
+  for (int u = 0; u < f->nupdates; u++) {
+    rg_tensor **v = &refs[f->nout + u];
+    for (int j = 0; j < f->nout; j++) {
+      if (!within(*v, outputs[j])) continue;
+      rg_tensor *c = rg_tensor_copy(*v);
+      if (!c) {
+        for (int k = 0; k < f->nupdates; k++) rg_tensor_free(refs[f->nout + k]);
+        return ferr(f, RG_ERR_NOMEM, "out of memory copying update %d", u);
+      }
+      rg_tensor_free(*v);
+      *v = c;
+      break;
+    }
+  }
   if ((rc = own_values(f, ins, f->nupdates, upd, refs + f->nout))) return rc;
   apply_updates(f, refs + f->nout);
   return RG_OK;

@@ -151,6 +151,30 @@ static void test_call_into_updates(void **st) {
   rg_tensor_free(r);
   rg_function_free(f);
 
+  /* the update a view (a transpose) of an output computed into the
+   * caller's tensor */
+  int64_t sq[2] = {2, 2};
+  rg_tensor *m0 = rg_tensor_from_data(RG_FLOAT64, 2, sq, (double[]){1, 2, 3, 4});
+  rg_shared *sm = rg_shared_new(m0);
+  rg_variable *m = rg_shared_var(C, "m", sm, NULL), *y = rg_input(C, "y", m->type);
+  rg_variable *nm = rg_add(m, y);
+  rg_update transposed = {m, rg_dimshuffle(nm, 2, (int64_t[]){1, 0})};
+  rg_compile_opts ot = {.nupdates = 1, .updates = &transposed};
+  f = rg_compile(C, 1, &y, 1, &nm, &ot);
+  assert_non_null(f);
+  rg_tensor *yi = rg_tensor_from_data(RG_FLOAT64, 2, sq, (double[]){10, 10, 10, 10});
+  r = rg_tensor_new(RG_FLOAT64, 2, sq);
+  assert_int_equal(rg_function_call_into(f, &yi, &r), RG_OK);
+  rg_tensor_set_f64(r, 1, -1000);
+  rg_tensor_free(r);
+  rg_tensor *held = rg_shared_get(sm);
+  assert_true(rg_tensor_get_f64(held, 1) == 13 && rg_tensor_get_f64(held, 2) == 12); /* (m + y).T */
+  rg_tensor_free(held);
+  rg_tensor_free(yi);
+  rg_tensor_free(m0);
+  rg_shared_free(sm);
+  rg_function_free(f);
+
   rg_update to_input = {a, x};
   o.updates = &to_input;
   f = rg_compile(C, 1, &x, 1, &na, &o);
