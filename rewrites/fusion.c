@@ -212,11 +212,16 @@ static void counts_with(const group *g, const rg_node *n, int *nins, int *nouts)
   *nins = ins, *nouts = outs;
 }
 
-/* Whether the group may take n as far as its size goes. */
+/* Whether the group may take n as far as its size goes.  n adds at most
+ * its inputs to the group's and one output (its own: a member's value it
+ * reads can only stop being an output), so a group far from the limits
+ * needs no count. */
 static bool fits(const group *g, const rg_node *n) {
+  if (g->n >= MAX_MEMBERS) return false;
+  if (g->nins + n->nin <= RG_COMPOSITE_MAX_IO && g->nouts < RG_COMPOSITE_MAX_IO) return true;
   int ins, outs;
   counts_with(g, n, &ins, &outs);
-  return g->n < MAX_MEMBERS && ins <= RG_COMPOSITE_MAX_IO && outs <= RG_COMPOSITE_MAX_IO;
+  return ins <= RG_COMPOSITE_MAX_IO && outs <= RG_COMPOSITE_MAX_IO;
 }
 
 /* Whether a path from p's users outside the group comes back into it.
