@@ -449,7 +449,10 @@ GRAD_FN(g_mean) {
 }
 
 /* prod with zeros: no zero in a slice gives prod / x; exactly one gives
- * the product of the others at the zero and 0 elsewhere; more give 0. */
+ * the product of the others at the zero and 0 elsewhere; more give 0.
+ * prod / x divides by `others` (x with its zeros as 1, the same where the
+ * branch is taken): the branch not taken is computed too, and its 0 / 0
+ * would make the gradient of this gradient NaN through the switch. */
 GRAD_FN(g_prod) {
   V x = n->inputs[0], g = og_or_zero(C, n, og, 0);
   const rg_op *sum = rg_op_reduce(RG_OP_SUM, n->op->all_axes ? -1 : n->op->nints, n->op->ints);
@@ -461,7 +464,7 @@ GRAD_FN(g_prod) {
   V one_zero = rg_eq_elem(nzeros, rg_constant_scalar(C, RG_INT64, 1));
   V no_zero = rg_eq_elem(nzeros, rg_constant_scalar(C, RG_INT64, 0));
   V at_zero = spread(C, n, rg_mul(g, rg_switch(one_zero, prod_nz, rg_constant_scalar(C, g->type->dtype, 0))));
-  V plain = rg_true_div(spread(C, n, rg_mul(g, n->outputs[0])), x);
+  V plain = rg_true_div(spread(C, n, rg_mul(g, n->outputs[0])), others);
   V zero = rg_constant_scalar(C, g->type->dtype, 0);
   ig[0] = rg_switch(spread(C, n, no_zero), plain, rg_switch(is0, at_zero, zero));
   return RG_OK;
