@@ -159,10 +159,16 @@ static void record(extractor *x, double cost) {
 }
 
 /* The nodes of class c in the order of their tree cost. */
-typedef struct cand { double t; uint32_t id; } cand;
+/* A class's e-node with its greedy tree cost and tree size. */
+typedef struct cand { double t; uint32_t size, id; } cand;
+/* By tree cost, then tree size (as greedy breaks ties: each class's first
+ * candidate then has children of smaller trees, so the selection of first
+ * candidates, the branch and bound's first, has no cycle), then id. */
 static int cmp_cand(const void *a, const void *b) {
   const cand *p = a, *q = b;
-  return p->t < q->t ? -1 : p->t > q->t ? 1 : (p->id > q->id) - (p->id < q->id);
+  if (p->t != q->t) return p->t < q->t ? -1 : 1;
+  if (p->size != q->size) return p->size < q->size ? -1 : 1;
+  return (p->id > q->id) - (p->id < q->id);
 }
 
 static cand *sorted_nodes(extractor *x, uint32_t c, uint32_t *n) {
@@ -174,7 +180,7 @@ static cand *sorted_nodes(extractor *x, uint32_t c, uint32_t *n) {
     uint32_t id = ns->v[i];
     if (x->eg->nodes[id].dead || !isfinite(x->cost[id])) continue;
     double t = tree_cost(x, id, &s);
-    if (isfinite(t)) v[m++] = (cand){t, id};
+    if (isfinite(t)) v[m++] = (cand){t, s, id};
   }
   qsort(v, m, sizeof *v, cmp_cand);
   *n = m;
