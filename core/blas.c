@@ -7,7 +7,10 @@
  *   gemv(y, alpha, A, x, beta) = beta * y + alpha * (A @ x)   A matrix
  *   ger(A, alpha, x, y)        = A + alpha * outer(x, y)
  *
- * dot and outer promote dtypes as NumPy does.  The BLAS forms take float32
+ *   batched_dot(x, y)[b] = x[b] @ y[b]   x (B, n, k) or (B, k),
+ *                                        y (B, k, m) or (B, k)
+ *
+ * dot, outer and batched_dot promote dtypes as NumPy does.  The BLAS forms take float32
  * or float64 tensors of one dtype (as BLAS does) and scalars alpha, beta of
  * any dtype that casts safely to it; their output has the type of their
  * first input, which they destroy when made in place (input 0).
@@ -17,12 +20,10 @@
 static int check_dims(rg_ctx *C, const rg_op *op, rg_variable *x, const char *what, int lo,
                       int hi) {
   int nd = x->type->ndim;
-  if (nd < lo || nd > hi)
-    return rgc_op_error(C, op, "%s must have %s, got %d", what,
-                        lo == hi ? (lo == 0 ? "0 dimensions" : lo == 1 ? "1 dimension" : "2 dimensions")
-                                 : "1 or 2 dimensions",
-                        nd);
-  return RG_OK;
+  if (nd >= lo && nd <= hi) return RG_OK;
+  if (lo == hi)
+    return rgc_op_error(C, op, "%s must have %d dimension%s, got %d", what, lo, lo == 1 ? "" : "s", nd);
+  return rgc_op_error(C, op, "%s must have %d or %d dimensions, got %d", what, lo, hi, nd);
 }
 
 /* Two sizes that must agree: equal, or one unknown. */
@@ -50,6 +51,28 @@ static int dot_make_node(rg_ctx *C, const rg_op *op, rg_variable *a, rg_variable
   int nd = 0;
   if (ta->ndim == 2) shape[nd++] = ta->shape[0];
   if (tb->ndim == 2) shape[nd++] = tb->shape[1];
+  rg_variable *in[2] = {a, b};
+  rg_device dev = rgc_result_device(2, in);
+  return rgc_outs_set1(out, typed(rg_dtype_promote(ta->dtype, tb->dtype), nd, shape, dev));
+}
+
+/* batched_dot: the batch sizes agree and so do the inner dimensions; the
+ * result keeps the batch, then x's rows and y's columns where they have
+ * them. */
+static int batched_dot_make_node(rg_ctx *C, const rg_op *op, rg_variable *a, rg_variable *b,
+                                 rgc_outs *out) {
+  if (check_dims(C, op, a, "the first input", 2, 3) || check_dims(C, op, b, "the second input", 2, 3))
+    return RG_ERR_TYPE;
+  const rg_type *ta = a->type, *tb = b->type;
+  if (!agree(ta->shape[0], tb->shape[0]))
+    return rgc_op_error(C, op, "batch sizes differ: shapes %s and %s", rgc_shape_str(ta->ndim, ta->shape),
+                        rgc_shape_str(tb->ndim, tb->shape));
+  if (!agree(ta->shape[ta->ndim - 1], tb->shape[1])) return align_error(C, op, a, b);
+  int64_t shape[3];
+  int nd = 0;
+  shape[nd++] = ta->shape[0] >= 0 ? ta->shape[0] : tb->shape[0];
+  if (ta->ndim == 3) shape[nd++] = ta->shape[1];
+  if (tb->ndim == 3) shape[nd++] = tb->shape[2];
   rg_variable *in[2] = {a, b};
   rg_device dev = rgc_result_device(2, in);
   return rgc_outs_set1(out, typed(rg_dtype_promote(ta->dtype, tb->dtype), nd, shape, dev));
@@ -149,6 +172,7 @@ int rgc_blas_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *const 
   switch (o->code) {
   case RG_OP_DOT: return dot_make_node(C, o, in[0], in[1], out);
   case RG_OP_OUTER: return outer_make_node(C, o, in[0], in[1], out);
+  case RG_OP_BATCHED_DOT: return batched_dot_make_node(C, o, in[0], in[1], out);
   default: break;
   }
   if (inplace_ok(C, o)) return RG_ERR_TYPE;
@@ -166,6 +190,16 @@ int rgc_blas_infer_shape(rg_ctx *C, const rg_node *node, rgc_shape const *in, rg
     int nd = 0;
     if (ta->ndim == 2) s[nd++] = in[0][0];
     if (tb->ndim == 2) s[nd++] = in[1][1];
+    out[0] = s;
+    return RG_OK;
+  }
+  case RG_OP_BATCHED_DOT: {
+    const rg_type *tb = node->inputs[1]->type;
+    rgc_shape s = rgk_alloc(3 * sizeof *s);
+    int nd = 0;
+    s[nd++] = in[0][0];
+    if (ta->ndim == 3) s[nd++] = in[0][1];
+    if (tb->ndim == 3) s[nd++] = in[1][2];
     out[0] = s;
     return RG_OK;
   }
@@ -193,6 +227,10 @@ rg_variable *rg_dot(rg_variable *a, rg_variable *b) {
 rg_variable *rg_outer(rg_variable *x, rg_variable *y) {
   rg_variable *in[2] = {x, y};
   return apply_n(RG_OP_OUTER, 2, in);
+}
+rg_variable *rg_batched_dot(rg_variable *x, rg_variable *y) {
+  rg_variable *in[2] = {x, y};
+  return apply_n(RG_OP_BATCHED_DOT, 2, in);
 }
 rg_variable *rg_gemm(rg_variable *z, rg_variable *alpha, rg_variable *x, rg_variable *y,
                      rg_variable *beta) {

@@ -571,6 +571,37 @@ GRAD_FN(g_outer) {
   return RG_OK;
 }
 
+/* x with a dimension of 1 added at position `at` (1 or 2). */
+static V with_unit(V x, int at) {
+  int64_t order[3];
+  int n = 0;
+  for (int i = 0; i < x->type->ndim; i++) {
+    if (i == at) order[n++] = -1;
+    order[n++] = i;
+  }
+  if (at == x->type->ndim) order[n++] = -1;
+  return rg_dimshuffle(x, n, order);
+}
+
+/* batched_dot(x, y): per batch index, the gradients of dot, each written
+ * as a batched product again.  An operand of rank 2 (a vector per batch
+ * index) takes part as a matrix of one row (x) or one column (y), and the
+ * output's gradient g gets the matching dimension of 1. */
+GRAD_FN(g_batched_dot) {
+  V g = og_or_zero(C, n, og, 0), x = n->inputs[0], y = n->inputs[1];
+  bool xm = x->type->ndim == 3, ym = y->type->ndim == 3;
+  static const int64_t swap[3] = {0, 2, 1};
+  V x3 = xm ? x : with_unit(x, 1), y3 = ym ? y : with_unit(y, 2);
+  V g3 = !xm ? with_unit(g, 1) : g;
+  if (!ym) g3 = with_unit(g3, 2);
+  V gx = rg_batched_dot(g3, rg_dimshuffle(y3, 3, swap)); /* (B, n, k) */
+  V gy = rg_batched_dot(rg_dimshuffle(x3, 3, swap), g3); /* (B, k, m) */
+  static const int64_t drop1[2] = {0, 2}, drop2[2] = {0, 1};
+  ig[0] = xm ? gx : rg_dimshuffle(gx, 2, drop1);
+  ig[1] = ym ? gy : rg_dimshuffle(gy, 2, drop2);
+  return RG_OK;
+}
+
 /* gemm(z, alpha, x, y, beta) = beta z + alpha (x @ y); gemv alike. */
 GRAD_FN(g_gemm_gemv) {
   V g = og_or_zero(C, n, og, 0), z = n->inputs[0], alpha = n->inputs[1], beta = n->inputs[4];
@@ -599,6 +630,7 @@ ALIAS(OUTER, g_outer)
 ALIAS(GEMM, g_gemm_gemv)
 ALIAS(GEMV, g_gemm_gemv)
 ALIAS(GER, g_ger)
+ALIAS(BATCHED_DOT, g_batched_dot)
 
 /* ------------------------------------------------------------------ control and inner graphs */
 

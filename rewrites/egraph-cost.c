@@ -213,7 +213,7 @@ static double dot_flops(const rg_type *a, const rg_type *out) {
 
 static double flops(rg_opcode code, int nin, const rg_type *const *in, const rg_type *out) {
   switch (code) {
-  case RG_OP_DOT: return nin == 2 ? dot_flops(in[0], out) : 0;
+  case RG_OP_DOT: case RG_OP_BATCHED_DOT: return nin == 2 ? dot_flops(in[0], out) : 0;
   case RG_OP_GEMM: return nin == 5 ? dot_flops(in[2], out) + 2 * numel(out) : 0;
   case RG_OP_GEMV: return nin == 5 ? dot_flops(in[2], out) + 2 * numel(out) : 0;
   case RG_OP_OUTER: return numel(out);

@@ -4,7 +4,9 @@
  * combination of dot, float and integer / bool / mixed dtypes, operands
  * that are transposed, strided, reversed or broadcast (zero strides),
  * empty inner dimensions, BLAS's beta = 0 (z not read), in-place
- * execution, two threads, and shape errors; which OpenBLAS kernels run
+ * execution, two threads, and shape errors; batched_dot per batch index
+ * on every rank combination, with transposed, reversed and broadcast
+ * batches; which OpenBLAS kernels run
  * and which the library would choose instead.
  */
 #include "tests/test_backend_cpu.h"
@@ -168,6 +170,106 @@ static void test_dot_edges_and_errors(void **st) {
   free_all(10, all);
 }
 
+/* ------------------------------------------------------------------ batched_dot */
+
+static rg_tensor *run_batched_dot(rg_tensor *a, rg_tensor *b) {
+  rg_tensor *in[2] = {a, b};
+  return eval(rg_batched_dot(var(a->dtype, a->ndim, a->shape), var(b->dtype, b->ndim, b->shape)), 2, in);
+}
+
+/* t[i], a view without the leading dimension. */
+static rg_tensor *batch(const rg_tensor *t, int64_t i) {
+  return rg_tensor_view(t, t->ndim - 1, t->shape + 1, t->strides + 1, i * t->strides[0]);
+}
+
+/* Each batch of out against the product of the operands' batches. */
+static void check_batched(const rg_tensor *out, const rg_tensor *a, const rg_tensor *b) {
+  assert_int_equal(out->shape[0], a->shape[0]);
+  assert_int_equal(out->ndim, 1 + (a->ndim == 3) + (b->ndim == 3));
+  for (int64_t i = 0; i < a->shape[0]; i++) {
+    rg_tensor *oi = batch(out, i), *ai = batch(a, i), *bi = batch(b, i);
+    check_matmul(oi, ai, bi);
+    rg_tensor *t3[] = {oi, ai, bi};
+    free_all(3, t3);
+  }
+}
+
+/* Layouts of a (B, r, c) or (B, c) operand: contiguous, its batches
+ * stored transposed, the batches in reverse order, one batch broadcast
+ * (stride 0). */
+static rg_tensor *batch_variant(rg_tensor *t, int v) {
+  if (v == 0) return rg_tensor_ref(t);
+  int64_t n = t->shape[0];
+  if (v == 1 && t->ndim == 3) {
+    int64_t r = t->shape[1], c = t->shape[2];
+    rg_tensor *s = rg_tensor_new(t->dtype, 3, SHAPE(n, c, r));
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < r; j++)
+        for (int64_t l = 0; l < c; l++)
+          rg_tensor_set_f64(s, (i * c + l) * r + j, rg_tensor_get_f64(t, (i * r + j) * c + l));
+    rg_tensor *vw = rg_tensor_permute(s, (const int[]){0, 2, 1});
+    rg_tensor_free(s);
+    return vw;
+  }
+  int64_t shape[3], strides[3];
+  for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d], strides[d] = t->strides[d];
+  if (v == 3) { /* every batch is batch 0 */
+    strides[0] = 0;
+    return rg_tensor_view(t, t->ndim, shape, strides, 0);
+  }
+  strides[0] = -t->strides[0]; /* reversed (v 1 on a vector per batch too) */
+  return rg_tensor_view(t, t->ndim, shape, strides, (n - 1) * t->strides[0]);
+}
+
+static void test_batched_dot(void **st) {
+  rg_dtype dts[] = {RG_FLOAT32, RG_FLOAT64, RG_INT32};
+  int64_t nb = 4, M = 3, K = 5, N = 2;
+  for (int d = 0; d < 3; d++) {
+    bool fl = rg_dtype_is_float(dts[d]);
+    rg_tensor *A = tens_rand(dts[d], 3, SHAPE(nb, M, K), fl ? -1 : 0, fl ? 1 : 5);
+    rg_tensor *B = tens_rand(dts[d], 3, SHAPE(nb, K, N), fl ? -1 : 0, fl ? 1 : 5);
+    rg_tensor *u = tens_rand(dts[d], 2, SHAPE(nb, K), fl ? -1 : 0, fl ? 1 : 5);
+    rg_tensor *w = tens_rand(dts[d], 2, SHAPE(nb, K), fl ? -1 : 0, fl ? 1 : 5);
+    rg_tensor *lefts[2] = {A, u}, *rights[2] = {B, w};
+    for (int l = 0; l < 2; l++)
+      for (int r = 0; r < 2; r++)
+        for (int vl = 0; vl < 4; vl++)
+          for (int vr = 0; vr < 4; vr++) {
+            rg_tensor *a = batch_variant(lefts[l], vl), *b = batch_variant(rights[r], vr);
+            rg_tensor *o = run_batched_dot(a, b);
+            assert_int_equal(o->dtype, dts[d]);
+            check_batched(o, a, b);
+            rg_tensor *t3[] = {a, b, o};
+            free_all(3, t3);
+          }
+    rg_tensor *all[] = {A, B, u, w};
+    free_all(4, all);
+  }
+  /* mixed dtypes promote; float32 @ int operands are converted once */
+  rg_tensor *a = tens_rand(RG_INT16, 3, SHAPE(2, 2, 3), 0, 4), *b = tens_rand(RG_FLOAT32, 3, SHAPE(2, 3, 2), -1, 1);
+  rg_tensor *o = run_batched_dot(a, b);
+  assert_int_equal(o->dtype, RG_FLOAT32);
+  check_batched(o, a, b);
+  /* empty inner dimension: zeros; no batches: empty */
+  rg_tensor *a0 = tens(RG_FLOAT64, 3, SHAPE(2, 1, 0), NULL), *b0 = tens(RG_FLOAT64, 3, SHAPE(2, 0, 2), NULL);
+  rg_tensor *z = run_batched_dot(a0, b0);
+  check(z, RG_FLOAT64, 3, SHAPE(2, 1, 2), VALS(0, 0, 0, 0));
+  rg_tensor *e1 = tens(RG_FLOAT64, 2, SHAPE(0, 3), NULL), *e2 = tens(RG_FLOAT64, 3, SHAPE(0, 3, 2), NULL);
+  rg_tensor *e = run_batched_dot(e1, e2);
+  assert_int_equal(e->ndim, 2);
+  assert_int_equal(rg_tensor_numel(e), 0);
+  /* shapes known only at run time */
+  rg_tensor *p = tens(RG_FLOAT32, 3, SHAPE(2, 2, 3), NULL), *q = tens(RG_FLOAT32, 3, SHAPE(3, 3, 2), NULL);
+  rg_tensor *q2 = tens(RG_FLOAT32, 3, SHAPE(2, 4, 2), NULL);
+  rg_tensor *in1[2] = {p, q}, *in2[2] = {p, q2};
+  eval_fails(rg_batched_dot(var_u(RG_FLOAT32, 3), var_u(RG_FLOAT32, 3)), 2, in1,
+             "batched_dot: batch sizes differ: shapes (2 2 3) and (3 3 2)");
+  eval_fails(rg_batched_dot(var_u(RG_FLOAT32, 3), var_u(RG_FLOAT32, 3)), 2, in2,
+             "batched_dot: shapes (2 2 3) and (2 4 2) are not aligned");
+  rg_tensor *all[] = {a, b, o, a0, b0, z, e1, e2, e, p, q, q2};
+  free_all(12, all);
+}
+
 static void test_outer(void **st) {
   rg_tensor *x = tens(RG_INT16, 1, SHAPE(3), VALS(1, -2, 3)), *y = tens(RG_FLOAT32, 1, SHAPE(2), VALS(0.5, 4));
   rg_tensor *in[2] = {x, y};
@@ -321,6 +423,7 @@ int main(void) {
       cmocka_unit_test(test_dot_float_layouts),
       cmocka_unit_test(test_dot_other_dtypes),
       cmocka_unit_test(test_dot_edges_and_errors),
+      cmocka_unit_test(test_batched_dot),
       cmocka_unit_test(test_outer),
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemv_ger),

@@ -253,17 +253,22 @@ static void elementwise_on(ops_run *r) {
 
 static const rg_type *mat(rg_dtype dt, int64_t a, int64_t b) { return rg_type_new(dt, 2, (int64_t[]){a, b}); }
 static const rg_type *vec(rg_dtype dt, int64_t a) { return rg_type_new(dt, 1, &a); }
+static const rg_type *cube(rg_dtype dt, int64_t a, int64_t b, int64_t c) {
+  return rg_type_new(dt, 3, (int64_t[]){a, b, c});
+}
 
 typedef enum other_kind {
   K_DOT_MM, K_DOT_MV, K_DOT_VV, K_OUTER, K_GEMM, K_GEMV, K_GER, K_TRANSPOSE, K_EXPAND, K_RESHAPE,
   K_FLATTEN, K_SLICE, K_SUM_AXIS, K_SUM_ALL, K_PROD, K_MAX, K_ARGMAX, K_MEAN, K_SOFTMAX,
-  K_LOG_SOFTMAX, K_JOIN, K_SPLIT, K_ALLOC, K_INC_SUB, K_SET_SUB, K_SUM_LONG, K_NKINDS
+  K_LOG_SOFTMAX, K_JOIN, K_SPLIT, K_ALLOC, K_INC_SUB, K_SET_SUB, K_SUM_LONG, K_BDOT_MM, K_BDOT_VM,
+  K_BDOT_MV, K_BDOT_VV, K_BDOT_T, K_NKINDS
 } other_kind;
 
 static const char *const kind_names[K_NKINDS] = {
     "dot mm", "dot mv", "dot vv", "outer", "gemm", "gemv", "ger", "transpose", "expand",
     "reshape", "flatten", "subtensor", "sum axis", "sum", "prod", "max", "argmax", "mean",
-    "softmax", "log_softmax", "join", "split", "alloc", "inc_subtensor", "set_subtensor", "sum long"};
+    "softmax", "log_softmax", "join", "split", "alloc", "inc_subtensor", "set_subtensor", "sum long",
+    "batched_dot mm", "batched_dot vm", "batched_dot mv", "batched_dot vv", "batched_dot transposed"};
 
 typedef struct other_case {
   other_kind kind;
@@ -279,6 +284,9 @@ static rg_variable *make_other(rg_variable **in, const void *ud) {
   switch (o->kind) {
     case K_DOT_MM: case K_DOT_MV: case K_DOT_VV: return rg_dot(in[0], in[1]);
     case K_OUTER: return rg_outer(in[0], in[1]);
+    case K_BDOT_MM: case K_BDOT_VM: case K_BDOT_MV: case K_BDOT_VV: return rg_batched_dot(in[0], in[1]);
+    case K_BDOT_T: /* both operands' slices stored transposed */
+      return rg_batched_dot(rg_dimshuffle(in[0], 3, (int64_t[]){0, 2, 1}), rg_dimshuffle(in[1], 3, (int64_t[]){0, 2, 1}));
     case K_GEMM: return rg_gemm(in[0], scal(o->dt, 0.5), in[1], in[2], scal(o->dt, -1.5));
     case K_GEMV: return rg_gemv(in[0], scal(o->dt, 2), in[1], in[2], scal(o->dt, 0.25));
     case K_GER: return rg_ger(in[0], scal(o->dt, -1), in[1], in[2]);
@@ -329,6 +337,11 @@ static int other_types(other_kind k, rg_dtype dt, const rg_type **t) {
     case K_DOT_MV: t[0] = mat(dt, 3, 4); t[1] = vec(dt, 4); return 2;
     case K_DOT_VV: t[0] = vec(dt, 5); t[1] = vec(dt, 5); return 2;
     case K_OUTER: t[0] = vec(dt, 3); t[1] = vec(dt, 4); return 2;
+    case K_BDOT_MM: t[0] = cube(dt, 3, 2, 4); t[1] = cube(dt, 3, 4, 5); return 2;
+    case K_BDOT_VM: t[0] = mat(dt, 3, 4); t[1] = cube(dt, 3, 4, 2); return 2;
+    case K_BDOT_MV: t[0] = cube(dt, 2, 3, 4); t[1] = mat(dt, 2, 4); return 2;
+    case K_BDOT_VV: t[0] = mat(dt, 4, 5); t[1] = mat(dt, 4, 5); return 2;
+    case K_BDOT_T: t[0] = cube(dt, 3, 4, 2); t[1] = cube(dt, 3, 5, 4); return 2;
     case K_GEMM: t[0] = mat(dt, 3, 2); t[1] = mat(dt, 3, 4); t[2] = mat(dt, 4, 2); return 3;
     case K_GEMV: t[0] = vec(dt, 3); t[1] = mat(dt, 3, 4); t[2] = vec(dt, 4); return 3;
     case K_GER: t[0] = mat(dt, 3, 4); t[1] = vec(dt, 3); t[2] = vec(dt, 4); return 3;
@@ -344,6 +357,7 @@ static int other_types(other_kind k, rg_dtype dt, const rg_type **t) {
 }
 
 static rg_opcode other_code(other_kind k) {
+  if (k >= K_BDOT_MM && k <= K_BDOT_T) return RG_OP_BATCHED_DOT;
   return k == K_SOFTMAX ? RG_OP_SOFTMAX : k == K_LOG_SOFTMAX ? RG_OP_LOG_SOFTMAX : RG_OP_DOT;
 }
 

@@ -42,7 +42,7 @@ static void expect_error(rg_variable *v, const char *msg) {
 
 static void test_class_table_matches_enum(void **st) {
   assert_int_equal(rgc_check_classes(), 0);
-  assert_int_equal(RG_OP_COUNT, 77);
+  assert_int_equal(RG_OP_COUNT, 78);
   assert_string_equal(rg_opcode_name(RG_OP_TRUE_DIV), "true_div");
   assert_int_equal(rg_opcode_from_name("log_softmax"), RG_OP_LOG_SOFTMAX);
   assert_int_equal(rg_opcode_from_name("nope"), -1);
@@ -58,7 +58,7 @@ static void test_op_terms_round_trip(void **st) {
       "(join 0)", "(split 1 3)", "(subtensor 1 (1 3) (none none -1) (? ? ?))",
       "(inc_subtensor (0 none) (inplace 0))", "(set_subtensor ?)", "(arange float64)", "sum",
       "(sum)", "(sum 0 2)", "(dimshuffle)", "(subtensor)", "(inc_subtensor)", "(max 1)", "(argmax 0)", "(softmax 1)", "(log_softmax 0)", "dot",
-      "gemm", "(gemm (inplace 0))", "ifelse",
+      "gemm", "(gemm (inplace 0))", "batched_dot", "ifelse",
   };
   for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
     rg_term t = tu_read(C, heads[i]);
@@ -282,6 +282,23 @@ static void test_blas_types(void **st) {
                "gemm: can only work in place on input 0");
 }
 
+static void test_batched_dot_types(void **st) {
+  rg_variable *X = in("X", RG_FLOAT32, 3, SHAPE(U, 3, 4)), *Y = in("Y", RG_FLOAT64, 3, SHAPE(7, 4, U));
+  rg_variable *u = in("u", RG_INT8, 2, SHAPE(7, 4)), *w = in("w", RG_FLOAT32, 2, SHAPE(U, 3));
+  assert_string_equal(ty(rg_batched_dot(X, Y)), "float64 (7 3 ?)");
+  assert_string_equal(ty(rg_batched_dot(u, Y)), "float64 (7 ?)");
+  assert_string_equal(ty(rg_batched_dot(X, u)), "float32 (7 3)");
+  assert_string_equal(ty(rg_batched_dot(u, u)), "int8 (7)");
+  assert_string_equal(ty(rg_batched_dot(w, rg_batched_dot(X, u))), "float32 (7)");
+  rg_variable *v9 = in("v9", RG_FLOAT32, 2, SHAPE(9, 4));
+  expect_error(rg_batched_dot(v9, Y), "batched_dot: batch sizes differ: shapes (9 4) and (7 4 ?)");
+  expect_error(rg_batched_dot(X, w), "batched_dot: shapes (? 3 4) and (? 3) are not aligned");
+  expect_error(rg_batched_dot(in("x1", RG_FLOAT32, 1, SHAPE(4)), u),
+               "batched_dot: the first input must have 2 or 3 dimensions, got 1");
+  expect_error(rg_batched_dot(X, in("y4", RG_FLOAT32, 4, SHAPE(1, 4, 1, 1))),
+               "batched_dot: the second input must have 2 or 3 dimensions, got 4");
+}
+
 /* ------------------------------------------------------------------ control and opaque */
 
 static void test_ifelse(void **st) {
@@ -454,6 +471,7 @@ static void test_every_op(void **st) {
     case RG_OP_GEMM: a[0] = Z, a[1] = one, a[2] = m, a[3] = B, a[4] = one; break;
     case RG_OP_GEMV: a[0] = y3, a[1] = one, a[2] = m, a[3] = v, a[4] = one; break;
     case RG_OP_GER: a[0] = m, a[1] = one, a[2] = y3, a[3] = v; break;
+    case RG_OP_BATCHED_DOT: a[0] = in("bx", RG_FLOAT32, 3, SHAPE(2, 3, 4)), a[1] = in("by", RG_FLOAT32, 3, SHAPE(-1, 4, 5)); break;
     case RG_OP_IFELSE: a[0] = c, a[1] = m, a[2] = m, n = 3; break;
     case RG_OP_COMPOSITE: op = comp; a[0] = m, a[1] = v; break;
     case RG_OP_OP_FROM_GRAPH: op = ofg; a[0] = m, n = 1; break;
@@ -501,6 +519,7 @@ int main(void) {
       cmocka_unit_test(test_devices),
       cmocka_unit_test(test_reductions),
       cmocka_unit_test(test_blas_types),
+      cmocka_unit_test(test_batched_dot_types),
       cmocka_unit_test(test_ifelse),
       cmocka_unit_test(test_opaque),
       cmocka_unit_test(test_elementwise_dtype_table),

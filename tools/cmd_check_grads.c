@@ -218,6 +218,14 @@ static const char *dot_t(rng *r, const char *op, const char *dt) {
   return cli_sprintf("(graph %s%s(output (dot a b)))", in("a", dt, a), in("b", dt, b));
 }
 
+/* batched_dot: each operand a matrix or a vector per batch index. */
+static const char *batched_dot_t(rng *r, const char *op, const char *dt) {
+  int64_t nb = 1 + below(r, 3), m = 1 + below(r, 4), k = 1 + below(r, 4), n = 1 + below(r, 4);
+  shape a = below(r, 2) ? (shape){3, {nb, m, k}} : (shape){2, {nb, k}};
+  shape b = below(r, 2) ? (shape){3, {nb, k, n}} : (shape){2, {nb, k}};
+  return cli_sprintf("(graph %s%s(output (%s a b)))", in("a", dt, a), in("b", dt, b), op);
+}
+
 static const char *outer_t(rng *r, const char *op, const char *dt) {
   shape a = {1, {1 + below(r, 4)}}, b = {1, {1 + below(r, 4)}};
   return cli_sprintf("(graph %s%s(output (outer a b)))", in("a", dt, a), in("b", dt, b));
@@ -286,7 +294,7 @@ static const opcase cases[] = {
     {"inc_subtensor", subtensor_t}, {"set_subtensor", subtensor_t}, {"sum", reduce_t}, {"prod", reduce_t},
     {"max", reduce_t}, {"min", reduce_t}, {"mean", reduce_t}, {"softmax", softmax_t},
     {"log_softmax", softmax_t}, {"dot", dot_t}, {"outer", outer_t}, {"gemm", blas3_t}, {"gemv", blas3_t},
-    {"ger", blas3_t}, {"ifelse", ifelse_t}, {"composite", inner_t}, {"op_from_graph", inner_t},
+    {"ger", blas3_t}, {"batched_dot", batched_dot_t}, {"ifelse", ifelse_t}, {"composite", inner_t}, {"op_from_graph", inner_t},
     {"scan", scan_t},
 };
 #define NCASES (sizeof cases / sizeof cases[0])

@@ -17,6 +17,10 @@
  * to the output dtype (which wraps the same way NumPy's integer matmul
  * does; a bool product is true where some term is).
  *
+ * batched_dot(x, y) is one dot per batch index on views of the operands'
+ * slices (an operand BLAS cannot address, or of another dtype, is made
+ * contiguous once for all of them).
+ *
  * outer(x, y) is a broadcast multiply of x[:, None] by y[None, :]: one
  * vectorised pass writing each output element once, which is faster than
  * clearing the output and calling ger.
@@ -302,6 +306,87 @@ int rgb_cpu_dot(rgb_exec *x) {
   }
   set_blas_threads(x);
   return dot_float(x, a, b, m, k, n, out);
+}
+
+/* ------------------------------------------------------------------ batched_dot */
+
+rg_tensor *rgbc_batched_dot_output(rgb_exec *x, int64_t *nb, int64_t *m, int64_t *k, int64_t *n) {
+  const rg_tensor *a = rgb_in(x, 0), *b = rgb_in(x, 1);
+  *nb = a->shape[0];
+  *m = a->ndim == 3 ? a->shape[1] : 1;
+  *k = a->shape[a->ndim - 1];
+  *n = b->ndim == 3 ? b->shape[2] : 1;
+  if (b->shape[0] != *nb) {
+    char sa[64], sb[64];
+    rgb_error(x, RG_ERR_TYPE, "batch sizes differ: shapes %s and %s",
+              rgb_shape_str(sa, sizeof sa, a->ndim, a->shape), rgb_shape_str(sb, sizeof sb, b->ndim, b->shape));
+    return NULL;
+  }
+  if (*k != b->shape[1]) {
+    align_error(x, a, b);
+    return NULL;
+  }
+  int64_t shape[3];
+  int nd = 0;
+  shape[nd++] = *nb;
+  if (a->ndim == 3) shape[nd++] = *m;
+  if (b->ndim == 3) shape[nd++] = *n;
+  return rgb_output(x, 0, x->node->out[0].dtype, nd, shape);
+}
+
+void rgbc_batch_slice(const rg_tensor *t, int64_t i, rg_tensor *view) {
+  *view = *t;
+  view->ndim = t->ndim - 1;
+  for (int d = 0; d < view->ndim; d++) {
+    view->shape[d] = t->shape[d + 1];
+    view->strides[d] = t->strides[d + 1];
+  }
+  view->data = t->data + i * t->strides[0];
+}
+
+/* t itself when BLAS addresses its slices in dtype dt, else (in *own) a
+ * contiguous copy in dt; NULL with an error recorded. */
+static const rg_tensor *batch_operand(rgb_exec *x, const rg_tensor *t, rg_dtype dt, rg_tensor **own) {
+  rg_tensor s;
+  int64_t ld, inc;
+  bool trans;
+  *own = NULL;
+  rgbc_batch_slice(t, 0, &s);
+  if (t->dtype == dt && (s.ndim == 2 ? rgbc_blas_matrix(&s, dt, &ld, &trans) && fits_int(ld)
+                                     : rgbc_blas_vector(&s, dt, &inc)))
+    return t;
+  return (*own = rgbc_contiguous(x, t, dt));
+}
+
+int rgb_cpu_batched_dot(rgb_exec *x) {
+  int64_t nb, m, k, n;
+  rg_tensor *out = rgbc_batched_dot_output(x, &nb, &m, &k, &n);
+  if (!out) return x->rt->errcode;
+  rg_dtype dt = out->dtype;
+  if (nb == 0 || m == 0 || n == 0) return RG_OK;
+  bool fl = rg_dtype_is_float(dt);
+  if (fl && (k == 0 || !fits_int(m) || !fits_int(n) || !fits_int(k))) {
+    memset(out->data, 0, (size_t)(nb * m * n * rgbc_size(dt)));
+    if (k == 0) return RG_OK;
+    return rgb_error(x, RG_ERR_LIMIT, "dimensions beyond 2^31 are not supported by BLAS");
+  }
+  rg_tensor *own_a = NULL, *own_b = NULL;
+  const rg_tensor *a = rgb_in(x, 0), *b = rgb_in(x, 1);
+  if (fl && (!(a = batch_operand(x, a, dt, &own_a)) || !(b = batch_operand(x, b, dt, &own_b)))) {
+    free_ops(own_a, own_b, NULL);
+    return x->rt->errcode;
+  }
+  if (fl) set_blas_threads(x);
+  int rc = RG_OK;
+  for (int64_t i = 0; i < nb && !rc; i++) {
+    rg_tensor ai, bi, oi;
+    rgbc_batch_slice(a, i, &ai);
+    rgbc_batch_slice(b, i, &bi);
+    rgbc_batch_slice(out, i, &oi);
+    rc = fl ? dot_float(x, &ai, &bi, m, k, n, &oi) : int_matmul(x, &ai, &bi, m, k, n, &oi);
+  }
+  free_ops(own_a, own_b, NULL);
+  return rc;
 }
 
 /* ------------------------------------------------------------------ outer */

@@ -176,6 +176,13 @@ rg_tensor *rgbc_blas_output(rgb_exec *x, bool copy, rgbc_copy_fn fn);
  * matrix sizes in *m, *k, *n, 1 for a vector), or NULL with an error
  * recorded ("shapes (2 3) and (4) are not aligned"). */
 rg_tensor *rgbc_dot_output(rgb_exec *x, int64_t *m, int64_t *k, int64_t *n);
+/* batched_dot's output for its inputs a (B, m, k) or (B, k) and b (B, k, n)
+ * or (B, k) (the sizes in *nb, *m, *k, *n, 1 for a vector), or NULL with
+ * an error recorded. */
+rg_tensor *rgbc_batched_dot_output(rgb_exec *x, int64_t *nb, int64_t *m, int64_t *k, int64_t *n);
+/* The view of t[i] (t's leading dimension dropped) in *view, sharing t's
+ * storage without a reference of its own (valid while t is). */
+void rgbc_batch_slice(const rg_tensor *t, int64_t i, rg_tensor *view);
 
 /* "(3 4)" into buf (for messages); returns buf. */
 
@@ -302,6 +309,7 @@ int rgb_cpu_outer(rgb_exec *x);
 int rgb_cpu_gemm(rgb_exec *x);
 int rgb_cpu_gemv(rgb_exec *x);
 int rgb_cpu_ger(rgb_exec *x);
+int rgb_cpu_batched_dot(rgb_exec *x);
 /* shape.c */
 int rgb_cpu_dimshuffle(rgb_exec *x);
 int rgb_cpu_reshape(rgb_exec *x);

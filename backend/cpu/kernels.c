@@ -21,6 +21,7 @@ const rgb_kernel rgb_cpu_kernels[RG_OP_COUNT] = {
     RED(ANY), [RG_OP_SOFTMAX] = rgb_cpu_softmax, [RG_OP_LOG_SOFTMAX] = rgb_cpu_softmax,
     [RG_OP_DOT] = rgb_cpu_dot, [RG_OP_OUTER] = rgb_cpu_outer, [RG_OP_GEMM] = rgb_cpu_gemm,
     [RG_OP_GEMV] = rgb_cpu_gemv, [RG_OP_GER] = rgb_cpu_ger,
+    [RG_OP_BATCHED_DOT] = rgb_cpu_batched_dot,
     [RG_OP_DIMSHUFFLE] = rgb_cpu_dimshuffle, [RG_OP_RESHAPE] = rgb_cpu_reshape,
     [RG_OP_FLATTEN] = rgb_cpu_flatten, [RG_OP_SHAPE] = rgb_cpu_shape,
     [RG_OP_SHAPE_I] = rgb_cpu_shape_i, [RG_OP_ALLOC] = rgb_cpu_alloc,

@@ -1,7 +1,8 @@
 /*
  * blas.c — the CUDA backend's linear algebra through cuBLAS: dot
  * (vector-vector, matrix-vector, vector-matrix, matrix-matrix), outer,
- * gemm, gemv and ger, in float32 and float64.
+ * gemm, gemv and ger, in float32 and float64; batched_dot through one
+ * strided batched gemm.
  *
  * cuBLAS is column-major, and a row-major matrix read column-major is its
  * transpose: C = A B is computed as C^T = B^T A^T with the operands
@@ -50,6 +51,8 @@ struct rgcu_blas {
                  const void *, void *, int);
   int (*ger[2])(void *, int, int, const void *, const void *, int, const void *, int, void *, int);
   int (*dot[2])(void *, int, const void *, int, const void *, int, void *);
+  int (*gemm_batched[2])(void *, int, int, int, int, int, const void *, const void *, int, long long,
+                         const void *, int, long long, const void *, void *, int, long long, int);
 };
 
 /* ------------------------------------------------------------------ loading */
@@ -61,7 +64,9 @@ static bool bind_all(rgcu_blas *b) {
             SYM(gemm[0], "cublasSgemm_v2") && SYM(gemm[1], "cublasDgemm_v2") &&
             SYM(gemv[0], "cublasSgemv_v2") && SYM(gemv[1], "cublasDgemv_v2") &&
             SYM(ger[0], "cublasSger_v2") && SYM(ger[1], "cublasDger_v2") &&
-            SYM(dot[0], "cublasSdot_v2") && SYM(dot[1], "cublasDdot_v2");
+            SYM(dot[0], "cublasSdot_v2") && SYM(dot[1], "cublasDdot_v2") &&
+            SYM(gemm_batched[0], "cublasSgemmStridedBatched") &&
+            SYM(gemm_batched[1], "cublasDgemmStridedBatched");
   *(void **)&b->status = dlsym(b->dl, "cublasGetStatusString"); /* optional: cuBLAS 11.4 and later */
 #undef SYM
   return ok;
@@ -105,6 +110,9 @@ bool rgcu_blas_supports(const rgb_node *n) {
   case RG_OP_DOT:
     return float_out(n) && n->in[0].ndim >= 1 && n->in[0].ndim <= 2 && n->in[1].ndim >= 1 &&
            n->in[1].ndim <= 2;
+  case RG_OP_BATCHED_DOT:
+    return float_out(n) && n->in[0].ndim >= 2 && n->in[0].ndim <= 3 && n->in[1].ndim >= 2 &&
+           n->in[1].ndim <= 3;
   case RG_OP_OUTER: case RG_OP_GEMM: case RG_OP_GEMV: case RG_OP_GER: return float_out(n);
   default: return false;
   }
@@ -277,6 +285,73 @@ static int run_dot(rgb_exec *x, rgcu_ctx *c) {
   return rc;
 }
 
+/* t (B, r, c) as cuBLAS's strided batches address it: its slices as
+ * matrices (`matrix`'s rules) one stride apart (in elements, 0 for one
+ * slice), else a contiguous device copy. */
+static int batches(rgb_exec *x, rgcu_ctx *c, const rg_tensor *t, rg_dtype dt, operand *o, long long *stride) {
+  rg_tensor s;
+  int64_t ld, es = rgbc_size(dt), bs = t->shape[0] > 1 ? t->strides[0] : 0;
+  rgbc_batch_slice(t, 0, &s);
+  o->own = NULL;
+  if (on_this_device(c, t) && rgbc_blas_matrix(&s, dt, &ld, &o->trans) && fits(ld) && bs >= 0 && bs % es == 0) {
+    o->p = t->data;
+    o->ld = (int)(ld > 0 ? ld : 1);
+    *stride = bs / es;
+    return RG_OK;
+  }
+  o->own = rg_tensor_empty_on(&c->buft, dt, 3, t->shape);
+  if (!o->own) return rgb_error(x, RG_ERR_NOMEM, "out of device memory");
+  o->p = o->own->data;
+  o->trans = false;
+  o->ld = t->shape[2] > 1 ? (int)t->shape[2] : 1;
+  *stride = t->shape[1] * t->shape[2];
+  return rgcu_copy(x, c, o->own, t);
+}
+
+/* t of rank 2 (a vector per batch index) as a rank-3 view with a
+ * dimension of 1 at `at` (1: one row, 2: one column); t itself otherwise. */
+static rg_tensor as_rank3(const rg_tensor *t, int at) {
+  rg_tensor v = *t;
+  if (t->ndim == 3) return v;
+  v.ndim = 3;
+  v.shape[2] = at == 1 ? t->shape[1] : 1;
+  v.strides[2] = at == 1 ? t->strides[1] : 0;
+  v.shape[1] = at == 1 ? 1 : t->shape[1];
+  v.strides[1] = at == 1 ? 0 : t->strides[1];
+  return v;
+}
+
+/* batched_dot(a, b): every a[i] @ b[i] in one strided batched gemm (a
+ * vector operand as a matrix of one row or column). */
+static int run_batched_dot(rgb_exec *x, rgcu_ctx *c) {
+  rgcu_blas *b = c->blas;
+  int64_t nb, m, k, n;
+  rg_tensor *out = rgbc_batched_dot_output(x, &nb, &m, &k, &n); /* the CPU's shape rule */
+  if (!out) return x->rt->errcode;
+  if (nb == 0 || m == 0 || n == 0) return RG_OK;
+  if (!fits(nb) || !fits(m) || !fits(n) || !fits(k))
+    return rgb_error(x, RG_ERR_LIMIT, "dimensions beyond 2^31 are not supported by cuBLAS");
+  rg_dtype dt = out->dtype;
+  rg_tensor a3 = as_rank3(rgb_in(x, 0), 1), b3 = as_rank3(rgb_in(x, 1), 2);
+  operand A = {0}, B = {0};
+  long long sa = 0, sb = 0;
+  scalars s;
+  host_scalars(&s, dt, 1, 0);
+  int rc = batches(x, c, &a3, dt, &A, &sa);
+  if (!rc) rc = batches(x, c, &b3, dt, &B, &sb);
+  if (!rc) {
+    /* column-major, each C[i]^T (n, m) = B[i]^T A[i]^T */
+    b->set_mode(b->h, s.mode);
+    rc = check(x, b,
+               b->gemm_batched[dt == RG_FLOAT64](b->h, B.trans ? OP_T : OP_N, A.trans ? OP_T : OP_N, (int)n,
+                                                 (int)m, (int)k, s.p[0], B.p, B.ld, sb, A.p, A.ld, sa, s.p[1],
+                                                 out->data, (int)n, (long long)(m * n), (int)nb),
+               "gemm (strided batched)");
+  }
+  release(&A, &B);
+  return rc;
+}
+
 /* outer(u, v) = u[:, None] @ v[None, :], a product over k = 1. */
 static int run_outer(rgb_exec *x, rgcu_ctx *c) {
   const rg_tensor *u = rgb_in(x, 0), *v = rgb_in(x, 1);
@@ -379,6 +454,7 @@ int rgcu_blas_run(rgb_exec *x, rgcu_ctx *c) {
   case RG_OP_GEMM: return run_gemm(x, c);
   case RG_OP_GEMV: return run_gemv(x, c);
   case RG_OP_GER: return run_ger(x, c);
+  case RG_OP_BATCHED_DOT: return run_batched_dot(x, c);
   default: return rgb_error(x, RG_ERR, "%s: not a cuBLAS op", x->node->label);
   }
 }

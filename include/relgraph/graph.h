@@ -372,6 +372,7 @@ int rg_tensor_copy_to(rg_tensor *dst, const rg_tensor *src);
   X(GEMM, "gemm", BLAS, 5, 5)                            \
   X(GEMV, "gemv", BLAS, 5, 5)                            \
   X(GER, "ger", BLAS, 4, 4)                              \
+  X(BATCHED_DOT, "batched_dot", BLAS, 2, 2)              \
   X(IFELSE, "ifelse", CONTROL, 3, -1)                    \
   X(COMPOSITE, "composite", INNER, 0, -1)                \
   X(OP_FROM_GRAPH, "op_from_graph", INNER, 0, -1)        \
@@ -702,6 +703,10 @@ rg_variable *rg_log_softmax(rg_variable *x, int64_t axis);
 /* Linear algebra. */
 rg_variable *rg_dot(rg_variable *a, rg_variable *b);
 rg_variable *rg_outer(rg_variable *x, rg_variable *y);
+/* One product per leading (batch) index: x of shape (B, n, k) or (B, k),
+ * y of shape (B, k, m) or (B, k); the result has shape (B, n, m) without
+ * the dimensions an operand of rank 2 lacks (Aesara's batched_dot). */
+rg_variable *rg_batched_dot(rg_variable *x, rg_variable *y);
 /* beta * z + alpha * (x @ y) */
 rg_variable *rg_gemm(rg_variable *z, rg_variable *alpha, rg_variable *x, rg_variable *y,
                      rg_variable *beta);

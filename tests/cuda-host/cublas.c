@@ -31,6 +31,8 @@ typedef struct call {
   const void *palpha, *pbeta; /* device mode: read when the call runs */
   const void *a, *b;
   void *c;
+  int batch;                   /* strided batched gemm: the count and */
+  long long sa, sb, sc;        /* the operands' strides, in elements */
 } call;
 
 static double scalar(bool dbl, const void *p) { return dbl ? *(const double *)p : *(const float *)p; }
@@ -84,6 +86,46 @@ API int cublasSgemm_v2(handle *h, int ta, int tb, int m, int n, int k, const flo
 API int cublasDgemm_v2(handle *h, int ta, int tb, int m, int n, int k, const double *alpha, const double *a,
                        int lda, const double *b, int ldb, const double *beta, double *c, int ldc) {
   return gemm(h, true, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* The strided batched gemm: one gemm per batch index. */
+static void run_gemm_batched(void *p) {
+  call *c = p;
+  read_scalars(c);
+  size_t es = c->dbl ? sizeof(double) : sizeof(float);
+  for (int i = 0; i < c->batch; i++) {
+    const char *a = (const char *)c->a + (size_t)(i * c->sa) * es, *b = (const char *)c->b + (size_t)(i * c->sb) * es;
+    char *cc = (char *)c->c + (size_t)(i * c->sc) * es;
+    if (c->dbl)
+      cblas_dgemm(CblasColMajor, tr(c->ta), tr(c->tb), c->m, c->n, c->k, c->alpha, (const double *)a, c->lda,
+                  (const double *)b, c->ldb, c->beta, (double *)cc, c->ldc);
+    else
+      cblas_sgemm(CblasColMajor, tr(c->ta), tr(c->tb), c->m, c->n, c->k, (float)c->alpha, (const float *)a,
+                  c->lda, (const float *)b, c->ldb, (float)c->beta, (float *)cc, c->ldc);
+  }
+}
+
+static int gemm_batched(handle *h, bool dbl, int ta, int tb, int m, int n, int k, const void *alpha,
+                        const void *a, int lda, long long sa, const void *b, int ldb, long long sb,
+                        const void *beta, void *cc, int ldc, long long sc, int batch) {
+  if (m < 0 || n < 0 || k < 0 || batch < 0) return INVALID;
+  call *c = new_call(h, dbl, alpha, beta);
+  c->ta = ta, c->tb = tb, c->m = m, c->n = n, c->k = k, c->a = a, c->lda = lda, c->b = b, c->ldb = ldb;
+  c->c = cc, c->ldc = ldc, c->batch = batch, c->sa = sa, c->sb = sb, c->sc = sc;
+  rgtest_count(RGTEST_BLAS_CALLS);
+  rgtest_queue_call(h->s, run_gemm_batched, c);
+  return OK;
+}
+
+API int cublasSgemmStridedBatched(handle *h, int ta, int tb, int m, int n, int k, const float *alpha,
+                                  const float *a, int lda, long long sa, const float *b, int ldb, long long sb,
+                                  const float *beta, float *c, int ldc, long long sc, int batch) {
+  return gemm_batched(h, false, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+API int cublasDgemmStridedBatched(handle *h, int ta, int tb, int m, int n, int k, const double *alpha,
+                                  const double *a, int lda, long long sa, const double *b, int ldb, long long sb,
+                                  const double *beta, double *c, int ldc, long long sc, int batch) {
+  return gemm_batched(h, true, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
 }
 
 /* gemv: y = alpha op(A) x + beta y; lda, ldb, ldc carry A's leading
