@@ -116,6 +116,19 @@ static void test_products(void **st) {
                " (output (dot A B)) (output (dot A v)) (output (dot ((dimshuffle 1 0) B) v))"
                " (output (dot w D)) (output (outer w w)) (output (dot v v)))",
                1e-10);
+  /* a batched product is one strided batched gemm, whatever the batch
+   * count; batches stored transposed are passed as they are */
+  long k = cpu_and_cuda("batched products",
+                        "(graph (input X float32 (12 5 3)) (input Y float32 (12 3 4))"
+                        " (output (batched_dot X Y)))", 1e-10);
+  assert_int_equal(k, 1);
+  k = cpu_and_cuda("batched products, transposed",
+                   "(graph (input X float64 (12 3 5)) (input Y float64 (12 4 3))"
+                   " (output (batched_dot ((dimshuffle 0 2 1) X) ((dimshuffle 0 2 1) Y))))", 1e-10);
+  assert_int_equal(k, 1);
+  cpu_and_cuda("batched products of vectors",
+               "(graph (input X float32 (6 5 3)) (input u float32 (6 3)) (input w float64 (6 5))"
+               " (output (batched_dot X u)) (output (batched_dot w X)) (output (batched_dot u u)))", 1e-10);
 }
 
 static void test_shapes_and_updates(void **st) {
