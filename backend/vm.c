@@ -377,6 +377,21 @@ static int finish_into(rgb_program *p, rg_tensor *const *into, rg_tensor **refs)
   return 0;
 }
 
+/* Takes the caller's tensor t (wrapped as w) back out of output j's cell:
+ * w itself, or any other header over t's memory a kernel left there (a
+ * Scan's trace hands out a view of its buffer), so that no later call
+ * writes into the caller's memory or reads it. */
+static void unbind_target(rgb_program *p, int j, rg_tensor *w, const rg_tensor *t) {
+  if (!w) return;
+  rg_tensor **cell = &p->cells[p->out_cells[j]];
+  if (*cell != w && *cell && rg_storage_is_external(*cell) && rg_storage_base(*cell) == t->data) {
+    rg_tensor_free(*cell);
+    *cell = NULL;
+    return;
+  }
+  rgb_program_unbind_output(p, j, w);
+}
+
 int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *const *into,
                          rg_tensor **refs) {
   p->rt->errcode = 0;
@@ -393,7 +408,7 @@ int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *co
   }
   if (rc == 0) rc = p->lazy ? run_stack(p, p->out_cells, p->nout) : run_loop(p);
   if (rc == 0) rc = finish_into(p, into, refs);
-  for (int32_t j = 0; j < p->nout; j++) rgb_program_unbind_output(p, j, wrap[j]);
+  for (int32_t j = 0; j < p->nout; j++) unbind_target(p, j, wrap[j], into[j]);
   if (p->lazy && p->rt->use_pool) release_all(p);
   unbind_inputs(p);
   if (rc)
