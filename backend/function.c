@@ -357,6 +357,16 @@ static bool check_updates(rg_ctx *C, const rg_compile_opts *o, ptrvec *shared_va
          up->value->type->ndim != up->shared->type->ndim))
       return rg_error(C, RG_ERR_TYPE, "update %d: a value of type %s cannot replace %s", u,
                       rg_type_str(up->value->type), rg_type_str(up->shared->type)), false;
+    for (int d = 0; d < up->shared->type->ndim; d++) {
+      int64_t want = up->shared->type->shape[d], got = up->value->type->shape[d];
+      if (want != RG_DIM_UNKNOWN && got != RG_DIM_UNKNOWN && want != got)
+        return rg_error(C, RG_ERR_TYPE, "update %d: a value of type %s cannot replace %s (dimension %d)", u,
+                        rg_type_str(up->value->type), rg_type_str(up->shared->type), d), false;
+    }
+    for (int k = 0; k < u; k++) /* Aesara: "this shared variable already has an update expression" */
+      if (rg_variable_shared(o->updates[k].shared) == rg_variable_shared(up->shared))
+        return rg_error(C, RG_ERR_TYPE, "updates %d and %d both update %s", k, u,
+                        up->shared->name ? up->shared->name : "one shared variable"), false;
     bool listed = false;
     for (size_t i = 0; i < shared_vars->n; i++) listed |= shared_vars->v[i] == up->shared;
     if (!listed) pv_push(shared_vars, up->shared);
@@ -373,7 +383,7 @@ rg_function *rg_compile(rg_ctx *C, int nin, rg_variable *const *inputs, int nout
   for (int u = 0; u < nup; u++)
     if (!o->updates[u].value) return rg_error(C, RG_ERR_TYPE, "update %d has no value", u), NULL;
   rg_variable **roots = rg_gc_alloc((size_t)(nout + nup + 1) * sizeof *roots);
-  memcpy(roots, outputs, (size_t)nout * sizeof *roots);
+  for (int j = 0; j < nout; j++) roots[j] = outputs[j];
   for (int u = 0; u < nup; u++) roots[nout + u] = o->updates[u].value;
   ptrvec order = PTRVEC_INIT, leaves = PTRVEC_INIT, shared_vars = PTRVEC_INIT;
   toposort(nout + nup, roots, &order, &leaves);
@@ -426,22 +436,40 @@ static int ferr(rg_function *f, int code, const char *fmt, ...) {
 }
 
 static const char *input_label(const rg_function *f, int i, char *buf, size_t len) {
-  if (f->in_names[i][0]) snprintf(buf, len, "input %s", f->in_names[i]);
-  else snprintf(buf, len, "input %d", i);
+  const char *what = i < f->nin ? "input" : "shared variable";
+  if (f->in_names[i][0]) snprintf(buf, len, "%s %s", what, f->in_names[i]);
+  else snprintf(buf, len, "%s %d", what, i < f->nin ? i : i - f->nin);
   return buf;
 }
 
-static int check_value(rg_function *f, int i, const rg_tensor *v) {
+/* Whether v fits input i's type (a shared variable's too); `what`
+ * introduces the message ("the new value of " for an update). */
+static int check_value_as(rg_function *f, int i, const rg_tensor *v, const char *what) {
   const rgb_vtype *t = &f->in_types[i];
   if (v && fits_shape(v, t->dtype, t->ndim, t->shape)) return RG_OK; /* the common case: nothing formatted */
-  char label[128];
-  input_label(f, i, label, sizeof label);
+  char name[128], label[160];
+  snprintf(label, sizeof label, "%s%s", what, input_label(f, i, name, sizeof name));
   if (!v) return ferr(f, RG_ERR_TYPE, "%s is missing", label);
   char want[256], got[256];
   rgb_shape_str(want, sizeof want, t->ndim, t->shape);
   rgb_shape_str(got, sizeof got, v->ndim, v->shape);
   return ferr(f, RG_ERR_TYPE, "%s: expected %s %s, got %s %s", label, rg_dtype_name(t->dtype), want,
               rg_dtype_name(v->dtype), got);
+}
+
+static int check_value(rg_function *f, int i, const rg_tensor *v) { return check_value_as(f, i, v, ""); }
+
+/* Whether every update's value fits its shared variable's type (a value of
+ * another shape than a static one declared: the shapes the graph folded
+ * from that type would no longer hold); else the values are freed. */
+static int check_updates_run(rg_function *f, rg_tensor **values) {
+  for (int u = 0; u < f->nupdates; u++) {
+    int rc = check_value_as(f, f->nin + f->update_shared[u], values[u], "the new value of ");
+    if (!rc) continue;
+    for (int k = 0; k < f->nupdates; k++) rg_tensor_free(values[k]), values[k] = NULL;
+    return rc;
+  }
+  return RG_OK;
 }
 
 /* The new values of the shared containers (references the containers take). */
@@ -461,7 +489,11 @@ static int bind_values(rg_function *f, rg_tensor *const *inputs, rg_tensor **ins
     if (rc) return rc;
     ins[i] = inputs[i];
   }
-  for (int i = 0; i < f->nshared; i++) ins[f->nin + i] = f->shared[i]->value;
+  for (int i = 0; i < f->nshared; i++) { /* rg_shared_set may have given any shape */
+    int rc = check_value(f, f->nin + i, f->shared[i]->value);
+    if (rc) return rc;
+    ins[f->nin + i] = f->shared[i]->value;
+  }
   return RG_OK;
 }
 
@@ -524,6 +556,10 @@ int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, con
   rc = rgb_program_run(f->p, ins, nwant, everything ? NULL : sel, all);
   if (rc) return ferr(f, rc, "%s", f->p->rt->err);
   if ((rc = own_values(f, ins, nwant, sel, all))) return rc;
+  if ((rc = check_updates_run(f, all + n))) {
+    for (int i = 0; i < n; i++) rg_tensor_free(all[i]);
+    return rc;
+  }
   for (int i = 0; i < n; i++) outputs[i] = all[i];
   apply_updates(f, all + n);
   return RG_OK;
@@ -575,6 +611,7 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
     }
   }
   if ((rc = own_values(f, ins, f->nupdates, upd, refs + f->nout))) return rc;
+  if ((rc = check_updates_run(f, refs + f->nout))) return rc;
   apply_updates(f, refs + f->nout);
   return RG_OK;
 }

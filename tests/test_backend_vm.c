@@ -12,6 +12,7 @@
 
 #include "backend/backend-impl.h"
 #include "relgraph/backend.h"
+#include "relgraph/scan.h"
 
 static rg_ctx *C;
 
@@ -192,6 +193,45 @@ static void test_call_into_updates(void **st) {
   rg_tensor_free(init);
 }
 
+/* A Scan's nit-sot computed into the caller's tensor: its trace is a view
+ * of a buffer made in the caller's memory, and the function must not keep
+ * that view for the next call. */
+static int row_sum(rg_ctx *ctx, int nin, rg_variable *const *in, rg_variable **outs, rg_variable **until,
+                   void *ud) {
+  (void)ctx, (void)nin, (void)until, (void)ud;
+  return (outs[0] = rg_sum(in[0], -1, NULL)) ? RG_OK : RG_ERR_TYPE;
+}
+
+static void test_call_into_scan_trace(void **st) {
+  int64_t u[2] = {RG_DIM_UNKNOWN, RG_DIM_UNKNOWN}, s[2] = {4, 2}, n = 4;
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT64, 2, u)), *ys[1];
+  rg_scan_seq seqs[1] = {{.x = x}};
+  rg_scan_output outs[1] = {{.init = NULL}};
+  rg_scan_spec spec = {.nseqs = 1, .seqs = seqs, .noutputs = 1, .outputs = outs, .fn = row_sum,
+                       .truncate_gradient = -1};
+  assert_non_null(rg_scan(C, &spec, ys));
+  rg_function *f = rg_compile(C, 1, &x, 1, ys, NULL);
+  assert_non_null(f);
+  rg_tensor *xa = rg_tensor_from_data(RG_FLOAT64, 2, s, (double[]){1, 0, 2, 0, 3, 0, 4, 0});
+  rg_tensor *xb = rg_tensor_from_data(RG_FLOAT64, 2, s, (double[]){100, 0, 200, 0, 300, 0, 400, 0});
+  rg_tensor *target = rg_tensor_new(RG_FLOAT64, 1, &n), *out = NULL;
+  assert_int_equal(rg_function_call_into(f, &xa, &target), RG_OK);
+  assert_true(rg_tensor_get_f64(target, 3) == 4);
+  assert_int_equal(rg_function_call(f, &xb, &out), RG_OK);
+  assert_true(rg_tensor_get_f64(out, 3) == 400);
+  assert_true(rg_tensor_get_f64(target, 3) == 4); /* the caller's tensor is left alone */
+  assert_true(rg_storage_base(out) != rg_storage_base(target));
+  rg_tensor_free(out);
+  /* a target freed after the call is never written again */
+  rg_tensor_free(target);
+  assert_int_equal(rg_function_call(f, &xa, &out), RG_OK);
+  assert_true(rg_tensor_get_f64(out, 0) == 1);
+  rg_tensor_free(out);
+  rg_tensor_free(xa);
+  rg_tensor_free(xb);
+  rg_function_free(f);
+}
+
 static void test_errors(void **st) {
   rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
   rg_variable *y = rg_input(C, "y", vec(RG_FLOAT64, 3));
@@ -315,6 +355,45 @@ static void test_shared_identity_update(void **st) {
   rg_tensor_free(in);
   rg_tensor_free(init);
   rg_function_free(f);
+  rg_shared_free(s);
+}
+
+/* Updates that cannot hold: two of one shared variable, a value whose
+ * static shape is not the variable's, a value whose shape is known only at
+ * run time (refused then, the container unchanged); a value set from
+ * outside that does not fit; a function of updates only. */
+static void test_update_checks(void **st) {
+  rg_tensor *init = vec_f64(3, (double[]){0, 0, 0});
+  rg_shared *s = rg_shared_new(init);
+  rg_variable *w = rg_shared_var(C, "w", s, vec(RG_FLOAT64, 3));
+  rg_update twice[2] = {{w, rg_add(w, rg_scalar_float(C, 1))}, {w, rg_add(w, rg_scalar_float(C, 10))}};
+  assert_null(rg_compile(C, 0, NULL, 1, &w, &(rg_compile_opts){.nupdates = 2, .updates = twice}));
+  assert_string_equal(rg_errmsg(C), "updates 0 and 1 both update w");
+  rg_clear_error(C);
+  rg_variable *seven = rg_constant_data(C, RG_FLOAT64, 1, (int64_t[]){1}, (double[]){7});
+  rg_update longer = {w, rg_join(0, 2, (rg_variable *[]){w, seven})};
+  assert_null(rg_compile(C, 0, NULL, 1, &w, &(rg_compile_opts){.nupdates = 1, .updates = &longer}));
+  assert_string_equal(rg_errmsg(C),
+                      "update 0: a value of type float64 (4) cannot replace float64 (3) (dimension 0)");
+  rg_clear_error(C);
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, RG_DIM_UNKNOWN));
+  rg_update some = {w, x};
+  rg_function *f = rg_compile(C, 1, &x, 0, NULL, &(rg_compile_opts){.nupdates = 1, .updates = &some});
+  assert_non_null(f);
+  rg_tensor *x3 = vec_f64(3, (double[]){1, 2, 3}), *x4 = vec_f64(4, (double[]){1, 2, 3, 4});
+  assert_int_equal(rg_function_call(f, &x3, NULL), RG_OK);
+  assert_int_equal(rg_function_call(f, &x4, NULL), RG_ERR_TYPE);
+  assert_string_equal(rg_function_errmsg(f), "the new value of shared variable w: expected float64 (3), got float64 (4)");
+  rg_tensor *now = rg_shared_get(s);
+  assert_true(rg_tensor_equal(now, x3));
+  rg_tensor_free(now);
+  assert_int_equal(rg_shared_set(s, x4), RG_OK); /* the container itself has no static shape */
+  assert_int_equal(rg_function_call(f, &x3, NULL), RG_ERR_TYPE);
+  assert_string_equal(rg_function_errmsg(f), "shared variable w: expected float64 (3), got float64 (4)");
+  rg_function_free(f);
+  rg_tensor_free(x3);
+  rg_tensor_free(x4);
+  rg_tensor_free(init);
   rg_shared_free(s);
 }
 
@@ -746,7 +825,8 @@ int main(void) {
       cmocka_unit_test(test_call_type_errors),       cmocka_unit_test(test_ifelse_selects),
       cmocka_unit_test(test_outputs_are_the_callers),
       cmocka_unit_test(test_outputs_not_each_others),
-      cmocka_unit_test(test_call_into_updates), cmocka_unit_test(test_mode_linker),
+      cmocka_unit_test(test_call_into_updates),
+      cmocka_unit_test(test_call_into_scan_trace), cmocka_unit_test(test_update_checks), cmocka_unit_test(test_mode_linker),
       cmocka_unit_test(test_shared_identity_update), cmocka_unit_test(test_function_outlives_graph),
       cmocka_unit_test(test_ifelse_lazy),            cmocka_unit_test(test_buffer_reuse),
       cmocka_unit_test(test_pool_best_fit_bounded),
