@@ -142,6 +142,21 @@ static void test_fallbacks(void **st) {
   rg_tensor_free(iv), rg_tensor_free(xv);
 }
 
+/* Infinite and NaN constants in a group are literals the compiler reads
+ * (printf's `inf` and `nan` are not): the kernel is made, and agrees. */
+static void test_constants_not_finite(void **st) {
+  rg_variable *x = var(RG_FLOAT64, 2, SHAPE(R, K));
+  rg_tensor *xv = tens_rand(RG_FLOAT64, 2, SHAPE(R, K), -3, 3);
+  rg_tensor_set_f64(xv, 3, INFINITY);
+  rg_tensor_set_f64(xv, 5, 0);
+  rg_variable *f = rg_maximum(rg_add(rg_mul(x, rg_constant_scalar(C, RG_FLOAT64, INFINITY)), rg_exp(x)),
+                              rg_mul(rg_tanh(x), rg_constant_scalar(C, RG_FLOAT64, -INFINITY)));
+  assert_int_equal(check3(1, &x, f, &xv), 1);
+  rg_variable *g = rg_add(rg_mul(rg_sin(x), rg_constant_scalar(C, RG_FLOAT64, NAN)), rg_cos(x));
+  assert_int_equal(check3(1, &x, g, &xv), 1);
+  rg_tensor_free(xv);
+}
+
 /* A second compile of the same group loads the cached kernel. */
 static void test_cache_reused(void **st) {
   rg_variable *x = var(RG_FLOAT32, 2, SHAPE(R, K));
@@ -394,7 +409,7 @@ int main(void) {
       cmocka_unit_test(test_float32),
       cmocka_unit_test(test_float64),
       cmocka_unit_test(test_fallbacks),
-      cmocka_unit_test(test_cache_reused),
+      cmocka_unit_test(test_constants_not_finite), cmocka_unit_test(test_cache_reused),
       cmocka_unit_test(test_generated_at_compile),
       cmocka_unit_test(test_compile_options),
       cmocka_unit_test(test_corrupt_cache_entry),

@@ -48,7 +48,7 @@ static void agree(const char *what, int j, const rg_tensor *a, const rg_tensor *
   double tol = a->dtype == RG_FLOAT32 ? 1e-4 : a->dtype == RG_FLOAT64 ? tol64 : 0;
   for (int64_t i = 0; i < rg_tensor_numel(a); i++) {
     double x = rg_tensor_get_f64(a, i), y = rg_tensor_get_f64(b, i);
-    if (!(fabs(x - y) <= tol * (1 + fabs(x))) && !(isnan(x) && isnan(y)))
+    if (x != y && !(fabs(x - y) <= tol * (1 + fabs(x))) && !(isnan(x) && isnan(y)))
       fail_msg("%s output %d element %lld: cpu %.17g, cuda %.17g", what, j, (long long)i, x, y);
   }
 }
@@ -103,6 +103,10 @@ static void test_elementwise_and_reductions(void **st) {
                " (output ((sum 1) a)) (output ((max 0 2) a)) (output ((argmax 1) a)) (output ((mean) a))"
                " (output ((sum 1) m)) (output ((softmax 1) m)) (output ((log_softmax 0) a)))",
                1e-10);
+  /* infinite and NaN constants in a fused group */
+  cpu_and_cuda("not finite", "(graph (input a float32 (6 5)) (input b float64 (4))"
+               " (output (add (mul (exp a) +inf.0) 1.0)) (output (maximum (exp b) (constant float64 () (-inf.0))))"
+               " (output (mul (tanh b) (constant float64 () (+nan.0)))))", 1e-10);
   /* empty: softmax over no elements is empty, sum has its identity */
   cpu_and_cuda("empty", "(graph (input e float32 (3 0)) (input f float64 (2 0 3))"
                " (output ((softmax 1) e)) (output ((log_softmax 1) f)) (output ((sum 1) f)))", 1e-10);

@@ -216,7 +216,11 @@ static void array_name(gen *g, int32_t c) {
 static void operand(gen *g, int32_t c, int loop) {
   const cellinfo *ci = &g->cells[c];
   if (ci->input >= 0) rg_strbuf_put(&g->src, "i%d[i]", ci->input);
-  else if (ci->constant) rg_strbuf_put(&g->src, "((%s)%a)", g->T, rgbc_scalar_f64(g->p->cells[c]));
+  else if (ci->constant) {
+    rg_strbuf_put(&g->src, "((%s)", g->T);
+    rgbc_put_double(&g->src, rgbc_scalar_f64(g->p->cells[c]));
+    rg_strbuf_put(&g->src, ")");
+  }
   else if (ci->loop == loop && ci->loop >= 0) rg_strbuf_put(&g->src, "r%d", c);
   else array_name(g, c), rg_strbuf_put(&g->src, "[i]");
 }

@@ -261,6 +261,11 @@ const char *rgbc_transcendental_expr(rg_opcode c, rg_dtype dt);
  * call (the float helpers for float32 / float64, the integer helpers for
  * every other dtype), as C text. */
 const char *rgbc_helpers_text(rg_dtype dt);
+/* A double as a C (and CUDA C++) literal that reads back exactly: a hex
+ * float, and for infinities and NaN the division that makes them (printf
+ * writes `inf` and `nan`, which no compiler reads). */
+typedef struct rg_strbuf rg_strbuf; /* base/base.h */
+void rgbc_put_double(rg_strbuf *b, double v);
 
 /* ------------------------------------------------------------------ generated kernels */
 

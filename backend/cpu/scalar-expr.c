@@ -11,6 +11,8 @@
 #include "backend/cpu/cpu-impl.h"
 #include "backend/cpu/scalar-float.h"
 #include "backend/cpu/scalar-int.h"
+#include "base/base.h"
+
 
 #define STR_(...) #__VA_ARGS__
 #define XSTR(...) STR_(__VA_ARGS__)
@@ -76,4 +78,12 @@ static const char helpers_int[] = XSTR(RGBC_INT_HELPERS);
 
 const char *rgbc_helpers_text(rg_dtype dt) {
   return dt == RG_FLOAT32 ? helpers_f32 : dt == RG_FLOAT64 ? helpers_f64 : helpers_int;
+}
+
+/* (math.h is not included here: its macros, signbit among them, would
+ * expand inside the stringified expressions above) */
+void rgbc_put_double(rg_strbuf *b, double v) {
+  if (__builtin_isnan(v)) rg_strbuf_put(b, "(0.0 / 0.0)");
+  else if (__builtin_isinf(v)) rg_strbuf_put(b, "(%s1.0 / 0.0)", v < 0 ? "-" : "");
+  else rg_strbuf_put(b, "%a", v);
 }

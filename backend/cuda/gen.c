@@ -289,8 +289,11 @@ char *rgcu_gen_copy(rg_dtype from, rg_dtype to, char *why, size_t len) {
 /* A scalar constant of the inner program as a literal of its dtype. */
 static bool put_constant(rg_strbuf *b, const rg_tensor *t, int32_t c, char *why, size_t len) {
   if (rg_tensor_numel(t) != 1) return rg_say(why, len, "composite: a constant of %lld elements", (long long)rg_tensor_numel(t));
-  if (rg_dtype_is_float(t->dtype)) rg_strbuf_put(b, "    const %s v%d = (%s)%a;\n", ctype(t->dtype), c, ctype(t->dtype), rg_tensor_get_f64(t, 0));
-  else rg_strbuf_put(b, "    const %s v%d = (%s)%lldLL;\n", ctype(t->dtype), c, ctype(t->dtype), (long long)rg_tensor_get_i64(t, 0));
+  if (rg_dtype_is_float(t->dtype)) {
+    rg_strbuf_put(b, "    const %s v%d = (%s)", ctype(t->dtype), c, ctype(t->dtype));
+    rgbc_put_double(b, rg_tensor_get_f64(t, 0));
+    rg_strbuf_put(b, ";\n");
+  } else rg_strbuf_put(b, "    const %s v%d = (%s)%lldLL;\n", ctype(t->dtype), c, ctype(t->dtype), (long long)rg_tensor_get_i64(t, 0));
   return true;
 }
 
