@@ -15,6 +15,11 @@ bool rgr_pure_node(const rg_node *m);
 /* Whether scan_merge_inouts would merge states of node (scan_save_mem
  * waits for it, as Aesara's save-mem runs after its merge). */
 bool rgr_scan_states_merge(const rg_node *node);
+/* The graph value term t names: a graph variable, or an op's expression
+ * ((op input ...) or (nth K (op input ...)): an e-node's term in search)
+ * evaluated into nodes; NULL for anything else, a logic variable among
+ * them (scan-step.c). */
+rg_variable *rgr_term_value(rg_ctx *C, rg_term t);
 /* The Scan as a term and its helper relations (scan-step.c). */
 void rgr_define_step_relations(rg_interp *I);
 /* The rows of outer sequence x (single tap) that n steps read, in the

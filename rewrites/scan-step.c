@@ -568,11 +568,20 @@ static rg_goal *each(rg_term x, const tlist *l) {
   return g;
 }
 
+rg_variable *rgr_term_value(rg_ctx *C, rg_term t) {
+  V v = rg_term_var(t);
+  if (v || !(rg_is_etuple(t) || rg_is_pair(t))) return v;
+  v = rg_graph_eval(C, t);
+  rg_clear_error(C);
+  return v;
+}
+
 static rg_goal *scan_termo(rg_ctx *C, const rg_term *args, void *ud) {
   (void)ud;
-  V s = rg_term_var(args[0]);
-  if (s && s->owner && s->owner->op->code == RG_OP_SCAN) return rg_eq(args[1], scan_term(s));
-  if (s || !rg_is_var(args[0])) return rg_fail();
+  if (!rg_is_var(args[0])) {
+    V s = rgr_term_value(C, args[0]);
+    return s && s->owner && s->owner->op->code == RG_OP_SCAN ? rg_eq(args[1], scan_term(s)) : rg_fail();
+  }
   V out = build_scan(C, args[1]);
   if (!out) {
     rg_clear_error(C);

@@ -97,9 +97,10 @@ static bool movable_once(const rg_node *m) {
 }
 
 /* The Scan node behind a graph term, or NULL. */
-static const rg_node *scan_of(rg_term t) {
-  V v = rg_term_var(t);
-  return v && v->owner && v->owner->op->code == RG_OP_SCAN ? v->owner : NULL;
+/* The Scan node of the output t names (*v: that output), or NULL. */
+static const rg_node *scan_of(rg_ctx *C, rg_term t, V *v) {
+  *v = rgr_term_value(C, t);
+  return *v && (*v)->owner && (*v)->owner->op->code == RG_OP_SCAN ? (*v)->owner : NULL;
 }
 
 /* A growable list of variables. */
@@ -684,7 +685,7 @@ static V dot1_in(rg_ctx *C, const dot1 *d) {
 
 static rg_goal *dot1_pusho(rg_ctx *C, const rg_term *args, void *ud) {
   (void)ud;
-  V in = rg_term_var(args[0]), out = rg_term_var(args[1]), r = NULL;
+  V in = rgr_term_value(C, args[0]), out = rgr_term_value(C, args[1]), r = NULL;
   dot1 d;
   if (in && dot1_match(in, &d)) r = dot1_out(&d);
   else if (!in && out && rg_is_var(args[0]) && dot1_unmatch(C, out, &d)) r = dot1_in(C, &d);
@@ -803,7 +804,7 @@ static V add_in(rg_ctx *C, const pushadd *d) {
 
 static rg_goal *add_pusho(rg_ctx *C, const rg_term *args, void *ud) {
   (void)ud;
-  V in = rg_term_var(args[0]), out = rg_term_var(args[1]), r = NULL;
+  V in = rgr_term_value(C, args[0]), out = rgr_term_value(C, args[1]), r = NULL;
   pushadd d;
   if (in && add_match(in, &d)) r = add_out(C, &d);
   else if (!in && out && rg_is_var(args[0]) && add_unmatch(C, out, &d)) r = add_in(C, &d);
@@ -827,22 +828,24 @@ static rg_goal *same_output(rg_ctx *C, rg_term a, const rg_node *n, int index) {
 
 static rg_goal *nonseq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
   (void)ud;
-  const rg_node *in = scan_of(args[0]), *out = scan_of(args[1]);
+  V vin, vout;
+  const rg_node *in = scan_of(C, args[0], &vin), *out = scan_of(C, args[1], &vout);
   if (in) {
     rg_node *pushed = push_out_non_seq(C, in);
     V gone = pushed ? NULL : vanished(C, in);
     if (gone) return rg_eq(args[1], rg_var_term(gone));
-    return same_output(C, args[1], pushed, rg_term_var(args[0])->index);
+    return same_output(C, args[1], pushed, vin->index);
   }
-  if (out && rg_is_var(args[0])) return same_output(C, args[0], push_in_non_seq(C, out), rg_term_var(args[1])->index);
+  if (out && rg_is_var(args[0])) return same_output(C, args[0], push_in_non_seq(C, out), vout->index);
   return rg_fail();
 }
 
 static rg_goal *seq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
   (void)ud;
-  const rg_node *in = scan_of(args[0]), *out = scan_of(args[1]);
-  if (in) return same_output(C, args[1], push_out_seq(C, in), rg_term_var(args[0])->index);
-  if (out && rg_is_var(args[0])) return same_output(C, args[0], push_in_seq(C, out), rg_term_var(args[1])->index);
+  V vin, vout;
+  const rg_node *in = scan_of(C, args[0], &vin), *out = scan_of(C, args[1], &vout);
+  if (in) return same_output(C, args[1], push_out_seq(C, in), vin->index);
+  if (out && rg_is_var(args[0])) return same_output(C, args[0], push_in_seq(C, out), vout->index);
   return rg_fail();
 }
 
