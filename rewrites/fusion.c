@@ -24,7 +24,12 @@
  *   - no value computed twice: a member used outside the group becomes an
  *     output of the composite (several outputs per group);
  *   - no cycle: a producer is not absorbed when a path leaves it, passes
- *     through a node outside the group, and comes back into the group.
+ *     through a node outside the group, and comes back into the group;
+ *   - one ifelse context: every member is needed under the same ifelse
+ *     branches as the seed (rgr_same_guards), since the composite runs
+ *     whenever one of its outputs is needed: a group joining work of the
+ *     two branches would run the branch not taken too (and its failures,
+ *     an integer power the branch guards against, with it).
  *
  * A group also absorbs the elementwise consumers of its members that
  * produce its shape and were not grouped yet (siblings reading one
@@ -146,6 +151,8 @@ static uint64_t group_of(const scratch *s, const rg_node *n) {
 typedef struct group {
   rg_fgraph *fg;
   scratch *s;
+  const rgr_guards *guards; /* the ifelse branches each node is needed under */
+  rg_node *seed;
   uint64_t id;
   const rg_type *shape;   /* the seed's output type */
   rg_node **members;
@@ -255,7 +262,7 @@ static bool may_fail(const rg_node *p) {
 }
 
 static bool may_absorb(const group *g, const rg_node *p) {
-  if (!fusible(p) || member(g, p) || !fits(g, p)) return false;
+  if (!fusible(p) || member(g, p) || !fits(g, p) || !rgr_same_guards(g->guards, g->seed, p)) return false;
   const rg_type *t = p->outputs[0]->type;
   if (t->ndim > g->shape->ndim) return false;
   if ((used_outside(g, p->outputs[0]) || may_fail(p)) && !same_shape(t, g->shape)) return false;
@@ -307,7 +314,8 @@ static bool independent(const group *g, const rg_variable *x) {
 /* A consumer of a member joins when it is fusible, not grouped yet, of the
  * group's shape, and its other inputs do not depend on the group. */
 static bool may_absorb_consumer(const group *g, const rg_node *u) {
-  if (!fusible(u) || group_of(g->s, u) || !same_shape(u->outputs[0]->type, g->shape) || !fits(g, u))
+  if (!fusible(u) || group_of(g->s, u) || !same_shape(u->outputs[0]->type, g->shape) || !fits(g, u) ||
+      !rgr_same_guards(g->guards, g->seed, u))
     return false;
   for (int k = 0; k < u->nin; k++) {
     const rg_variable *x = u->inputs[k];
@@ -434,15 +442,17 @@ static int fusion_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   rg_node **order = reverse_order(fg, &n);
   scratch s;
   scratch_init(&s, (size_t)n);
+  rgr_guards *guards = rgr_guards_of(fg);
   for (int i = 0; i < n; i++) {
     rg_node *seed = order[i];
     if (group_of(&s, seed) || !fusible(seed)) continue; /* grouped before (fused or not) */
-    group g = {fg, &s, ++s.ngroups, seed->outputs[0]->type, NULL, 0, 0, 0, 0, 0};
+    group g = {.fg = fg, .s = &s, .guards = guards, .seed = seed, .id = ++s.ngroups, .shape = seed->outputs[0]->type};
     add_member(&g, seed);
     grow(&g);
     if (g.n < 2) continue;
     fused += fuse(run, rw, &g);
   }
+  rgr_guards_free(guards);
   scratch_free(&s);
   return fused;
 }

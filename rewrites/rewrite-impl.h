@@ -253,6 +253,16 @@ typedef struct rgr_rule_parts {
 } rgr_rule_parts;
 int rgr_rule_parts_of(const rg_rewriter *rw, rgr_rule_parts *out);
 
+/* The ifelse branches each node of a graph is needed under (guards.c):
+ * NULL when the graph has no ifelse (or no memory was left), and then
+ * every two nodes compare equal.  rgr_same_guards: whether a and b are
+ * needed under the same branches (a node the graph did not have when the
+ * guards were read compares equal to every node). */
+typedef struct rgr_guards rgr_guards;
+rgr_guards *rgr_guards_of(rg_fgraph *fg);
+bool rgr_same_guards(const rgr_guards *g, const rg_node *a, const rg_node *b);
+void rgr_guards_free(rgr_guards *g);
+
 /* Graph rewriters of the standard database. */
 rg_rewriter *rgr_merge_rewriter(const char *name);
 rg_rewriter *rgr_constant_folding(void);

@@ -15,8 +15,9 @@
  * outputs are replaced at once (a graph rewriter), each by its place in
  * the merged scan.  An ifelse runs only the branch its condition selects
  * (the lazy VM), so two scans needed under different branches are not
- * merged: the merged loop would run both whichever branch is taken (and
- * the branch not taken may fail, as an index out of range it guards).  Merging runs in the canonicalize equilibrium; the
+ * merged (rgr_same_guards): the merged loop would run both whichever
+ * branch is taken, and the branch not taken may fail (an index out of
+ * range it guards).  Merging runs in the canonicalize equilibrium; the
  * merged step is merged (its shared work computed once) when linked.
  */
 #include "rewrites/rewrite-impl.h"
@@ -74,89 +75,6 @@ static bool mergeable(const rg_node *a, const rg_scan_info *sa, const rg_node *b
   return a != b && sa->until == sb->until && sa->go_backwards == sb->go_backwards &&
          sa->truncate_gradient == sb->truncate_gradient && same_value(a->inputs[0], b->inputs[0]) &&
          (!sa->until || same_condition(a, sa, b, sb)) && !depends_on(b, a) && !depends_on(a, b);
-}
-
-/* ------------------------------------------------------------------ lazy branches */
-
-/* The ifelse branches a node is needed under: the (condition, branch)
- * pairs that every path from it to an output of the graph goes through
- * (side 1 the then branch, 2 the else branch; the condition itself is not
- * a branch).  Pairs name the condition, not the ifelse: a gradient puts
- * each branch's work under ifelse nodes of its own on the same condition.
- * Invariant: pairs sorted by (condition, side), at most MAX_GUARDS (a
- * deeper nesting keeps the first it met: two nodes then compare equal on
- * what is kept). */
-enum { MAX_GUARDS = 8 };
-typedef struct guard { const rg_variable *cond; int side; } guard;
-typedef struct guards { bool any; int n; guard g[MAX_GUARDS]; } guards; /* any: no path seen yet */
-
-static int guard_cmp(guard a, guard b) {
-  if (a.cond != b.cond) return (uintptr_t)a.cond < (uintptr_t)b.cond ? -1 : 1;
-  return a.side - b.side;
-}
-
-static bool guards_equal(const guards *a, const guards *b) {
-  if (a->n != b->n) return false;
-  for (int i = 0; i < a->n; i++)
-    if (guard_cmp(a->g[i], b->g[i])) return false;
-  return true;
-}
-
-/* s with the pair p added (kept sorted). */
-static guards with_pair(guards s, guard p) {
-  int at = 0;
-  while (at < s.n && guard_cmp(s.g[at], p) < 0) at++;
-  if ((at < s.n && !guard_cmp(s.g[at], p)) || s.n == MAX_GUARDS) return s;
-  memmove(&s.g[at + 1], &s.g[at], sizeof(guard) * (size_t)(s.n - at));
-  s.g[at] = p;
-  s.n++;
-  return s;
-}
-
-/* *acc = *acc ∩ s (a path through s's pairs). */
-static void meet(guards *acc, const guards *s) {
-  if (acc->any) {
-    *acc = *s;
-    acc->any = false;
-    return;
-  }
-  int n = 0;
-  for (int i = 0, j = 0; i < acc->n && j < s->n;) {
-    int c = guard_cmp(acc->g[i], s->g[j]);
-    if (!c) acc->g[n++] = acc->g[i], i++, j++;
-    else if (c < 0) i++;
-    else j++;
-  }
-  acc->n = n;
-}
-
-/* The pairs of every node of fg (in the order of rg_fgraph_toposort),
- * and in *at each node's position there. */
-static guards *guards_of(rg_fgraph *fg, rg_map *at) {
-  size_t n;
-  rg_node *const *order = rg_fgraph_toposort(fg, &n);
-  guards *g = rg_gc_alloc(sizeof *g * (n + 1));
-  for (size_t k = 0; k < n; k++) rg_map_put(at, (uint64_t)(uintptr_t)order[k], k);
-  static const guards none = {.any = false, .n = 0};
-  for (size_t k = n; k-- > 0;) {
-    const rg_node *x = order[k];
-    guards acc = {.any = true};
-    for (int o = 0; o < x->nout; o++)
-      for (uint32_t c = 0; c < x->outputs[o]->nclients; c++) {
-        const rg_client *cl = &x->outputs[o]->clients[c];
-        if (!cl->node) { /* an output of the graph */
-          meet(&acc, &none);
-          continue;
-        }
-        guards via = g[*rg_map_get(at, (uint64_t)(uintptr_t)cl->node)];
-        if (cl->node->op->code == RG_OP_IFELSE && cl->index > 0)
-          via = with_pair(via, (guard){cl->node->inputs[0], cl->index <= cl->node->nout ? 1 : 2});
-        meet(&acc, &via);
-      }
-    if (acc.any) acc = none;
-    g[k] = acc;
-  }
-  return g;
 }
 
 /* ------------------------------------------------------------------ the merged layout */
@@ -317,19 +235,14 @@ static int merge_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   int k = 0;
   for (rg_node *x = rg_fgraph_first(fg); x; x = rg_fgraph_next(x))
     if (x->op->code == RG_OP_SCAN) scans[k++] = x;
-  guards *g = NULL, **gs = rg_gc_alloc(sizeof *gs * (size_t)n);
-  rg_map at;
-  if (rg_fgraph_count_op(fg, RG_OP_IFELSE)) {
-    if (rg_map_init(&at, &rg_heap, 64)) return 0;
-    g = guards_of(fg, &at);
-    for (int i = 0; i < n; i++) gs[i] = &g[*rg_map_get(&at, (uint64_t)(uintptr_t)scans[i])];
-    rg_map_free(&at);
-  }
-  for (int i = 0; i < n; i++)
-    for (int j = i + 1; j < n; j++)
-      if ((!g || guards_equal(gs[i], gs[j])) && try_merge(run, ud, fg, scans[i], scans[j]))
-        return 1; /* the graph changed: the driver calls again */
-  return 0;
+  rgr_guards *g = rgr_guards_of(fg);
+  int rc = 0;
+  for (int i = 0; i < n && !rc; i++)
+    for (int j = i + 1; j < n && !rc; j++)
+      if (rgr_same_guards(g, scans[i], scans[j]) && try_merge(run, ud, fg, scans[i], scans[j]))
+        rc = 1; /* the graph changed: the driver calls again */
+  rgr_guards_free(g);
+  return rc;
 }
 
 rg_rewriter *rgr_scan_merge_rewriter(void) {

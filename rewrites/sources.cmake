@@ -12,6 +12,7 @@ list(APPEND RG_SOURCES
   ${PROJECT_SOURCE_DIR}/rewrites/stdrules.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-backward.c
   ${PROJECT_SOURCE_DIR}/rewrites/fusion.c
+  ${PROJECT_SOURCE_DIR}/rewrites/guards.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-savemem.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-pushout.c
   ${PROJECT_SOURCE_DIR}/rewrites/scan-inputs.c
