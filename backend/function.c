@@ -644,6 +644,26 @@ static void profile_inner(const rgb_thunk *parent, const rgb_program *p, FILE *o
   }
 }
 
+/* The line of op `code` in the per-op table (the transfers between
+ * devices for RG_OP_COUNT); nothing when no thunk is one. */
+static void per_op_line(const rgb_program *p, int code, double total, FILE *out) {
+  double s = 0;
+  int64_t calls = 0;
+  int nodes = 0;
+  for (int32_t k = 0; k < p->nthunks; k++) {
+    const rgb_thunk *t = &p->thunks[k];
+    if (code == RG_OP_COUNT ? t->kind != RGB_T_TRANSFER : t->kind == RGB_T_TRANSFER || (int)t->node.code != code)
+      continue;
+    s += t->seconds;
+    calls += t->calls;
+    nodes++;
+  }
+  if (nodes)
+    fprintf(out, "  %-16s %5d nodes %10lld calls %12.6f s %6.1f%%\n",
+            code == RG_OP_COUNT ? "transfer" : rg_opcode_name((rg_opcode)code), nodes, (long long)calls, s,
+            total > 0 ? 100 * s / total : 0.0);
+}
+
 void rg_function_profile(const rg_function *f, FILE *out) {
   const rgb_program *p = f->p;
   if (!p->profile) {
@@ -662,20 +682,8 @@ void rg_function_profile(const rg_function *f, FILE *out) {
     if (t->node.inner) profile_inner(t, t->node.inner, out, 1, total);
   }
   fprintf(out, "per op:\n");
-  for (int code = 0; code < RG_OP_COUNT; code++) {
-    double s = 0;
-    int64_t calls = 0;
-    int nodes = 0;
-    for (int32_t k = 0; k < p->nthunks; k++)
-      if ((int)p->thunks[k].node.code == code) {
-        s += p->thunks[k].seconds;
-        calls += p->thunks[k].calls;
-        nodes++;
-      }
-    if (nodes)
-      fprintf(out, "  %-16s %5d nodes %10lld calls %12.6f s %6.1f%%\n", rg_opcode_name(code), nodes,
-              (long long)calls, s, total > 0 ? 100 * s / total : 0.0);
-  }
+  for (int code = 0; code <= RG_OP_COUNT; code++) /* RG_OP_COUNT: the transfers */
+    per_op_line(p, code, total, out);
 }
 
 /* "c3", or "c3@mirror" for a cell off the host. */

@@ -309,6 +309,14 @@ static void test_lazy_across_devices(void **st) {
     const rgb_thunk *t = &p->thunks[k];
     if (t->node.code == RG_OP_EXP || t->node.code == RG_OP_LOG) assert_int_equal(t->calls, 1);
   }
+  /* the per-op table has the transfers: 2, called twice each */
+  const char *prof = tu_function_profile(f), *line = strstr(prof, "\n  transfer ");
+  assert_non_null(line);
+  int nodes = 0;
+  long long calls = 0;
+  assert_int_equal(sscanf(line, " transfer %d nodes %lld calls", &nodes, &calls), 2);
+  assert_int_equal(nodes, 2);
+  assert_int_equal(calls, 4);
   rg_tensor_free(x0);
   rg_function_free(f);
 }
