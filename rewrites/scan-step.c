@@ -389,7 +389,8 @@ typedef struct build {
   rg_ctx *C;
   const rg_scan_info *s;
   V *in;         /* the inner inputs */
-  rg_memo *memo; /* term -> value (a variable, or a node for several outputs) */
+  rg_memo *memo; /* term -> its value (a variable) */
+  rg_memo *nodes; /* expression term of several outputs -> its node (one node for every (nth K X) of one X) */
 } build;
 
 static const rg_type *row_of(const rg_type *t) {
@@ -423,7 +424,11 @@ static V step_value(build *b, rg_term t) {
   if ((v = rg_memo_get(b->memo, t))) return v;
   int64_t k;
   if (is_sym(rg_car(l), "nth")) {
-    rg_node *n = rg_list_length(l) == 3 && int_of(nth_item(l, 1), &k) ? step_node(b, nth_item(l, 2)) : NULL;
+    rg_node *n = NULL;
+    if (rg_list_length(l) == 3 && int_of(nth_item(l, 1), &k)) {
+      rg_term x = nth_item(l, 2);
+      if (!(n = rg_memo_get(b->nodes, x)) && (n = step_node(b, x))) rg_memo_put(b->nodes, x, n);
+    }
     v = n && k >= 0 && k < n->nout ? n->outputs[k] : NULL;
     if (n && !v) rg_error(b->C, RG_ERR_TYPE, "%s: no such output", rg_to_string(t));
   } else {
@@ -490,7 +495,7 @@ static V build_scan(rg_ctx *C, rg_term t) {
     rg_term name = nth_item(names, i);
     rg_set_name(in[i], rg_kind_of(name) == RG_K_STRING ? rg_string_value(name) : NULL);
   }
-  build b = {.C = C, .s = s, .in = in, .memo = rg_memo_new()};
+  build b = {.C = C, .s = s, .in = in, .memo = rg_memo_new(), .nodes = rg_memo_new()};
   for (int o = 0; o < nout; o++)
     if (!(outs[o] = step_value(&b, nth_item(st.step, o)))) return NULL;
   rg_fgraph *g = rg_fgraph_new(C, nin, in, nout, outs, RG_FG_CLONE);
