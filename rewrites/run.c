@@ -286,12 +286,13 @@ static bool same_as(const rg_node *node, int j, const rg_variable *v) {
 
 /* A result that is the node's output itself, or the same expression built
  * again (a normalising rule on a term already in normal form), is no
- * change. */
+ * change; nor is a result for an output nothing reads (refine-types
+ * learning the size of a Scan's unread output). */
 int rgr_changes(const rg_node *node, rg_variable *const *out, rg_variable **olds,
                 rg_variable **news) {
   int n = 0;
   for (int j = 0; j < node->nout; j++)
-    if (out[j] && out[j] != node->outputs[j] && !same_as(node, j, out[j])) {
+    if (out[j] && out[j] != node->outputs[j] && node->outputs[j]->nclients && !same_as(node, j, out[j])) {
       olds[n] = node->outputs[j];
       news[n++] = out[j];
     }

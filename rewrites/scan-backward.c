@@ -108,12 +108,17 @@ static rg_variable *output_of(const rg_node *b, const rg_scan_info *sa, const rg
 }
 
 /* node's outputs in use, from b. */
+/* The twin's outputs for the node's read ones; none (0) while one of them
+ * knows fewer sizes than the node's (refine-types tells the twin's later:
+ * the rule waits rather than have its result refused). */
 static int replace(const rg_node *node, const rg_node *b, const rg_scan_info *sa, const rg_scan_info *sb,
                    rg_variable **out) {
   for (rg_scan_kind kind = RG_SCAN_MIT_MOT; kind <= RG_SCAN_NIT_SOT; kind++)
     for (int k = 0; k < rg_scan_count(sa, kind); k++) {
       int o = rg_scan_outer_out(sa, kind, k);
-      if (node->outputs[o]->nclients) out[o] = output_of(b, sa, sb, kind, k);
+      if (!node->outputs[o]->nclients) continue;
+      out[o] = output_of(b, sa, sb, kind, k);
+      if (!out[o] || !rg_type_stands_for(out[o]->type, node->outputs[o]->type)) return 0;
     }
   return 1;
 }
