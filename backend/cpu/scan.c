@@ -448,13 +448,77 @@ static int loop(run *r) {
 
 /* ------------------------------------------------------------------ outer outputs */
 
-/* A nit-sot that never ran: zero rows, the static row shape (unknown
- * sizes 0). */
+/* The inner inputs of a step 0 that is not taken: the rows it would read
+ * where they exist (states' initial rows, a mit-mot's buffer), zeros
+ * where not (a loop of no steps may have no sequence rows to read), the
+ * non-sequences; in[i] is ours where own[i].  False when out of memory. */
+static rg_tensor *probe_row(const rg_tensor *b, int64_t row) {
+  if (row >= 0 && row < b->shape[0]) return rg_tensor_view(b, b->ndim - 1, b->shape + 1, b->strides + 1, row * b->strides[0]);
+  return rg_tensor_new(b->dtype, b->ndim - 1, b->shape + 1);
+}
+
+static bool probe_inputs(run *r, rg_tensor **in, bool *own) {
+  const rg_scan_info *s = &r->s;
+  for (int k = 0; k < s->n_seqs; k++) {
+    const rg_tensor *q = rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_SEQ, k));
+    for (int j = 0; j < s->seq_ntaps[k]; j++) {
+      int i = rg_scan_inner_in(s, RG_SCAN_SEQ, k, j);
+      own[i] = true;
+      if (!(in[i] = rg_tensor_new(q->dtype, q->ndim - 1, q->shape + 1))) return false;
+    }
+  }
+  for (int o = 0; o < r->ntr; o++) {
+    const trace *tr = &r->tr[o];
+    if (tr->kind == RG_SCAN_NIT_SOT) continue;
+    if (!tr->buf) return false;
+    for (int j = 0; j < tr->ntaps; j++) {
+      own[tr->first_in + j] = true;
+      if (!(in[tr->first_in + j] = probe_row(tr->buf, rgbc_wrap_row(tr, tr->ninit + tr->taps[j])))) return false;
+    }
+  }
+  for (int k = 0; k < s->n_non_seqs; k++)
+    in[rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)] = (rg_tensor *)rgb_in(r->x, rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k));
+  return true;
+}
+
+/* The row shape of nit-sot tr when no step ran and its type leaves sizes
+ * unknown: one step is run (on the host) on probe_inputs and its output's
+ * shape read, the values dropped.  False when that step cannot run or
+ * fails (the caller then takes unknown sizes as 0). */
+static bool probe_row_shape(run *r, const trace *tr, int ndim, int64_t *shape) {
+  if (r->copy) return false;
+  int nin = rg_scan_n_inner_in(&r->s);
+  rg_tensor **in = rg_calloc((size_t)nin + 1, sizeof *in);
+  bool *own = rg_calloc((size_t)nin + 1, sizeof *own), found = false;
+  if (in && own && probe_inputs(r, in, own)) {
+    rgb_program *p = r->p;
+    if (rgb_program_step(p, in) == RG_OK) {
+      const rg_tensor *v = p->cells[p->out_cells[tr->first_out]];
+      if ((found = v && v->ndim == ndim - 1)) memcpy(shape + 1, v->shape, (size_t)v->ndim * sizeof *shape);
+    }
+    p->rt->errcode = 0;
+    p->rt->err[0] = 0;
+    rgb_program_unbind(p);
+  }
+  for (int i = 0; in && own && i < nin; i++)
+    if (own[i]) rg_tensor_free(in[i]);
+  rg_free(in);
+  rg_free(own);
+  return found;
+}
+
+/* A nit-sot that never ran: zero rows, the row shape its type gives, or
+ * where that leaves sizes unknown the one a step would give (Aesara gives
+ * 0 there: a trace of shape (0, 0) for rows of 3, which its readers then
+ * refuse), else 0. */
 static int empty_nit_sot(run *r, trace *tr) {
   const rgb_vtype *vt = &r->x->node->out[tr->out];
   int64_t shape[RG_MAX_NDIM];
   shape[0] = 0;
-  for (int d = 1; d < vt->ndim; d++) shape[d] = vt->shape[d] >= 0 ? vt->shape[d] : 0;
+  bool unknown = false;
+  for (int d = 1; d < vt->ndim; d++) unknown |= vt->shape[d] < 0;
+  if (!unknown || !probe_row_shape(r, tr, vt->ndim, shape))
+    for (int d = 1; d < vt->ndim; d++) shape[d] = vt->shape[d] >= 0 ? vt->shape[d] : 0;
   tr->rows = 0;
   tr->buf = new_buffer(r, vt->dtype, vt->ndim, shape);
   return tr->buf ? RG_OK : rgb_error(r->x, RG_ERR_NOMEM, "out of memory");
