@@ -248,6 +248,11 @@ void rgc_order_remove(rg_fgraph *fg, rg_node *n);
 int rgc_order_edge(rg_fgraph *fg, rg_node *u, rg_node *v);
 
 /* A FunctionGraph over fresh nodes given in topological order (fgraph.c). */
+/* fg's nodes in the order rg_fgraph_new() imports them from fg's outputs
+ * (each output in turn, depth first, inputs left to right, a node after
+ * its inputs): the order a graph read back from a file has, whatever
+ * order rewrites left fg in. */
+rg_node **rgc_import_order(rg_fgraph *fg, size_t *n);
 rg_fgraph *rgc_fgraph_from_order(rg_ctx *C, int nin, rg_variable *const *inputs, int nout,
                                  rg_variable *const *outputs, rg_node *const *nodes, size_t n);
 /* A block of n consecutive fresh marks (walk.c). */

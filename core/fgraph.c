@@ -647,6 +647,37 @@ rg_node *const *rg_fgraph_toposort(rg_fgraph *fg, size_t *n) {
   return fg->topo;
 }
 
+rg_node **rgc_import_order(rg_fgraph *fg, size_t *n) {
+  rg_node **a = rgk_alloc((fg->nnodes ? fg->nnodes : 1) * sizeof *a);
+  rgc_scratch work = {0};
+  uint64_t epoch = rgc_new_epoch();
+  size_t k = 0;
+  for (int o = 0; o < fg->nout; o++) {
+    if (fg->outputs[o]->owner) rgc_spush(&work, (uintptr_t)fg->outputs[o]->owner), rgc_spush(&work, 0);
+    while (work.n) { /* collect()'s walk: inputs left to right, a node after them */
+      rg_node *x = (rg_node *)work.v[work.n - 2];
+      if (work.v[work.n - 1]) {
+        work.n -= 2;
+        a[k++] = x;
+        continue;
+      }
+      if (x->mark == epoch) {
+        work.n -= 2;
+        continue;
+      }
+      x->mark = epoch;
+      work.v[work.n - 1] = 1;
+      for (int i = x->nin - 1; i >= 0; i--) {
+        rg_node *y = x->inputs[i]->owner;
+        if (y && y->mark != epoch) rgc_spush(&work, (uintptr_t)y), rgc_spush(&work, 0);
+      }
+    }
+  }
+  rgc_sfree(&work);
+  *n = k;
+  return a;
+}
+
 #ifdef RG_DEBUG_CHECKS
 #include <stdio.h>
 static void debug_check(rg_fgraph *fg, const char *where) {

@@ -704,7 +704,7 @@ int rg_graph_write(rg_ctx *C, FILE *f, rg_fgraph *fg) {
   writer w = {.f = f, .fg = fg, .names = rg_memo_new(), .used = rg_memo_new(), .wanted = rg_memo_new(),
               .depth = rg_memo_new(), .heads = rg_memo_new()};
   size_t n;
-  rg_node *const *order = rg_fgraph_toposort(fg, &n);
+  rg_node *const *order = rgc_import_order(fg, &n); /* written again after a read: the same text */
   want_names(&w, order, n);
   fputs("(graph\n", f);
   for (int i = 0; i < fg->nin; i++) {
