@@ -172,7 +172,12 @@ GRAD_FN(g_sqr) {
 GRAD_FN(g_pow) {
   V g = og_or_zero(C, n, og, 0), a = n->inputs[0], b = n->inputs[1];
   ig[0] = rg_mul(g, rg_mul(b, rg_pow(a, rg_sub(b, lit(C, 1)))));
-  ig[1] = rg_mul(g, rg_mul(n->outputs[0], rg_log(a)));
+  /* d/db a^b = a^b log a, taken as 0 where a is 0 (Aesara's choice; the
+   * log reads 1 there, so no branch computes 0 * -inf, nor its derivative
+   * 1 / 0 in a second gradient) */
+  V zero = rg_eq_elem(a, lit(C, 0));
+  V la = rg_log(rg_switch(zero, lit(C, 1), a));
+  ig[1] = rg_switch(zero, lit(C, 0), rg_mul(g, rg_mul(n->outputs[0], la)));
   return RG_OK;
 }
 
