@@ -1,9 +1,10 @@
 /*
  * guards.c — the ifelse branches each node of a graph is needed under,
- * for the rewrites that put nodes together (scan_merge, fusion): the lazy
- * VM runs only the branch an ifelse's condition selects, and a node that
- * joins work of another branch would run that work whichever branch is
- * taken (and fail where the branch not taken guards against failure).
+ * for the rewrites that put nodes together (scan_merge, fusion) or move
+ * them (the Scan push-outs): the lazy VM runs only the branch an ifelse's
+ * condition selects, and a node that joins work of another branch, or
+ * moves out of its branch, would run that work whichever branch is taken
+ * (and fail where the branch not taken guards against failure).
  */
 #include "rewrites/rewrite-impl.h"
 
@@ -105,6 +106,12 @@ bool rgr_same_guards(const rgr_guards *r, const rg_node *a, const rg_node *b) {
   const uint64_t *ia = rg_map_get(&r->at, (uint64_t)(uintptr_t)a), *ib = rg_map_get(&r->at, (uint64_t)(uintptr_t)b);
   if (!ia || !ib) return true; /* a node made since: not an original node of the graph */
   return guards_equal(&r->g[*ia], &r->g[*ib]);
+}
+
+bool rgr_unguarded(const rgr_guards *r, const rg_node *n) {
+  if (!r) return true;
+  const uint64_t *i = rg_map_get(&r->at, (uint64_t)(uintptr_t)n);
+  return !i || r->g[*i].n == 0;
 }
 
 void rgr_guards_free(rgr_guards *r) {

@@ -261,6 +261,9 @@ int rgr_rule_parts_of(const rg_rewriter *rw, rgr_rule_parts *out);
 typedef struct rgr_guards rgr_guards;
 rgr_guards *rgr_guards_of(rg_fgraph *fg);
 bool rgr_same_guards(const rgr_guards *g, const rg_node *a, const rg_node *b);
+/* Whether n is needed whichever branches are taken (under no ifelse
+ * branch): work that may move out of a loop's step. */
+bool rgr_unguarded(const rgr_guards *g, const rg_node *n);
 void rgr_guards_free(rgr_guards *g);
 
 /* Graph rewriters of the standard database. */

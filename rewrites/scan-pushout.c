@@ -49,6 +49,7 @@ typedef struct cls {
   rg_scan_info s;
   rg_memo *kind, *outer;
   V n;  /* steps */
+  const rgr_guards *guards; /* of the step: work under an ifelse branch stays in it */
 } cls;
 
 static int kind_in(rg_memo *kind, V v) { return (int)(intptr_t)rg_memo_get(kind, v); }
@@ -166,7 +167,7 @@ static void classify_inputs(cls *c, const rg_fgraph *g) {
 }
 
 static void classify_node(cls *c, rg_node *m) {
-  if (!pure(m)) return;
+  if (!pure(m) || !rgr_unguarded(c->guards, m)) return;
   int k = ONCE;
   for (int i = 0; i < m->nin; i++) {
     V x = m->inputs[i];
@@ -369,8 +370,12 @@ static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   if (!rg_scan_info_of(node->op, &c.s)) return 0;
   const rg_fgraph *g = rg_op_inner_graph(node->op);
   c.n = node->inputs[0];
+  rgr_guards *guards = rgr_guards_of((rg_fgraph *)g);
+  c.guards = guards;
   classify_inputs(&c, g);
   for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) classify_node(&c, m);
+  rgr_guards_free(guards);
+  c.guards = NULL;
   rgr_keep_fusable_inside(c.kind, g);
   front f = frontier(&c, g);
   if (!f.n) return 0;

@@ -144,8 +144,9 @@ static void classify_once(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
   for (int k = 0; k < s->n_non_seqs; k++)
     rg_memo_put(outer, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)),
                 node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, k)]);
+  rgr_guards *guards = rgr_guards_of((rg_fgraph *)g); /* work under an ifelse branch stays in it */
   for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) {
-    if (!movable_once(m) || m->nin > 16) continue;
+    if (!movable_once(m) || m->nin > 16 || !rgr_unguarded(guards, m)) continue;
     V in[16];
     bool ok = true, reads = false;
     for (int i = 0; ok && i < m->nin; i++) {
@@ -158,6 +159,7 @@ static void classify_once(rg_ctx *C, const rg_node *node, const rg_scan_info *s,
     if (r) rg_memo_put(outer, m->outputs[0], r->outputs[0]);
     else rg_clear_error(C);
   }
+  rgr_guards_free(guards);
 }
 
 /* The computed outside values an inside node or a step output uses. */
@@ -291,6 +293,7 @@ enum { K_NONE = 0, K_ONCE = 1, K_ALL = 2 };
 typedef struct seqcls {
   rg_ctx *C;
   rg_memo *kind, *outer, *rep;
+  const rgr_guards *guards; /* of the step: work under an ifelse branch stays in it */
 } seqcls;
 
 static int kind_of(const seqcls *c, V v) { return (int)(intptr_t)rg_memo_get(c->kind, v); }
@@ -351,7 +354,7 @@ static V all_steps(seqcls *c, const rg_node *m, V *in, V *rep) {
 }
 
 static void classify_seq_node(seqcls *c, const rg_node *m) {
-  if (!rgr_pure_node(m) || m->nin > 16) return;
+  if (!rgr_pure_node(m) || m->nin > 16 || !rgr_unguarded(c->guards, m)) return;
   V in[16];
   int k = K_ONCE;
   bool reads = false;
@@ -413,7 +416,11 @@ static rg_node *push_out_seq(rg_ctx *C, const rg_node *node) {
   for (int k = 0; k < s.n_non_seqs; k++)
     put(&c, rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)), K_ONCE,
         node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)], NULL);
+  rgr_guards *guards = rgr_guards_of((rg_fgraph *)g);
+  c.guards = guards;
   for (rg_node *m = rg_fgraph_first(g); m; m = rg_fgraph_next(m)) classify_seq_node(&c, m);
+  rgr_guards_free(guards);
+  c.guards = NULL;
   rgr_keep_fusable_inside(c.kind, g);
   vlist f = all_frontier(&c, g);
   if (!f.n) return NULL;
