@@ -17,7 +17,11 @@
  * shared with the forward graph, never recomputed.
  *
  * Integer and boolean variables get no gradient (disconnected), as in
- * Aesara; so does anything only reachable through them.
+ * Aesara; so does anything only reachable through them, except a float
+ * value cast to an integer dtype whose integer result a rule takes a
+ * gradient for (cast back to a float): Aesara's Cast gives such a float
+ * input zeros, not "disconnected" (its gradient is 0 almost everywhere,
+ * as floor's is).
  *
  * Branches.  The gradient reaching an ifelse's branch value counts only
  * when that branch was taken.  Rather than an ifelse of the gradient and
@@ -290,6 +294,12 @@ static const guard *input_guard(const rg_node *node, int i, const guard *gd, con
   return branch[i <= node->nout ? 0 : 1];
 }
 
+/* The float value integer value v is a cast of, or NULL. */
+static V cast_from_float(V v) {
+  const rg_node *c = v->owner;
+  return c && c->op->code == RG_OP_CAST && rg_dtype_is_float(c->inputs[0]->type->dtype) ? c->inputs[0] : NULL;
+}
+
 static int back_through(gwalk *w, const rg_node *node) {
   V og[node->nout > 0 ? node->nout : 1];
   const guard *gd;
@@ -309,7 +319,9 @@ static int back_through(gwalk *w, const rg_node *node) {
     branch[0] = new_guard(node->inputs[0], true, gd), branch[1] = new_guard(node->inputs[0], false, gd);
   for (int i = 0; i < node->nin; i++) {
     V x = node->inputs[i];
-    if (!ig[i] || !depends(w, x) || !rg_dtype_is_float(x->type->dtype)) continue;
+    if (ig[i] && depends(w, x) && !rg_dtype_is_float(x->type->dtype)) x = cast_from_float(x);
+    if (!ig[i] || !x || !depends(w, x) || !rg_dtype_is_float(x->type->dtype)) continue;
+    if (x != node->inputs[i]) ig[i] = rg_second(x, rg_constant_scalar(w->C, x->type->dtype, 0));
     V g = fit(w, ig[i], x);
     if (!g) {
       if (!rg_errmsg(w->C)[0])
