@@ -57,7 +57,9 @@ rg_shared *rg_shared_new(const rg_tensor *init);      /* copies init */
 void rg_shared_free(rg_shared *s);                    /* drops the caller's reference */
 /* The current value (a new reference the caller frees). */
 rg_tensor *rg_shared_get(const rg_shared *s);
-/* Replaces the value (copied); the dtype and shape must fit the variable's type. */
+/* Replaces the value (copied); RG_ERR_TYPE for another dtype or rank (the
+ * container has no static sizes: a call of a function whose variable
+ * declares sizes the value does not have fails, naming the variable). */
 int rg_shared_set(rg_shared *s, const rg_tensor *value);
 /* A graph input standing for the container's value.  Its type is the
  * value's dtype with every dimension of unknown size (broadcastable
@@ -79,6 +81,10 @@ typedef struct rg_mode {
   const char *backend;
 } rg_mode;
 
+/* An update: at most one per shared variable; the value's type must be
+ * the variable's, its sizes agreeing where both know them (rg_compile
+ * refuses others), and a value whose run-time sizes are not the ones the
+ * variable declares fails the call, the container unchanged. */
 typedef struct rg_update {
   rg_variable *shared;  /* a variable made by rg_shared_var */
   rg_variable *value;   /* its value after each call */
