@@ -1,19 +1,19 @@
 /*
  * blas.c — linear algebra ops: dot (vector-vector, matrix-vector,
- * vector-matrix, matrix-matrix), outer, and the BLAS forms that rewrites
- * produce:
+ * vector-matrix, matrix-matrix), outer, batched_dot (one product per
+ * leading index, Aesara's), and the BLAS forms that rewrites produce:
  *
+ *   batched_dot(x, y)[b] = x[b] @ y[b]    x (B, n, k) or (B, k),
+ *                                         y (B, k, m) or (B, k)
  *   gemm(z, alpha, x, y, beta) = beta * z + alpha * (x @ y)   matrices
  *   gemv(y, alpha, A, x, beta) = beta * y + alpha * (A @ x)   A matrix
  *   ger(A, alpha, x, y)        = A + alpha * outer(x, y)
  *
- *   batched_dot(x, y)[b] = x[b] @ y[b]   x (B, n, k) or (B, k),
- *                                        y (B, k, m) or (B, k)
- *
- * dot, outer and batched_dot promote dtypes as NumPy does.  The BLAS forms take float32
- * or float64 tensors of one dtype (as BLAS does) and scalars alpha, beta of
- * any dtype that casts safely to it; their output has the type of their
- * first input, which they destroy when made in place (input 0).
+ * dot, outer and batched_dot promote dtypes as NumPy does.  The BLAS
+ * forms take float32 or float64 tensors of one dtype (as BLAS does) and
+ * scalars alpha, beta of any dtype that casts safely to it; their output
+ * has the type of their first input, which they destroy when made in
+ * place (input 0).
  */
 #include "core/core-impl.h"
 

@@ -448,15 +448,16 @@ static int loop(run *r) {
 
 /* ------------------------------------------------------------------ outer outputs */
 
-/* The inner inputs of a step 0 that is not taken: the rows it would read
- * where they exist (states' initial rows, a mit-mot's buffer), zeros
- * where not (a loop of no steps may have no sequence rows to read), the
- * non-sequences; in[i] is ours where own[i].  False when out of memory. */
+/* Row `row` of buffer b (a view), or a row of zeros where b has none. */
 static rg_tensor *probe_row(const rg_tensor *b, int64_t row) {
   if (row >= 0 && row < b->shape[0]) return rg_tensor_view(b, b->ndim - 1, b->shape + 1, b->strides + 1, row * b->strides[0]);
   return rg_tensor_new(b->dtype, b->ndim - 1, b->shape + 1);
 }
 
+/* The inner inputs of a step 0 that is not taken: the rows it would read
+ * where they exist (states' initial rows, a mit-mot's buffer), zeros
+ * where not (a loop of no steps may have no sequence rows to read), the
+ * non-sequences; in[i] is ours where own[i].  False when out of memory. */
 static bool probe_inputs(run *r, rg_tensor **in, bool *own) {
   const rg_scan_info *s = &r->s;
   for (int k = 0; k < s->n_seqs; k++) {
