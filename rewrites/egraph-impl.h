@@ -196,6 +196,9 @@ uint32_t eg_intern_op(rg_egraph *eg, const rg_op *op, int out);
  * when the e-graph has it); EG_NONE when it does not type-check (no
  * error), or on an error (rg_errcode set). */
 uint32_t eg_add(rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch);
+/* The class of the e-node head(children) when the e-graph has it, else
+ * EG_NONE (nothing is added). */
+uint32_t eg_lookup_node(const rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch);
 /* Adds head(children) and merges it with class `into` (a new e-node of
  * into's type goes straight into it, with no class of its own); its class
  * or EG_NONE (ill-typed, or a merge refused). */

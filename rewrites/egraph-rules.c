@@ -900,10 +900,60 @@ static rg_query *rel_query(rg_egraph *eg, eg_rule *r, int dir, rg_term term) {
   return r->Q[dir];
 }
 
+/* Output j of the node of several outputs answer a names: a graph
+ * variable's sibling, or (nth j (op' arg ...)) for a term (nth K (op'
+ * arg ...)); NULL otherwise.  *k is the output a itself is (-1: a is no
+ * output of a node of several). */
+static rg_term answer_output(rg_egraph *eg, rg_term a, int j, int *k) {
+  rg_variable *v = rg_term_var(a);
+  if (v) {
+    *k = v->owner && v->owner->nout > 1 ? v->index : -1;
+    return *k >= 0 && j < v->owner->nout ? rg_var_term(v->owner->outputs[j]) : NULL;
+  }
+  const rg_op *op;
+  rg_term args, e = rg_is_etuple(a) ? rg_etuple_list(a) : a;
+  *k = -1;
+  if (!rg_is_pair(e) || rg_kind_of(rg_car(e)) != RG_K_SYMBOL || strcmp(rg_symbol_name(rg_car(e)), "nth")) return NULL;
+  if (!op_term(eg, a, &op, k, &args)) {
+    rg_clear_error(eg->C);
+    *k = -1;
+    return NULL;
+  }
+  rg_term t[3] = {rg_symbol("nth"), rg_int(j), rg_car(rg_cdr(rg_cdr(e)))};
+  return rg_list(3, t);
+}
+
+/* An answer for output K of e-node id, whose op has several outputs (a
+ * Scan a relation rewrote), that is output K of a node too: each other
+ * output J the e-graph has of that op over those children gets the
+ * answer's output J, as `relgraph rewrite` replaces the outputs one by
+ * one.  Else only output K's class would hold the new node, and an answer
+ * could read one output of each of the two loops. */
+static void keep_siblings(rg_egraph *eg, eg_rule *r, uint32_t id, rg_term a) {
+  const eg_node *x = &eg->nodes[id];
+  const eg_head *h = &eg->heads[x->head];
+  int k;
+  if (h->leaf || (answer_output(eg, a, 0, &k), k < 0 || k != h->out)) return;
+  int n = (int)x->nch;
+  const uint32_t *kids = eg_kids(eg, id);
+  rg_variable *reps[n ? n : 1];
+  for (int i = 0; i < n; i++) reps[i] = eg_rep(eg, eg_find(eg, kids[i]));
+  enum { MAXOUT = 64 };
+  const rg_type *types[MAXOUT];
+  int nout = rg_node_types(eg->C, h->op, n, reps, MAXOUT, types);
+  rg_clear_error(eg->C);
+  for (int j = 0; j < nout && j < MAXOUT; j++) {
+    if (j == h->out) continue;
+    uint32_t cj = eg_lookup_node(eg, eg_intern_op(eg, h->op, j), n, kids);
+    rg_term aj = cj == EG_NONE ? NULL : answer_output(eg, a, j, &k);
+    if (aj) answer_keep(eg, r, eg_find(eg, cj), aj);
+  }
+}
+
 /* Runs the relation on term in direction dir, collecting answers for
- * class c.  Forwards, a relation over its step limit is an error (as in
- * the rewrite driver); backwards it is taken as "no answer". */
-static int run_relation(rg_egraph *eg, eg_rule *r, int dir, uint32_t c, rg_term term, int nans) {
+ * class c (of e-node id).  Forwards, a relation over its step limit is an
+ * error (as in the rewrite driver); backwards it is taken as "no answer". */
+static int run_relation(rg_egraph *eg, eg_rule *r, int dir, uint32_t id, uint32_t c, rg_term term, int nans) {
   rg_query *Q = rel_query(eg, r, dir, term);
   for (int k = 0; k < nans; k++) {
     rg_term a;
@@ -914,6 +964,7 @@ static int run_relation(rg_egraph *eg, eg_rule *r, int dir, uint32_t c, rg_term 
     if (rc < 0 && dir == 0) return rc;
     if (rc != 1) break;
     answer_keep(eg, r, c, a);
+    keep_siblings(eg, r, id, a);
     r->nmatches++;
   }
   if (rg_errcode(eg->C) && dir) rg_clear_error(eg->C);
@@ -1323,7 +1374,7 @@ static int search_node_rel(rg_egraph *eg, eg_rule *r, uint32_t id, const rg_sear
     alts_init(&ts);
     node_terms_d(eg, id, kd, o->rel_terms, &ts, r, dir ? 0x2b : 0x1f);
     for (int i = 0; i < ts.n; i++) {
-      int rc = run_relation(eg, r, dir, c, ts.v[i].t, o->rel_answers);
+      int rc = run_relation(eg, r, dir, id, c, ts.v[i].t, o->rel_answers);
       if (rc) return rc;
     }
   }

@@ -277,6 +277,10 @@ static uint32_t memo_lookup(const rg_egraph *eg, uint32_t head, uint32_t n, cons
   return found ? eg->memo[s].cls : EG_NONE;
 }
 
+uint32_t eg_lookup_node(const rg_egraph *eg, uint32_t head, int nch, const uint32_t *ch) {
+  return memo_lookup(eg, head, (uint32_t)nch, ch);
+}
+
 /* Removes node id, found under its stored children. */
 static void memo_remove(rg_egraph *eg, uint32_t id) {
   const eg_node *x = &eg->nodes[id];
