@@ -5,118 +5,161 @@
  * condition selects, and a node that joins work of another branch, or
  * moves out of its branch, would run that work whichever branch is taken
  * (and fail where the branch not taken guards against failure).
+ *
+ * A path from a node to an output of the graph goes through some ifelse
+ * branches: a set of (condition, branch) pairs (side 1 the then branch, 2
+ * the else branch; the condition input itself is no branch).  Pairs name
+ * the condition, not the ifelse: a gradient puts each branch's work under
+ * ifelse nodes of its own on the same condition.  A node is needed when
+ * the pairs of one of its paths all hold: its context is the set of its
+ * paths' pair sets (a disjunction of conjunctions), kept minimal (a set
+ * that contains another adds nothing).  A node with a path through no
+ * branch is needed always.  Two nodes may be put together only when their
+ * contexts are equal, and a node may leave its loop's step only when it is
+ * needed always.  Contexts too large to keep (more than MAX_ALTS sets, or
+ * a set of more than MAX_PAIRS pairs) are "complex": such a node is equal
+ * to no other and never needed always, so nothing moves it.
  */
 #include "rewrites/rewrite-impl.h"
 
 #include <string.h>
 
-/* The ifelse branches a node is needed under: the (condition, branch)
- * pairs that every path from it to an output of the graph goes through
- * (side 1 the then branch, 2 the else branch; the condition itself is not
- * a branch).  Pairs name the condition, not the ifelse: a gradient puts
- * each branch's work under ifelse nodes of its own on the same condition.
- * Invariant: pairs sorted by (condition, side), at most MAX_GUARDS (a
- * deeper nesting keeps the first it met: two nodes then compare equal on
- * what is kept). */
-enum { MAX_GUARDS = 8 };
-typedef struct guard { const rg_variable *cond; int side; } guard;
-typedef struct guards { bool any; int n; guard g[MAX_GUARDS]; } guards; /* any: no path seen yet */
+enum { MAX_PAIRS = 8, MAX_ALTS = 4 };
+typedef struct pair { const rg_variable *cond; int side; } pair;
+/* Invariant: pairs sorted by (condition, side), distinct. */
+typedef struct pairset { int n; pair p[MAX_PAIRS]; } pairset;
+/* Invariant: no set contains another; complex: too large to keep (n and
+ * s then unused); n == 0 and !complex: no path seen (yet). */
+typedef struct context { bool complex; int n; pairset s[MAX_ALTS]; } context;
 
-static int guard_cmp(guard a, guard b) {
+static int pair_cmp(pair a, pair b) {
   if (a.cond != b.cond) return (uintptr_t)a.cond < (uintptr_t)b.cond ? -1 : 1;
   return a.side - b.side;
 }
 
-static bool guards_equal(const guards *a, const guards *b) {
-  if (a->n != b->n) return false;
-  for (int i = 0; i < a->n; i++)
-    if (guard_cmp(a->g[i], b->g[i])) return false;
+/* s with p added (kept sorted); false when it would not fit. */
+static bool with_pair(pairset *s, pair p) {
+  int at = 0;
+  while (at < s->n && pair_cmp(s->p[at], p) < 0) at++;
+  if (at < s->n && !pair_cmp(s->p[at], p)) return true;
+  if (s->n == MAX_PAIRS) return false;
+  memmove(&s->p[at + 1], &s->p[at], sizeof(pair) * (size_t)(s->n - at));
+  s->p[at] = p;
+  s->n++;
   return true;
 }
 
-/* s with the pair p added (kept sorted). */
-static guards with_pair(guards s, guard p) {
-  int at = 0;
-  while (at < s.n && guard_cmp(s.g[at], p) < 0) at++;
-  if ((at < s.n && !guard_cmp(s.g[at], p)) || s.n == MAX_GUARDS) return s;
-  memmove(&s.g[at + 1], &s.g[at], sizeof(guard) * (size_t)(s.n - at));
-  s.g[at] = p;
-  s.n++;
-  return s;
+/* Whether every pair of a is in b. */
+static bool subset(const pairset *a, const pairset *b) {
+  int j = 0;
+  for (int i = 0; i < a->n; i++) {
+    while (j < b->n && pair_cmp(b->p[j], a->p[i]) < 0) j++;
+    if (j == b->n || pair_cmp(b->p[j], a->p[i])) return false;
+  }
+  return true;
 }
 
-/* *acc = *acc ∩ s (a path through s's pairs). */
-static void meet(guards *acc, const guards *s) {
-  if (acc->any) {
-    *acc = *s;
-    acc->any = false;
+static bool set_equal(const pairset *a, const pairset *b) { return a->n == b->n && subset(a, b); }
+
+/* c with one more path's set s (c = c or s). */
+static void add_path(context *c, const pairset *s) {
+  if (c->complex) return;
+  for (int i = 0; i < c->n; i++)
+    if (subset(&c->s[i], s)) return; /* needed already whenever s holds */
+  int k = 0;
+  for (int i = 0; i < c->n; i++)
+    if (!subset(s, &c->s[i])) c->s[k++] = c->s[i];
+  if (k == MAX_ALTS) {
+    c->complex = true;
     return;
   }
-  int n = 0;
-  for (int i = 0, j = 0; i < acc->n && j < s->n;) {
-    int c = guard_cmp(acc->g[i], s->g[j]);
-    if (!c) acc->g[n++] = acc->g[i], i++, j++;
-    else if (c < 0) i++;
-    else j++;
+  c->s[k++] = *s;
+  c->n = k;
+}
+
+/* c with reader r's context, through r's input `index` (an ifelse's
+ * branch adds its pair to each of r's sets). */
+static void add_reader(context *c, const context *r, const rg_node *reader, int index) {
+  if (r->complex) {
+    c->complex = true;
+    return;
   }
-  acc->n = n;
+  bool branch = reader->op->code == RG_OP_IFELSE && index > 0;
+  pair p = {reader->inputs[0], index <= reader->nout ? 1 : 2};
+  for (int i = 0; i < r->n; i++) {
+    pairset s = r->s[i];
+    if (branch && !with_pair(&s, p)) {
+      c->complex = true;
+      return;
+    }
+    add_path(c, &s);
+  }
+}
+
+static bool always(const context *c) { return !c->complex && c->n == 1 && c->s[0].n == 0; }
+
+static bool context_equal(const context *a, const context *b) {
+  if (a->complex || b->complex || a->n != b->n) return false;
+  for (int i = 0; i < a->n; i++) {
+    bool found = false;
+    for (int j = 0; j < b->n && !found; j++) found = set_equal(&a->s[i], &b->s[j]);
+    if (!found) return false;
+  }
+  return true;
 }
 
 struct rgr_guards {
-  rg_map at;   /* node -> its index in g */
-  guards *g;
+  rg_map at;   /* node -> its index in c */
+  context *c;
 };
 
-/* Every node's pairs, in reverse topological order: a node's are the meet
- * over its readers of the reader's own, plus the branch it enters where
- * the reader is an ifelse. */
+/* Every node's context, in reverse topological order: the union over its
+ * readers of theirs (an output of the graph: a path through no branch). */
 rgr_guards *rgr_guards_of(rg_fgraph *fg) {
   if (!rg_fgraph_count_op(fg, RG_OP_IFELSE)) return NULL;
   rgr_guards *r = rg_calloc(1, sizeof *r);
   size_t n;
   rg_node *const *order = rg_fgraph_toposort(fg, &n);
-  if (!r || rg_map_init(&r->at, &rg_heap, n + 1) || !(r->g = rg_calloc(n + 1, sizeof *r->g))) {
+  if (!r || rg_map_init(&r->at, &rg_heap, n + 1) || !(r->c = rg_calloc(n + 1, sizeof *r->c))) {
     rg_free(r);
     return NULL; /* no memory: every node compares equal, as without an ifelse */
   }
   for (size_t k = 0; k < n; k++) rg_map_put(&r->at, (uint64_t)(uintptr_t)order[k], k);
-  static const guards none = {.any = false, .n = 0};
+  static const pairset none = {.n = 0};
   for (size_t k = n; k-- > 0;) {
     const rg_node *x = order[k];
-    guards acc = {.any = true};
+    context *c = &r->c[k];
     for (int o = 0; o < x->nout; o++)
-      for (uint32_t c = 0; c < x->outputs[o]->nclients; c++) {
-        const rg_client *cl = &x->outputs[o]->clients[c];
-        if (!cl->node) { /* an output of the graph */
-          meet(&acc, &none);
-          continue;
-        }
-        guards via = r->g[*rg_map_get(&r->at, (uint64_t)(uintptr_t)cl->node)];
-        if (cl->node->op->code == RG_OP_IFELSE && cl->index > 0)
-          via = with_pair(via, (guard){cl->node->inputs[0], cl->index <= cl->node->nout ? 1 : 2});
-        meet(&acc, &via);
+      for (uint32_t i = 0; i < x->outputs[o]->nclients; i++) {
+        const rg_client *cl = &x->outputs[o]->clients[i];
+        if (!cl->node) add_path(c, &none); /* an output of the graph */
+        else add_reader(c, &r->c[*rg_map_get(&r->at, (uint64_t)(uintptr_t)cl->node)], cl->node, cl->index);
       }
-    r->g[k] = acc.any ? none : acc;
   }
   return r;
 }
 
+static const context *context_of(const rgr_guards *r, const rg_node *n) {
+  const uint64_t *i = rg_map_get(&r->at, (uint64_t)(uintptr_t)n);
+  return i ? &r->c[*i] : NULL;
+}
+
 bool rgr_same_guards(const rgr_guards *r, const rg_node *a, const rg_node *b) {
   if (!r) return true;
-  const uint64_t *ia = rg_map_get(&r->at, (uint64_t)(uintptr_t)a), *ib = rg_map_get(&r->at, (uint64_t)(uintptr_t)b);
-  if (!ia || !ib) return true; /* a node made since: not an original node of the graph */
-  return guards_equal(&r->g[*ia], &r->g[*ib]);
+  const context *ca = context_of(r, a), *cb = context_of(r, b);
+  if (!ca || !cb) return true; /* a node made since: not an original node of the graph */
+  return (always(ca) && always(cb)) || context_equal(ca, cb);
 }
 
 bool rgr_unguarded(const rgr_guards *r, const rg_node *n) {
   if (!r) return true;
-  const uint64_t *i = rg_map_get(&r->at, (uint64_t)(uintptr_t)n);
-  return !i || r->g[*i].n == 0;
+  const context *c = context_of(r, n);
+  return !c || always(c);
 }
 
 void rgr_guards_free(rgr_guards *r) {
   if (!r) return;
   rg_map_free(&r->at);
-  rg_free(r->g);
+  rg_free(r->c);
   rg_free(r);
 }

@@ -873,10 +873,33 @@ static V outside_value(outside *o, rg_term t) {
   return v;
 }
 
+/* Whether t reaches sub along a path that enters no ifelse branch (an
+ * ifelse is entered through its condition only): work the step needs
+ * whichever branch is taken, which may leave the loop (rewrites/guards.c
+ * for graphs). */
+static bool reaches_unguarded(rg_term t, rg_term sub, rg_memo *seen) {
+  if (t == sub || rg_equal(t, sub)) return true;
+  rg_term l = as_list(t);
+  if (!rg_is_pair(l) || is_leaf(l) || rg_memo_get(seen, t)) return false;
+  rg_memo_put(seen, t, t);
+  bool ifelse = is_sym(rg_car(l), "ifelse");
+  int i = 0;
+  for (rg_term a = rg_cdr(l); rg_is_pair(a) && !(ifelse && i > 0); a = rg_cdr(a), i++)
+    if (reaches_unguarded(rg_car(a), sub, seen)) return true;
+  return false;
+}
+
+static bool needed_always(const sterm *st, rg_term sub) {
+  rg_memo *seen = rg_memo_new();
+  for (rg_term l = st->step; rg_is_pair(l); l = rg_cdr(l))
+    if (reaches_unguarded(rg_car(l), sub, seen)) return true;
+  return false;
+}
+
 static rg_goal *outero(rg_ctx *C, const rg_term *args, void *ud) {
   (void)ud;
   sterm st;
-  if (!sterm_of(args[0], &st)) return rg_fail();
+  if (!sterm_of(args[0], &st) || !needed_always(&st, args[1])) return rg_fail();
   outside o = {.C = C, .st = &st, .memo = rg_memo_new(), .per_step = rg_memo_new(), .rows = -1};
   V v = outside_value(&o, args[1]);
   rg_clear_error(C);
