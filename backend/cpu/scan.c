@@ -448,10 +448,21 @@ static int loop(run *r) {
 
 /* ------------------------------------------------------------------ outer outputs */
 
+/* A row of zeros of t's rows' type, in t's memory (host or device). */
+static rg_tensor *zero_row(const rg_tensor *t) {
+  rg_tensor *z = rg_tensor_new(t->dtype, t->ndim - 1, t->shape + 1);
+  const rg_buffer_type *bt = rg_tensor_buffer_type(t);
+  if (!z || !bt) return z;
+  rg_tensor *d = rg_tensor_empty_on(bt, t->dtype, t->ndim - 1, t->shape + 1);
+  if (d && rg_tensor_copy_to(d, z) != RG_OK) rg_tensor_free(d), d = NULL;
+  rg_tensor_free(z);
+  return d;
+}
+
 /* Row `row` of buffer b (a view), or a row of zeros where b has none. */
 static rg_tensor *probe_row(const rg_tensor *b, int64_t row) {
   if (row >= 0 && row < b->shape[0]) return rg_tensor_view(b, b->ndim - 1, b->shape + 1, b->strides + 1, row * b->strides[0]);
-  return rg_tensor_new(b->dtype, b->ndim - 1, b->shape + 1);
+  return zero_row(b);
 }
 
 /* The inner inputs of a step 0 that is not taken: the rows it would read
@@ -465,7 +476,7 @@ static bool probe_inputs(run *r, rg_tensor **in, bool *own) {
     for (int j = 0; j < s->seq_ntaps[k]; j++) {
       int i = rg_scan_inner_in(s, RG_SCAN_SEQ, k, j);
       own[i] = true;
-      if (!(in[i] = rg_tensor_new(q->dtype, q->ndim - 1, q->shape + 1))) return false;
+      if (!(in[i] = zero_row(q))) return false;
     }
   }
   for (int o = 0; o < r->ntr; o++) {
@@ -483,11 +494,10 @@ static bool probe_inputs(run *r, rg_tensor **in, bool *own) {
 }
 
 /* The row shape of nit-sot tr when no step ran and its type leaves sizes
- * unknown: one step is run (on the host) on probe_inputs and its output's
- * shape read, the values dropped.  False when that step cannot run or
- * fails (the caller then takes unknown sizes as 0). */
+ * unknown: one step is run (where the loop runs) on probe_inputs and its
+ * output's shape read, the values dropped.  False when that step cannot
+ * run or fails (the caller then takes unknown sizes as 0). */
 static bool probe_row_shape(run *r, const trace *tr, int ndim, int64_t *shape) {
-  if (r->copy) return false;
   int nin = rg_scan_n_inner_in(&r->s);
   rg_tensor **in = rg_calloc((size_t)nin + 1, sizeof *in);
   bool *own = rg_calloc((size_t)nin + 1, sizeof *own), found = false;
