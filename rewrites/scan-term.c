@@ -177,6 +177,15 @@ static vlist once_frontier(const rg_fgraph *g, rg_memo *outer) {
   return f;
 }
 
+/* The non-sequence of node whose outer value computes what v does, or -1. */
+static int same_non_seq(const rg_node *node, const rg_scan_info *s, V v) {
+  for (int j = 0; j < s->n_non_seqs; j++) {
+    V x = node->inputs[rg_scan_outer_in(s, RG_SCAN_NON_SEQ, j)];
+    if (x == v || (rg_type_equal(x->type, v->type) && rg_equal_computations(1, &x, &v, 0, NULL, NULL))) return j;
+  }
+  return -1;
+}
+
 static rg_node *push_out_non_seq(rg_ctx *C, const rg_node *node) {
   rg_scan_info s;
   if (!rg_scan_info_of(node->op, &s)) return NULL;
@@ -185,8 +194,8 @@ static rg_node *push_out_non_seq(rg_ctx *C, const rg_node *node) {
   classify_once(C, node, &s, outer);
   vlist f = once_frontier(g, outer);
   if (!f.n) return NULL;
-  int oin = rg_fgraph_ninputs(g), nin = oin + f.n, nouter = node->nin + f.n;
-  V *in = rg_gc_alloc(sizeof(V) * (size_t)nin), *outer_in = rg_gc_alloc(sizeof(V) * (size_t)nouter);
+  int oin = rg_fgraph_ninputs(g), nin = oin, nouter = node->nin;
+  V *in = rg_gc_alloc(sizeof(V) * (size_t)(oin + f.n)), *outer_in = rg_gc_alloc(sizeof(V) * (size_t)(nouter + f.n));
   rg_memo *memo = rg_memo_new();
   for (int i = 0; i < oin; i++) {
     V x = rg_fgraph_input(g, i);
@@ -194,12 +203,17 @@ static rg_node *push_out_non_seq(rg_ctx *C, const rg_node *node) {
   }
   memcpy(outer_in, node->inputs, sizeof(V) * (size_t)node->nin);
   for (int i = 0; i < f.n; i++) {
-    V v = f.v[i];
-    rg_memo_put(memo, v, in[oin + i] = rg_input(C, v->name, v->type));
-    outer_in[node->nin + i] = rg_memo_get(outer, v);
+    V v = f.v[i], ov = rg_memo_get(outer, v);
+    int j = same_non_seq(node, &s, ov);
+    if (j >= 0) { /* the loop has it already: read that input (no second copy) */
+      rg_memo_put(memo, v, in[rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, j, 0)]);
+      continue;
+    }
+    rg_memo_put(memo, v, in[nin++] = rg_input(C, v->name, v->type));
+    outer_in[nouter++] = ov;
   }
   rg_scan_info t = s;
-  t.n_non_seqs += f.n;
+  t.n_non_seqs += nin - oin;
   return rebuild(C, node, &t, nin, in, memo, nouter, outer_in);
 }
 
