@@ -120,11 +120,20 @@ rgr_guards *rgr_guards_of(rg_fgraph *fg) {
   rgr_guards *r = rg_calloc(1, sizeof *r);
   size_t n;
   rg_node *const *order = rg_fgraph_toposort(fg, &n);
-  if (!r || rg_map_init(&r->at, &rg_heap, n + 1) || !(r->c = rg_calloc(n + 1, sizeof *r->c))) {
+  if (!r) return NULL; /* no memory: every node compares equal, as without an ifelse */
+  if (rg_map_init(&r->at, &rg_heap, n + 1)) {
     rg_free(r);
-    return NULL; /* no memory: every node compares equal, as without an ifelse */
+    return NULL;
   }
-  for (size_t k = 0; k < n; k++) rg_map_put(&r->at, (uint64_t)(uintptr_t)order[k], k);
+  if (!(r->c = rg_calloc(n + 1, sizeof *r->c))) {
+    rgr_guards_free(r);
+    return NULL;
+  }
+  for (size_t k = 0; k < n; k++)
+    if (rg_map_put(&r->at, (uint64_t)(uintptr_t)order[k], k)) {
+      rgr_guards_free(r);
+      return NULL;
+    }
   static const pairset none = {.n = 0};
   for (size_t k = n; k-- > 0;) {
     const rg_node *x = order[k];
