@@ -108,49 +108,60 @@ static bool context_equal(const context *a, const context *b) {
   return true;
 }
 
+/* Invariant: c[k] is node k's context, NULL when the node is needed
+ * always (most nodes: only the nodes under some branch hold one). */
 struct rgr_guards {
-  rg_map at;   /* node -> its index in c */
-  context *c;
+  rg_map at;     /* node -> its index in c */
+  size_t n;
+  context **c;
 };
 
-/* Every node's context, in reverse topological order: the union over its
- * readers of theirs (an output of the graph: a path through no branch). */
+static const context always_ctx = {.n = 1}; /* one path, through no branch */
+
+static const context *ctx_at(const rgr_guards *r, size_t k) { return r->c[k] ? r->c[k] : &always_ctx; }
+
+/* Node x's context: the union over its readers of theirs (an output of
+ * the graph: a path through no branch); NULL for always, or on no memory
+ * (*oom set). */
+static context *context_made(const rgr_guards *r, const rg_node *x, bool *oom) {
+  static const pairset none = {.n = 0};
+  context acc = {0};
+  for (int o = 0; o < x->nout && !always(&acc); o++)
+    for (uint32_t i = 0; i < x->outputs[o]->nclients && !always(&acc); i++) {
+      const rg_client *cl = &x->outputs[o]->clients[i];
+      if (!cl->node) add_path(&acc, &none);
+      else add_reader(&acc, ctx_at(r, *rg_map_get(&r->at, (uint64_t)(uintptr_t)cl->node)), cl->node, cl->index);
+    }
+  if (always(&acc)) return NULL;
+  context *c = rg_calloc(1, sizeof *c);
+  if (!c) *oom = true;
+  else *c = acc;
+  return c;
+}
+
+/* Every node's context, in reverse topological order. */
 rgr_guards *rgr_guards_of(rg_fgraph *fg) {
   if (!rg_fgraph_count_op(fg, RG_OP_IFELSE)) return NULL;
   rgr_guards *r = rg_calloc(1, sizeof *r);
-  size_t n;
-  rg_node *const *order = rg_fgraph_toposort(fg, &n);
   if (!r) return NULL; /* no memory: every node compares equal, as without an ifelse */
-  if (rg_map_init(&r->at, &rg_heap, n + 1)) {
+  rg_node *const *order = rg_fgraph_toposort(fg, &r->n);
+  if (rg_map_init(&r->at, &rg_heap, r->n + 1)) {
     rg_free(r);
     return NULL;
   }
-  if (!(r->c = rg_calloc(n + 1, sizeof *r->c))) {
+  bool oom = !(r->c = rg_calloc(r->n + 1, sizeof *r->c));
+  for (size_t k = 0; k < r->n && !oom; k++) oom = rg_map_put(&r->at, (uint64_t)(uintptr_t)order[k], k) != 0;
+  for (size_t k = r->n; k-- > 0 && !oom;) r->c[k] = context_made(r, order[k], &oom);
+  if (oom) {
     rgr_guards_free(r);
     return NULL;
-  }
-  for (size_t k = 0; k < n; k++)
-    if (rg_map_put(&r->at, (uint64_t)(uintptr_t)order[k], k)) {
-      rgr_guards_free(r);
-      return NULL;
-    }
-  static const pairset none = {.n = 0};
-  for (size_t k = n; k-- > 0;) {
-    const rg_node *x = order[k];
-    context *c = &r->c[k];
-    for (int o = 0; o < x->nout; o++)
-      for (uint32_t i = 0; i < x->outputs[o]->nclients; i++) {
-        const rg_client *cl = &x->outputs[o]->clients[i];
-        if (!cl->node) add_path(c, &none); /* an output of the graph */
-        else add_reader(c, &r->c[*rg_map_get(&r->at, (uint64_t)(uintptr_t)cl->node)], cl->node, cl->index);
-      }
   }
   return r;
 }
 
 static const context *context_of(const rgr_guards *r, const rg_node *n) {
   const uint64_t *i = rg_map_get(&r->at, (uint64_t)(uintptr_t)n);
-  return i ? &r->c[*i] : NULL;
+  return i ? ctx_at(r, *i) : NULL;
 }
 
 bool rgr_same_guards(const rgr_guards *r, const rg_node *a, const rg_node *b) {
@@ -169,6 +180,7 @@ bool rgr_unguarded(const rgr_guards *r, const rg_node *n) {
 void rgr_guards_free(rgr_guards *r) {
   if (!r) return;
   rg_map_free(&r->at);
+  for (size_t k = 0; r->c && k < r->n; k++) rg_free(r->c[k]);
   rg_free(r->c);
   rg_free(r);
 }
