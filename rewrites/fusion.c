@@ -262,7 +262,8 @@ static bool may_fail(const rg_node *p) {
 }
 
 static bool may_absorb(const group *g, const rg_node *p) {
-  if (!fusible(p) || member(g, p) || !fits(g, p) || !rgr_same_guards(g->guards, g->seed, p)) return false;
+  if (!fusible(p) || member(g, p) || !fits(g, p) || (g->guards && !rgr_same_guards(g->guards, g->seed, p)))
+    return false;
   const rg_type *t = p->outputs[0]->type;
   if (t->ndim > g->shape->ndim) return false;
   if ((used_outside(g, p->outputs[0]) || may_fail(p)) && !same_shape(t, g->shape)) return false;
@@ -315,7 +316,7 @@ static bool independent(const group *g, const rg_variable *x) {
  * group's shape, and its other inputs do not depend on the group. */
 static bool may_absorb_consumer(const group *g, const rg_node *u) {
   if (!fusible(u) || group_of(g->s, u) || !same_shape(u->outputs[0]->type, g->shape) || !fits(g, u) ||
-      !rgr_same_guards(g->guards, g->seed, u))
+      (g->guards && !rgr_same_guards(g->guards, g->seed, u)))
     return false;
   for (int k = 0; k < u->nin; k++) {
     const rg_variable *x = u->inputs[k];
