@@ -1457,7 +1457,9 @@ static int apply_answer(rg_egraph *eg, uint32_t c, const uint32_t *at, rg_term t
 static int apply_relation(rg_egraph *eg, eg_rule *r) {
   if (r->templated) return apply_templates(eg, r);
   rg_term l = r->mterms;
+  size_t done = 0;
   for (uint32_t k = r->astart.n; k-- > 0;) {
+    if (out_of_time(eg, r, ++done)) return RG_OK; /* the node limit stops here, as for patterns */
     const uint32_t *rec = r->ans.v + r->astart.v[k];
     if (rec[1]) {
       if (apply_answer(eg, rec[0], rec + 2, RG_NIL)) return RG_ERR_NAME;

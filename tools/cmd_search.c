@@ -204,7 +204,10 @@ static int search(rg_ctx *C, search_args *a) {
   if (a->trace) rg_egraph_trace(eg, stdout);
   if (stop == RG_SEARCH_ERROR) rc = (cli_error("search", "%s", rg_egraph_stop_message(eg)), EXIT_INPUT);
   if (!rc) rc = print_answers(C, eg, cm, a);
-  if (!rc && a->egraph) rc = write_egraph(eg, cm, a->egraph);
+  if (a->egraph) { /* written also when no answer could be extracted: that is when one looks at it */
+    int w = write_egraph(eg, cm, a->egraph);
+    if (!rc) rc = w;
+  }
   if (rg_egraph_rejections(eg, NULL) > 0) {
     cli_error("search", "%lld merges rejected (classes of different types or constants):", (long long)rg_egraph_rejections(eg, NULL));
     rg_egraph_rejections(eg, stderr);
