@@ -58,6 +58,18 @@ static int64_t seq_tap(const rg_scan_seq *q, int j) { return q->ntaps ? q->taps[
 
 /* ------------------------------------------------------------------ checking the spec */
 
+/* The inner inputs the scan passes its step: one per sequence tap, state
+ * tap and non-sequence (make_user_inputs makes them in that order). */
+static int step_inputs(const rg_scan_spec *sp) {
+  int n = sp->nnon_seqs;
+  for (int i = 0; i < sp->nseqs; i++) n += seq_ntaps(&sp->seqs[i]);
+  for (int i = 0; i < sp->noutputs; i++) {
+    const rg_scan_output *o = &sp->outputs[i];
+    if (o->init) n += is_sit_sot(o) ? 1 : o->ntaps;
+  }
+  return n;
+}
+
 static bool check_spec(build *b) {
   const rg_scan_spec *sp = b->sp;
   if (sp->nseqs < 0 || sp->noutputs < 0 || sp->nnon_seqs < 0)
@@ -82,6 +94,11 @@ static bool check_spec(build *b) {
   }
   for (int i = 0; i < sp->nnon_seqs; i++)
     if (!sp->non_seqs[i]) return false;
+  if (sp->fn && (sp->step_out || sp->step_in))
+    return berr(b->C, "both fn and step_in/step_out given: give one step"), false;
+  if (!sp->fn && sp->step_out && sp->nstep_in != step_inputs(sp))
+    return berr(b->C, "the step graph takes %d inputs, the scan passes %d (one per sequence tap, state tap and "
+                "non-sequence)", sp->nstep_in, step_inputs(sp)), false;
   if (!sp->n_steps && sp->nseqs == 0)
     return berr(b->C, "n_steps must be given when there are no sequences"), false;
   return true;

@@ -188,6 +188,20 @@ static void test_make_node_errors(void **st) {
                      .truncate_gradient = -1};
   assert_null(rg_scan(C, &sb, &y));
   assert_non_null(strstr(rg_errmsg(C), "do not broadcast"));
+  /* a step graph of too few inputs for the taps (it read past step_in),
+   * and a step given twice */
+  rg_clear_error(C);
+  rg_scan_seq q2 = {in("x2", RG_FLOAT64, 1, SHAPE(-1)), 2, SHAPE(-1, 1)};
+  rg_variable *d = rg_sub(b, a);
+  rg_scan_spec s1 = {.nseqs = 1, .seqs = &q2, .noutputs = 1, .outputs = &none, .nstep_in = 1,
+                     .step_in = (rg_variable *[]){a, b}, .step_out = &d, .truncate_gradient = -1};
+  assert_null(rg_scan(C, &s1, &y));
+  assert_non_null(strstr(rg_errmsg(C), "the step graph takes 1 inputs, the scan passes 2"));
+  rg_clear_error(C);
+  s1.nstep_in = 2;
+  s1.fn = step_mismatch;
+  assert_null(rg_scan(C, &s1, &y));
+  assert_non_null(strstr(rg_errmsg(C), "both fn and step_in/step_out given"));
 }
 
 /* ------------------------------------------------------------------ graph files */
