@@ -20,10 +20,12 @@
  * types.
  *
  * A node of several outputs (a Scan, a split, an opaque op of several) is
- * one e-node per output; what the whole node costs (its inputs read, a
- * Scan's work, its measured time) is shared out among them, so a
- * selection holding all its outputs, as the graph it came from does, pays
- * for it once.
+ * one e-node per output; each costs what the whole node costs (its inputs
+ * read, every output written, a Scan's work, its measured time), and
+ * extraction charges the node once for any number of its outputs an
+ * answer uses (eg_node_costs marks these e-nodes): the node runs whole
+ * however many of its outputs are read.  A cost relation prices each
+ * output as it says.
  */
 #include "rewrites/egraph-impl.h"
 #include "relgraph/scan.h"
@@ -351,9 +353,25 @@ static double cached_dynamic(rg_ctx *C, rg_cost_model *cm, const rg_node *node, 
   return *slot = v < 0 ? INFINITY : v;
 }
 
-static double node_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable **sized, uint32_t id) {
+/* The whole of a node of several outputs (an e-node is one output of it):
+ * a Scan's FLOPs, every output's elementwise work, the bytes of its inputs
+ * and of every output. */
+static double whole_node(const rg_cost_model *cm, const rg_node *node, int n, const rg_type *const *ts) {
+  if (cm->kind == CM_FLOPS && node->op->code == RG_OP_SCAN) return scan_flops(cm, node);
+  double total = 0;
+  for (int k = 0; k < node->nout; k++)
+    total += cm->kind == CM_FLOPS ? flops(node->op->code, n, ts, node->outputs[k]->type)
+                                  : bytes(node->op->code, n, ts, node->outputs[k]->type, k == 0 ? 1 : 0);
+  return total;
+}
+
+/* E-node id's cost; *whole is set when it is the cost of the whole node of
+ * several outputs the e-node is one output of (extraction charges such a
+ * node once, whichever of its outputs an answer uses). */
+static double node_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable **sized, uint32_t id, bool *whole) {
   const eg_node *x = &eg->nodes[id];
   const eg_head *h = &eg->heads[x->head];
+  *whole = false;
   if (h->leaf) return 0;
   int n = (int)x->nch;
   rg_variable *in[n ? n : 1];
@@ -372,22 +390,23 @@ static double node_cost(rg_egraph *eg, const rg_cost_model *cm, rg_variable **si
     return INFINITY;
   }
   rg_clear_error(eg->C);
-  double share = node ? 1.0 / node->nout : 1;
-  switch (cm->kind) {
-  case CM_FLOPS: return h->code == RG_OP_SCAN && node ? share * scan_flops(cm, node) : flops(h->code, n, ts, out);
-  case CM_BYTES: return bytes(h->code, n, ts, out, share);
-  case CM_TIME: return share * cached_dynamic(eg->C, (rg_cost_model *)cm, node, h->out); /* the whole node's time */
-  default: return cached_dynamic(eg->C, (rg_cost_model *)cm, node, h->out); /* what costo says of the output */
-  }
+  if (cm->kind == CM_RELATION) return cached_dynamic(eg->C, (rg_cost_model *)cm, node, h->out); /* what costo says of the output */
+  *whole = node && node->nout > 1;
+  if (cm->kind == CM_TIME) return cached_dynamic(eg->C, (rg_cost_model *)cm, node, h->out); /* the whole node's time */
+  if (*whole || (node && h->code == RG_OP_SCAN)) return whole_node(cm, node, n, ts);
+  return cm->kind == CM_FLOPS ? flops(h->code, n, ts, out) : bytes(h->code, n, ts, out, 1);
 }
 
-double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm) {
+double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm, uint8_t *whole) {
   rg_variable **sized = sized_classes(eg, cm);
   if (!sized) return NULL;
   double *cost = malloc((eg->nnodes + 1) * sizeof *cost);
   if (!cost) return rg_error(eg->C, RG_ERR_NOMEM, "cost: out of memory for %u e-nodes", eg->nnodes), NULL;
-  for (uint32_t id = 0; id < eg->nnodes; id++)
-    cost[id] = eg->nodes[id].dead ? INFINITY : node_cost(eg, cm, sized, id);
+  for (uint32_t id = 0; id < eg->nnodes; id++) {
+    bool w = false;
+    cost[id] = eg->nodes[id].dead ? INFINITY : node_cost(eg, cm, sized, id, &w);
+    if (whole) whole[id] = w;
+  }
   return cost;
 }
 

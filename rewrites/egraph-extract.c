@@ -5,7 +5,11 @@
  * DAG cost: a selection picks one e-node per class reachable from the
  * roots; its cost is the sum of the picked nodes' costs, each class once
  * however many nodes use it (tree cost would count a shared subgraph per
- * use and mislead).  Two steps:
+ * use and mislead), and the e-nodes that are outputs of one node of
+ * several outputs (each priced at the whole node, egraph-cost.c) once
+ * together: the branch and bound counts a group's e-nodes as they are
+ * chosen and charges the first, and its lower bound takes such e-nodes
+ * as free.  Two steps:
  *
  * 1. Greedy tree cost: best[c] = min over c's nodes of cost + the children's
  *    best, to a fixed point (ties go to the smaller tree, so the selection
@@ -29,6 +33,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define BB_MAX_CLASSES 4096
 #define BB_BUDGET 2000000
@@ -39,6 +44,9 @@ typedef struct extractor {
   rg_egraph *eg;
   const rg_cost_model *cm;
   const double *cost;
+  uint8_t *whole;      /* per e-node: its cost is its node's, with sibling outputs */
+  uint32_t *group;     /* per e-node: its node among such (EG_NONE: none) */
+  uint32_t *gcount;    /* B&B: per group, how many of its e-nodes are chosen */
   double *best;        /* greedy tree cost per class */
   uint32_t *size;      /* tree size of that, for ties */
   double *minc;        /* cheapest node per class */
@@ -78,7 +86,8 @@ static void greedy(extractor *x) {
   }
   for (uint32_t id = 0; id < eg->nnodes; id++) {
     uint32_t c = eg_find(eg, eg->nodes[id].cls);
-    if (!eg->nodes[id].dead && x->cost[id] < x->minc[c]) x->minc[c] = x->cost[id];
+    double m = x->group[id] != EG_NONE ? 0 : x->cost[id]; /* its node may be paid for already */
+    if (!eg->nodes[id].dead && m < x->minc[c]) x->minc[c] = m;
   }
   for (bool changed = true; changed;) {
     changed = false;
@@ -214,7 +223,9 @@ static void try_node(extractor *x, uint32_t c, uint32_t id, double partial) {
       pushed++;
     }
   }
-  bb(x, partial + x->cost[id]);
+  uint32_t g = x->group[id];
+  bb(x, partial + (g != EG_NONE && x->gcount[g]++ ? 0 : x->cost[id])); /* a node once, for any of its outputs */
+  if (g != EG_NONE) x->gcount[g]--;
   for (; pushed; pushed--) {
     uint32_t k = x->stack.v[--x->stack.n];
     x->pending[k] = 0;
@@ -328,7 +339,34 @@ static rg_fgraph *graph_of(rg_egraph *eg, const uint32_t *choice) {
 
 /* ------------------------------------------------------------------ extraction */
 
+/* The groups of e-nodes that are outputs of one node of several outputs
+ * costed whole (the same op over the same classes); false when out of
+ * memory. */
+static bool assign_groups(extractor *x) {
+  rg_egraph *eg = x->eg;
+  rg_map first; /* node_key -> an e-node of each group with that key */
+  if (rg_map_init(&first, &rg_heap, 16)) return false;
+  uint32_t ngroups = 0;
+  bool ok = true;
+  for (uint32_t id = 0; id < eg->nnodes && ok; id++) {
+    x->group[id] = EG_NONE;
+    if (!x->whole[id] || eg->nodes[id].dead) continue;
+    uint64_t key = node_key(eg, id);
+    for (rg_map_entry *e = rg_map_first(&first, key); e && x->group[id] == EG_NONE; e = rg_map_next(&first, e))
+      if (same_node(eg, (uint32_t)e->val, id)) x->group[id] = x->group[e->val];
+    if (x->group[id] == EG_NONE) {
+      x->group[id] = ngroups++;
+      ok = rg_map_add(&first, key, id) == 0;
+    }
+  }
+  rg_map_free(&first);
+  return ok;
+}
+
 static void extractor_free(extractor *x) {
+  free(x->whole);
+  free(x->group);
+  free(x->gcount);
   free(x->best);
   free(x->size);
   free(x->minc);
@@ -356,13 +394,15 @@ static void greedy_answer(extractor *x) {
   double total = 0;
   uint8_t *seen = calloc(eg->ncls + 1, 1);
   if (!seen) return; /* out of memory: no greedy answer */
+  memset(x->gcount, 0, (eg->nnodes + 1) * sizeof *x->gcount);
   eg_ids st = {0};
   for (int i = 0; i < eg->nroots; i++) eg_ids_push(&st, eg_find(eg, eg->roots[i]));
   while (st.n) {
     uint32_t c = st.v[--st.n];
     if (seen[c]) continue;
     seen[c] = 1;
-    total += x->cost[x->choice[c]];
+    uint32_t g = x->group[x->choice[c]];
+    if (g == EG_NONE || !x->gcount[g]++) total += x->cost[x->choice[c]];
     for (uint32_t i = 0; i < eg->nodes[x->choice[c]].nch; i++)
       eg_ids_push(&st, eg_find(eg, eg_kids(eg, x->choice[c])[i]));
   }
@@ -401,7 +441,14 @@ int rg_egraph_extract(rg_egraph *eg, const rg_cost_model *cm, int k, rg_fgraph *
   if (k < 1) return rg_error(eg->C, RG_ERR_TYPE, "extract: k must be at least 1");
   eg_rebuild(eg);
   extractor x = {.eg = eg, .cm = cm, .k = k, .budget = BB_BUDGET};
-  if (!(x.cost = eg_node_costs(eg, cm))) return rg_errcode(eg->C);
+  x.whole = malloc(eg->nnodes + 1);
+  x.group = malloc((eg->nnodes + 1) * sizeof *x.group);
+  x.gcount = calloc(eg->nnodes + 1, sizeof *x.gcount);
+  if (!x.whole || !x.group || !x.gcount || !(x.cost = eg_node_costs(eg, cm, x.whole)) || !assign_groups(&x)) {
+    int rc = rg_errcode(eg->C) ? rg_errcode(eg->C) : rg_error(eg->C, RG_ERR_NOMEM, "extract: out of memory");
+    extractor_free(&x);
+    return rc;
+  }
   uint32_t n = eg->ncls + 1;
   x.best = malloc(n * sizeof *x.best);
   x.size = malloc(n * sizeof *x.size);
@@ -449,7 +496,7 @@ static void json_node(FILE *f, rg_egraph *eg, uint32_t id, double cost, bool fir
 
 int rg_egraph_write_json(rg_egraph *eg, const rg_cost_model *cm, FILE *f) {
   eg_rebuild(eg);
-  double *cost = cm ? eg_node_costs(eg, cm) : NULL;
+  double *cost = cm ? eg_node_costs(eg, cm, NULL) : NULL;
   if (cm && !cost) return rg_errcode(eg->C);
   fputs("{\n  \"nodes\": {", f);
   bool first = true;

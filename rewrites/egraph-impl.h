@@ -267,8 +267,11 @@ void eg_rules_free(rg_egraph *eg);
  * templates, which the search runs as e-matching (see egraph-rules.c). */
 bool eg_rule_by_templates(const rg_egraph *eg, const char *name);
 
-/* egraph-cost.c: per-node costs of a model (INFINITY: cannot cost it). */
-double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm);
+/* egraph-cost.c: per-node costs of a model (INFINITY: cannot cost it);
+ * whole (NULL, or one byte per e-node) marks the e-nodes whose cost is
+ * that of the whole node of several outputs they are one output of, which
+ * extraction charges once for all of them. */
+double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm, uint8_t *whole);
 /* The first reason a cost relation gave a node no cost (NULL: none). */
 const char *eg_cost_why(const rg_cost_model *cm);
 /* The cost of one graph node by its own static types (unknown dimensions

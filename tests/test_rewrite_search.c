@@ -452,6 +452,21 @@ static void test_multi_output_answer(void **st) {
   for (rg_node *n = rg_fgraph_first(g); n; n = rg_fgraph_next(n)) nodes++;
   assert_int_equal(nodes, 1);
   rg_egraph_free(eg);
+  /* one output read: the node still computes both (800 read, 1600
+   * written), so sqr(a) (800 + 800) is the cheaper answer */
+  fg = graph("(graph (opaque two (outputs 2) (type float64 (100))) (input a float64 (100))"
+             " (define (p q) (two a)) (output p))");
+  eg = rg_egraph_new(fg);
+  assert_int_equal(rg_egraph_add_rules(eg, rules("(defrule two-sqr (pattern (nth 0 (two ?a)) (sqr ?a)))", NULL)), 1);
+  rg_search_opts o = {0};
+  assert_int_equal(rg_egraph_run(eg, &o), RG_SEARCH_SATURATED);
+  rg_fgraph *gs[2];
+  double costs[2];
+  assert_int_equal(rg_egraph_extract(eg, rg_cost_bytes(), 2, gs, costs, NULL), 2);
+  assert_near(costs[0], 1600, 0);
+  assert_near(costs[1], 2400, 0);
+  assert_int_equal(rg_fgraph_first(gs[0])->op->code, RG_OP_SQR);
+  rg_egraph_free(eg);
 }
 
 static void test_bad_input(void **st) {
