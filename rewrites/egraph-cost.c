@@ -163,6 +163,52 @@ static bool sizes_name_leaves(rg_egraph *eg, const rg_cost_model *cm) {
 
 /* Sized variables of every root class (indexed by class id); NULL with an
  * error in the context when a size is missing or sizes do not fit. */
+static const rg_type *sized_type(const rg_cost_model *cm, const rg_type *t);
+
+/* An int64 constant of the value of shape arithmetic over sized values
+ * (shape_i and shape of known sizes, make_vector, +, -, *, // and
+ * max/min of such constants), or NULL. */
+static rg_variable *shape_constant(rg_ctx *C, const rg_node *node) {
+  rg_opcode code = node->op->code;
+  int64_t a, b, v[RG_MAX_NDIM];
+  const rg_type *t = node->inputs[0]->type;
+  switch (code) {
+  case RG_OP_SHAPE_I:
+    return t->shape[node->op->ints[0]] >= 0 ? rg_constant_scalar_int(C, RG_INT64, t->shape[node->op->ints[0]]) : NULL;
+  case RG_OP_SHAPE:
+    for (int d = 0; d < t->ndim; d++)
+      if ((v[d] = t->shape[d]) < 0) return NULL;
+    return rg_constant_data(C, RG_INT64, 1, (int64_t[]){t->ndim}, v);
+  case RG_OP_MAKE_VECTOR:
+    if (node->nin > RG_MAX_NDIM || node->outputs[0]->type->dtype != RG_INT64) return NULL;
+    for (int i = 0; i < node->nin; i++)
+      if (!rg_constant_get_i64(node->inputs[i], &v[i])) return NULL;
+    return rg_constant_data(C, RG_INT64, 1, (int64_t[]){node->nin}, v);
+  case RG_OP_ADD: case RG_OP_SUB: case RG_OP_MUL: case RG_OP_INT_DIV: case RG_OP_MAXIMUM: case RG_OP_MINIMUM:
+    if (node->nin != 2 || node->outputs[0]->type->ndim || !rg_dtype_is_int(node->outputs[0]->type->dtype) ||
+        !rg_constant_get_i64(node->inputs[0], &a) || !rg_constant_get_i64(node->inputs[1], &b) ||
+        (code == RG_OP_INT_DIV && b <= 0) || a < -(1 << 30) || a > (1 << 30) || b < -(1 << 30) || b > (1 << 30))
+      return NULL;
+    a = code == RG_OP_ADD ? a + b : code == RG_OP_SUB ? a - b : code == RG_OP_MUL ? a * b
+      : code == RG_OP_INT_DIV ? (a >= 0 ? a / b : -((-a + b - 1) / b)) : code == RG_OP_MAXIMUM ? (a > b ? a : b) : (a < b ? a : b);
+    return rg_constant_scalar_int(C, node->outputs[0]->type->dtype, a);
+  default: return NULL;
+  }
+}
+
+/* The sized variable of output `out` of a node rebuilt on sized inputs:
+ * shape arithmetic over known sizes folded into a constant (so the
+ * slices and reshapes a Scan push-out writes with shape_i get their sizes,
+ * which cost them), else the output, its sizes still unknown given the
+ * size `?` when there is one. */
+static rg_variable *sized_value(rg_ctx *C, const rg_cost_model *cm, const rg_node *node, int out) {
+  rg_variable *v = node->nout == 1 ? shape_constant(C, node) : NULL;
+  if (v) return v;
+  v = node->outputs[out];
+  const rg_type *t = sized_type(cm, v->type);
+  return t == v->type ? v : rg_input(C, v->name, t);
+}
+
 static rg_variable **sized_classes(rg_egraph *eg, const rg_cost_model *cm) {
   if (!sizes_name_leaves(eg, cm)) return NULL;
   /* (smallest node id, class) pairs, sorted */
@@ -183,7 +229,7 @@ static rg_variable **sized_classes(rg_egraph *eg, const rg_cost_model *cm) {
       rg_variable **in = rg_gc_alloc((nch + 1) * sizeof *in);
       for (uint32_t j = 0; j < nch; j++) in[j] = sized[eg_find(eg, eg_kids(eg, m)[j])];
       rg_node *node = rg_make_node(eg->C, h->op, (int)nch, in);
-      sized[c] = node ? node->outputs[h->out] : NULL;
+      sized[c] = node ? sized_value(eg->C, cm, node, h->out) : NULL;
     }
     if (!sized[c]) {
       free(order);
