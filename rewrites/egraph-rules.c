@@ -1404,6 +1404,9 @@ static int search_relation(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, i
     const eg_node *x = &eg->nodes[id];
     if (x->dead || !tracks_head(r, &eg->heads[x->head])) continue;
     if (out_of_time(eg, r, 0)) break;
+    /* answers wait as words and add nothing yet: once they could reach
+     * the node limit, applying them will stop there, so search no more */
+    if (eg->node_cap > 0 && (int64_t)(eg->nmemo + r->astart.n) >= eg->node_cap) break;
     if (r->since && !rel_dirty(eg, id, o->rel_depth, r->since)) continue;
     int rc = search_node_rel(eg, r, id, o, sh);
     if (rc) return rc;
@@ -1584,6 +1587,9 @@ static int search_native(rg_egraph *eg, eg_rule *r, const rg_search_opts *o, int
     const eg_node *x = &eg->nodes[id];
     if (x->dead || !tracks_head(r, &eg->heads[x->head])) continue;
     if (out_of_time(eg, r, 0)) break;
+    /* answers wait as words and add nothing yet: once they could reach
+     * the node limit, applying them will stop there, so search no more */
+    if (eg->node_cap > 0 && (int64_t)(eg->nmemo + r->astart.n) >= eg->node_cap) break;
     if (r->since && !rel_dirty(eg, id, o->rel_depth, r->since)) continue;
     if (self_loop(eg, id)) continue;
     int rc = search_node_native(eg, r, &run, id, o->rel_terms);
