@@ -203,6 +203,7 @@ static rg_variable *shape_constant(rg_ctx *C, const rg_node *node) {
  * size `?` when there is one. */
 static rg_variable *sized_value(rg_ctx *C, const rg_cost_model *cm, const rg_node *node, int out) {
   rg_variable *v = node->nout == 1 ? shape_constant(C, node) : NULL;
+  if (!v && node->op->code == RG_OP_SUBTENSOR && !(v = rgr_subtensor_static(C, node))) rg_clear_error(C);
   if (v) return v;
   v = node->outputs[out];
   const rg_type *t = sized_type(cm, v->type);
@@ -255,7 +256,7 @@ static double nbytes(const rg_type *t) { return numel(t) * (double)rg_dtype_size
 
 /* FLOPs of a dot-like product: 2 * (output elements) * (contracted size). */
 static double dot_flops(const rg_type *a, const rg_type *out) {
-  double k = a->ndim ? (double)a->shape[a->ndim - 1] : 1;
+  double k = a->ndim ? (double)(a->shape[a->ndim - 1] > 0 ? a->shape[a->ndim - 1] : 0) : 1;
   return 2 * numel(out) * k;
 }
 

@@ -266,6 +266,11 @@ bool rgr_same_guards(const rgr_guards *g, const rg_node *a, const rg_node *b);
 bool rgr_unguarded(const rgr_guards *g, const rg_node *n);
 void rgr_guards_free(rgr_guards *g);
 
+/* A node of the subtensor family with its constant index inputs made the
+ * op's own parameters (its type then knows the sizes they give), or NULL
+ * when it has none (stdrules.c; an error may be set). */
+rg_variable *rgr_subtensor_static(rg_ctx *C, const rg_node *node);
+
 /* Graph rewriters of the standard database. */
 rg_rewriter *rgr_merge_rewriter(const char *name);
 rg_rewriter *rgr_constant_folding(void);

@@ -588,11 +588,7 @@ static int subtensor_fill(rg_rewrite_run *run, rg_node *node, rg_variable **out,
   return give(run, node, out, part ? built(run->C, rg_apply(run->C, f->op, 2, args)) : NULL);
 }
 
-/* Index inputs of the subtensor family that are constants become the
- * op's own parameters, so the result's type knows the sizes they give
- * (x[0:n] with n a constant: a static length, which fusion and the
- * rules after it need). */
-static int subtensor_constant_index(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+rg_variable *rgr_subtensor_static(rg_ctx *C, const rg_node *node) {
   const rg_op *op = node->op;
   int first = op->code == RG_OP_SUBTENSOR ? 1 : 2, nent = op->nints / 4, k = first, kept = first;
   rg_index e[nent > 0 ? nent : 1];
@@ -610,8 +606,20 @@ static int subtensor_constant_index(rg_rewrite_run *run, rg_node *node, rg_varia
       else in[kept++] = x;
     }
   }
-  if (!any) return 0;
-  return give_same(run, node, out, built(run->C, rg_apply(run->C, rg_op_subtensor(op->code, nent, e), kept, in)));
+  return any ? rg_apply(C, rg_op_subtensor(op->code, nent, e), kept, in) : NULL;
+}
+
+/* Index inputs of the subtensor family that are constants become the
+ * op's own parameters, so the result's type knows the sizes they give
+ * (x[0:n] with n a constant: a static length, which fusion and the
+ * rules after it need). */
+static int subtensor_constant_index(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
+  rg_variable *r = rgr_subtensor_static(run->C, node);
+  if (!r) {
+    rg_clear_error(run->C);
+    return 0;
+  }
+  return give_same(run, node, out, built(run->C, r));
 }
 
 /* Whether type t knows every dimension `was` knows, and more. */
