@@ -8,7 +8,9 @@
  *                   [--size NAME=N]... [--format F] [--trace] [--egraph FILE]
  *
  * Each answer is printed as "# answer I: cost C" followed by the graph in
- * the chosen format; then the stop reason, and with --trace the e-graph's
+ * the chosen format (with --format sexp the lines start with ";" instead,
+ * a comment of graph files, so that an answer saved to a file reads back
+ * as a graph); then the stop reason, and with --trace the e-graph's
  * size per iteration.  --egraph writes the e-graph (JSON in the egraphs-good
  * serialized format, or Graphviz when FILE ends in .dot or .gv).  The
  * measured-time model compiles and times each candidate node on the CPU
@@ -175,14 +177,15 @@ static int print_answers(rg_ctx *C, rg_egraph *eg, rg_cost_model *cm, const sear
   double *costs = calloc((size_t)a->answers, sizeof *costs);
   bool exact;
   int n = rg_egraph_extract(eg, cm, (int)a->answers, gs, costs, &exact);
+  const char *mark = strcmp(a->format, "sexp") ? "#" : ";"; /* sexp: a comment of graph files */
   for (int i = 0; i < n; i++) {
-    printf("# answer %d: %s %.17g\n", i + 1, rg_cost_name(cm), costs[i]);
+    printf("%s answer %d: %s %.17g\n", mark, i + 1, rg_cost_name(cm), costs[i]);
     cli_printer(a->format)(stdout, gs[i]);
   }
   free(gs);
   free(costs);
   if (n < 0) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;
-  printf("# %s; %zu e-nodes, %zu e-classes; extraction %s\n", rg_egraph_stop_message(eg),
+  printf("%s %s; %zu e-nodes, %zu e-classes; extraction %s\n", mark, rg_egraph_stop_message(eg),
          rg_egraph_nnodes(eg), rg_egraph_nclasses(eg), exact ? "exact" : "heuristic (search budget reached)");
   return EXIT_OK;
 }
