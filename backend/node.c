@@ -48,6 +48,7 @@ int rgb_node_init(rgb_node *bn, const rg_node *n) {
   for (int i = 0; i < n->nin; i++) {
     rgb_vtype_of(&in[i], n->inputs[i]->type);
     in[i].weak = (n->inputs[i]->flags & RG_VAR_WEAK) != 0;
+    in[i].known = in[i].weak && rg_dtype_is_int(in[i].dtype) && rg_constant_get_i64(n->inputs[i], &in[i].value);
     in[i].constant = rg_is_constant(n->inputs[i]);
   }
   for (int j = 0; j < n->nout; j++) rgb_vtype_of(&out[j], n->outputs[j]->type);

@@ -9,8 +9,11 @@
  * when its kind is above the strong result's, the result becomes the
  * promotion with that kind's default dtype (int64, float64); otherwise the
  * weak input takes the strong dtype, and an integer literal that does not
- * fit it is an error (NumPy 2 raises OverflowError).  With no strong input
- * the weak defaults promote among themselves.
+ * fit it is an error (NumPy 2 raises OverflowError), except in a
+ * comparison, which computes in a dtype holding both (NumPy compares such
+ * values exactly).  With no strong input the weak defaults promote among
+ * themselves.  The rule itself is rg_dtype_result (type.c), which the
+ * backends use for the dtype a comparison computes in.
  *
  * Broadcasting is decided statically (see graph.h): shapes align on the
  * right, a size-1 dimension stretches, two known sizes other than 1 must
@@ -22,37 +25,19 @@
 
 /* ------------------------------------------------------------------ dtypes */
 
-static int kind_of(rg_dtype dt) {
-  if (dt == RG_BOOL) return 0;
-  return rg_dtype_is_float(dt) ? 2 : 1;
-}
-static const rg_dtype kind_default[3] = {RG_BOOL, RG_INT64, RG_FLOAT64};
-
-static bool is_weak(const rg_variable *v) { return (v->flags & RG_VAR_WEAK) != 0; }
-
-/* NEP 50 promotion of in[0..n). */
-static rg_dtype promote_nep50(rg_ctx *C, const rg_op *op, int n, rg_variable *const *in) {
-  int strong = -1, weak_kind = -1;
+/* NEP 50 promotion of in[0..n) (rg_dtype_result: the one definition the
+ * backends share); a literal that does not fit is an error here. */
+static rg_dtype promote_nep50(rg_ctx *C, const rg_op *op, int n, rg_variable *const *in, bool compare) {
+  rg_operand small[8], *ops = n <= 8 ? small : rgk_alloc((size_t)n * sizeof *ops);
   for (int i = 0; i < n; i++) {
-    rg_dtype dt = in[i]->type->dtype;
-    if (is_weak(in[i])) {
-      if (kind_of(dt) > weak_kind) weak_kind = kind_of(dt);
-    } else {
-      strong = strong < 0 ? (int)dt : (int)rg_dtype_promote((rg_dtype)strong, dt);
-    }
+    ops[i] = (rg_operand){.dtype = in[i]->type->dtype, .weak = (in[i]->flags & RG_VAR_WEAK) != 0};
+    ops[i].known = ops[i].weak && rg_dtype_is_int(ops[i].dtype) && rg_constant_get_i64(in[i], &ops[i].value);
   }
-  if (strong < 0) return kind_default[weak_kind < 0 ? 0 : weak_kind];
-  rg_dtype r = (rg_dtype)strong;
-  if (weak_kind > kind_of(r)) return rg_dtype_promote(r, kind_default[weak_kind]);
-  for (int i = 0; i < n; i++) {
-    int64_t v;
-    if (is_weak(in[i]) && kind_of(in[i]->type->dtype) == 1 && rg_constant_get_i64(in[i], &v) &&
-        !rg_dtype_holds(r, v)) {
-      rgc_op_error(C, op, "the literal %lld does not fit %s", (long long)v, rg_dtype_name(r));
-      return RG_NDTYPES;
-    }
-  }
-  return r;
+  int unfit;
+  rg_dtype r = rg_dtype_result(n, ops, compare, &unfit);
+  if (unfit < 0) return r;
+  rgc_op_error(C, op, "the literal %lld does not fit %s", (long long)ops[unfit].value, rg_dtype_name(r));
+  return RG_NDTYPES;
 }
 
 static rg_dtype float_of(rg_dtype dt, bool wide_ints) {
@@ -65,8 +50,8 @@ rg_dtype rgc_ew_dtype(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *i
   int rule = rgc_ew_rule(op->code);
   if (rule == EW_CAST) return op->dtype;
   if (rule == EW_SECOND) return in[1]->type->dtype;
-  if (rule == EW_SWITCH) return promote_nep50(C, op, 2, in + 1);
-  rg_dtype dt = promote_nep50(C, op, nin, in);
+  if (rule == EW_SWITCH) return promote_nep50(C, op, 2, in + 1, false);
+  rg_dtype dt = promote_nep50(C, op, nin, in, rule == EW_COMPARE);
   if (dt == RG_NDTYPES) return dt;
   switch (rule) {
   case EW_PROMOTE_NUM:

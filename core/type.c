@@ -96,6 +96,44 @@ bool rg_dtype_holds(rg_dtype dt, int64_t v) {
   }
 }
 
+/* Kinds for NEP 50: bool < integer < float, and each kind's default. */
+static int nep50_kind(rg_dtype dt) { return dt == RG_BOOL ? 0 : rg_dtype_is_float(dt) ? 2 : 1; }
+static const rg_dtype kind_default[3] = {RG_BOOL, RG_INT64, RG_FLOAT64};
+
+/* The smallest dtype holding the integer v (NumPy's min_scalar_type). */
+static rg_dtype smallest_holding(int64_t v) {
+  static const rg_dtype order[] = {RG_UINT8, RG_INT8, RG_INT16, RG_INT32};
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+    if (rg_dtype_holds(order[i], v)) return order[i];
+  return RG_INT64;
+}
+
+rg_dtype rg_dtype_result(int n, const rg_operand *in, bool compare, int *unfit) {
+  int strong = -1, weak_kind = -1;
+  if (unfit) *unfit = -1;
+  for (int i = 0; i < n; i++) {
+    rg_dtype dt = in[i].dtype;
+    if (in[i].weak) {
+      if (nep50_kind(dt) > weak_kind) weak_kind = nep50_kind(dt);
+    } else {
+      strong = strong < 0 ? (int)dt : (int)rg_dtype_promote((rg_dtype)strong, dt);
+    }
+  }
+  if (strong < 0) return kind_default[weak_kind < 0 ? 0 : weak_kind];
+  rg_dtype r = (rg_dtype)strong;
+  if (weak_kind > nep50_kind(r)) return rg_dtype_promote(r, kind_default[weak_kind]);
+  for (int i = 0; i < n; i++) {
+    if (!in[i].weak || !in[i].known || nep50_kind(in[i].dtype) != 1 || rg_dtype_holds(r, in[i].value))
+      continue;
+    if (!compare) {
+      if (unfit) *unfit = i;
+      return r;
+    }
+    r = rg_dtype_promote(r, smallest_holding(in[i].value));
+  }
+  return r;
+}
+
 bool rg_dtype_can_cast(rg_dtype from, rg_dtype to) {
   return valid_dtype(from) && valid_dtype(to) && rg_dtype_promote(from, to) == to;
 }

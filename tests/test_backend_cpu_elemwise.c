@@ -448,8 +448,17 @@ static void test_weak_literals(void **st) {
   rg_tensor *in3[2] = {xi, one};
   rg_tensor *r3 = eval(rg_add(var(RG_INT8, 1, SHAPE(2)), rg_scalar_int(C, 1)), 2, in3);
   check(r3, RG_INT8, 1, SHAPE(2), VALS(-128, -2));
-  rg_tensor *all[] = {x, lit, r, r2, xi, one, r3};
-  free_all(7, all);
+  /* uint8 < -1 and int8 == 200 compare exactly (in int16), as NumPy does */
+  rg_tensor *xu = tens(RG_UINT8, 1, SHAPE(3), VALS(0, 200, 255)), *m1 = scalar(RG_INT64, -1);
+  rg_tensor *in4[2] = {xu, m1};
+  rg_tensor *r4 = eval(rg_gt(var(RG_UINT8, 1, SHAPE(3)), rg_scalar_int(C, -1)), 2, in4);
+  check(r4, RG_BOOL, 1, SHAPE(3), VALS(1, 1, 1));
+  rg_tensor *xs = tens(RG_INT8, 1, SHAPE(3), VALS(-56, 0, 127)), *big = scalar(RG_INT64, 200);
+  rg_tensor *in5[2] = {xs, big};
+  rg_tensor *r5 = eval(rg_neq_elem(var(RG_INT8, 1, SHAPE(3)), rg_scalar_int(C, 200)), 2, in5);
+  check(r5, RG_BOOL, 1, SHAPE(3), VALS(1, 1, 1));
+  rg_tensor *all[] = {x, lit, r, r2, xi, one, r3, xu, m1, r4, xs, big, r5};
+  free_all(13, all);
 }
 
 static void test_second_fill_and_nary(void **st) {

@@ -177,6 +177,9 @@ static void test_nep50_literals(void **st) {
   assert_string_equal(ty(rg_and(b, rg_scalar_bool(C, true))), "bool ()");
   expect_error(rg_add(u8, rg_scalar_int(C, 256)), "add: the literal 256 does not fit uint8");
   expect_error(rg_add(i8, rg_scalar_int(C, -129)), "the literal -129 does not fit int8");
+  /* a comparison with such a literal computes in a dtype holding both */
+  assert_string_equal(ty(rg_lt(u8, rg_scalar_int(C, -1))), "bool ()");
+  assert_string_equal(ty(rg_eq_elem(i8, rg_scalar_int(C, 200))), "bool (3)");
   /* a strong int64 constant promotes as a tensor would */
   assert_string_equal(ty(rg_add(i8, rg_constant_scalar_int(C, RG_INT64, 1))), "int64 (3)");
 }

@@ -57,6 +57,34 @@ static void test_dtype_promotion_table(void **st) {
   assert_false(rg_dtype_can_cast(RG_INT8, RG_BOOL));
 }
 
+/* NEP 50 over operands: weak literals adopt the strong dtype unless their
+ * kind is higher; an integer literal that does not fit is reported, or
+ * widens a comparison (NumPy compares it exactly). */
+static void test_dtype_result_weak_literals(void **st) {
+  (void)st;
+  rg_operand f32_f = {RG_FLOAT32, false, false, 0}, lit_f = {RG_FLOAT64, true, false, 0};
+  rg_operand two[2] = {f32_f, lit_f};
+  int unfit = 7;
+  assert_int_equal(rg_dtype_result(2, two, false, &unfit), RG_FLOAT32);
+  assert_int_equal(unfit, -1);
+  rg_operand u8_m1[2] = {{RG_UINT8, false, false, 0}, {RG_INT64, true, true, -1}};
+  assert_int_equal(rg_dtype_result(2, u8_m1, false, &unfit), RG_UINT8);
+  assert_int_equal(unfit, 1);
+  assert_int_equal(rg_dtype_result(2, u8_m1, true, &unfit), RG_INT16);
+  assert_int_equal(unfit, -1);
+  rg_operand i8_200[2] = {{RG_INT64, true, true, 200}, {RG_INT8, false, false, 0}};
+  assert_int_equal(rg_dtype_result(2, i8_200, true, NULL), RG_INT16);
+  rg_operand i32_big[2] = {{RG_INT32, false, false, 0}, {RG_INT64, true, true, (int64_t)1 << 40}};
+  assert_int_equal(rg_dtype_result(2, i32_big, true, NULL), RG_INT64);
+  rg_operand i8_5[2] = {{RG_INT8, false, false, 0}, {RG_INT64, true, true, 5}};
+  assert_int_equal(rg_dtype_result(2, i8_5, true, NULL), RG_INT8);
+  rg_operand b_int[2] = {{RG_BOOL, false, false, 0}, {RG_INT64, true, true, 300}};
+  assert_int_equal(rg_dtype_result(2, b_int, false, &unfit), RG_INT64);
+  assert_int_equal(unfit, -1);
+  rg_operand weak_only[2] = {{RG_INT64, true, true, 1}, {RG_FLOAT64, true, false, 0}};
+  assert_int_equal(rg_dtype_result(2, weak_only, false, NULL), RG_FLOAT64);
+}
+
 static void test_load_store(void **st) {
   uint8_t buf[8];
   rg_store_f64(RG_INT8, buf, -3.7);
@@ -235,6 +263,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_names),
       cmocka_unit_test(test_dtype_promotion_table),
+      cmocka_unit_test(test_dtype_result_weak_literals),
       cmocka_unit_test(test_load_store),
       cmocka_unit_test(test_types),
       cmocka_unit_test(test_tensor_new_and_access),

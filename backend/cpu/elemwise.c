@@ -326,24 +326,13 @@ static bool is_costly(rg_opcode code) {
 
 /* ------------------------------------------------------------------ dtypes */
 
-static int kind_of(rg_dtype dt) { return dt == RG_BOOL ? 0 : rg_dtype_is_float(dt) ? 2 : 1; }
-
-/* NEP 50 promotion of the node's inputs (weak literals adopt the strong
- * dtype unless their kind is higher), as the core types comparisons. */
-static rg_dtype promote_inputs(const rgb_node *n) {
-  static const rg_dtype kind_default[3] = {RG_BOOL, RG_INT64, RG_FLOAT64};
-  int strong = -1, weak = -1;
-  for (int i = 0; i < n->nin; i++) {
-    rg_dtype dt = n->in[i].dtype;
-    if (n->in[i].weak) {
-      if (kind_of(dt) > weak) weak = kind_of(dt);
-    } else {
-      strong = strong < 0 ? (int)dt : (int)rg_dtype_promote((rg_dtype)strong, dt);
-    }
-  }
-  if (strong < 0) return kind_default[weak < 0 ? 0 : weak];
-  if (weak > kind_of((rg_dtype)strong)) return rg_dtype_promote((rg_dtype)strong, kind_default[weak]);
-  return (rg_dtype)strong;
+/* The dtype a comparison (two inputs) computes in: rg_dtype_result of its
+ * inputs, as the core typed it. */
+static rg_dtype compare_dtype(const rgb_node *n) {
+  rg_operand ops[2];
+  for (int i = 0; i < n->nin; i++)
+    ops[i] = (rg_operand){n->in[i].dtype, n->in[i].weak, n->in[i].known, n->in[i].value};
+  return rg_dtype_result(n->nin, ops, true, NULL);
 }
 
 /* The dtype the loop reads input k in. */
@@ -486,7 +475,7 @@ static rg_tensor *ew_output(rgb_exec *x, const rg_tensor *const *in, int ndim,
 const char *rgbc_ew_info_of(const rgb_node *n, rgbc_ew_info *info) {
   rg_dtype odt = n->out[0].dtype;
   bool compare = n->code >= RG_OP_LT && n->code <= RG_OP_NEQ;
-  rg_dtype cdt = compare ? promote_inputs(n) : odt;
+  rg_dtype cdt = compare ? compare_dtype(n) : odt;
   memset(info, 0, sizeof *info);
   info->costly = is_costly(n->code);
   if (rg_opcode_family(n->code) != RG_FAM_ELEMWISE) return "not an elementwise op";

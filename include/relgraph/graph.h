@@ -83,6 +83,23 @@ rg_dtype rg_dtype_promote(rg_dtype a, rg_dtype b);
 bool rg_dtype_can_cast(rg_dtype from, rg_dtype to);
 /* Whether the integer v is a value of dt (bool: 0 or 1; floats: any). */
 bool rg_dtype_holds(rg_dtype dt, int64_t v);
+/* An operand of an elementwise operation as promotion sees it: its dtype,
+ * whether it is a weak literal (RG_VAR_WEAK), and for an integer literal
+ * its value (`known`). */
+typedef struct rg_operand {
+  rg_dtype dtype;
+  bool weak;
+  bool known;
+  int64_t value;
+} rg_operand;
+/* The dtype NumPy 2 computes an elementwise operation over in[0..n) in
+ * (NEP 50, above).  An integer literal the strong integer result cannot
+ * hold: a comparison (compare) computes in the promotion with the
+ * literal's smallest dtype, so `x_uint8 < -1` compares exactly, as NumPy
+ * does; for any other operation the result is returned as if it fitted and
+ * *unfit (when not NULL) receives the literal's index, -1 when every
+ * literal fits (NumPy 2 raises OverflowError there). */
+rg_dtype rg_dtype_result(int n, const rg_operand *in, bool compare, int *unfit);
 
 /* Elements as double or int64 (conversion as C casts; bool is 0/1). */
 double rg_load_f64(rg_dtype dt, const void *p);
