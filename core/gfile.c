@@ -97,7 +97,9 @@ static bool value_of(rg_term t, rg_dtype dt, void *p) {
   switch (rg_kind_of(t)) {
   case RG_K_BOOL: rg_store_i64(dt, p, t == RG_TRUE); return dt == RG_BOOL;
   case RG_K_INT: rg_store_i64(dt, p, rg_int_value(t)); return rg_dtype_holds(dt, rg_int_value(t));
-  case RG_K_FLOAT: rg_store_f64(dt, p, rg_float_value(t)); return rg_dtype_is_float(dt);
+  case RG_K_FLOAT: /* a finite value float32 cannot hold would become inf */
+    rg_store_f64(dt, p, rg_float_value(t));
+    return rg_dtype_is_float(dt) && (dt != RG_FLOAT32 || !isfinite(rg_float_value(t)) || isfinite(*(float *)p));
   default: return false;
   }
 }

@@ -94,6 +94,8 @@ static int reshape_make_node(rg_ctx *C, const rg_op *op, rg_variable *x, rg_vari
     }
     if (shape[d] == -1 && minus < 0) {
       minus = d;
+    } else if (shape[d] == -1) {
+      return rgc_op_error(C, op, "only one size of the shape may be -1");
     } else if (shape[d] < 0) {
       return rgc_op_error(C, op, "invalid size %lld in the shape", (long long)shape[d]);
     } else if (known >= 0 && __builtin_mul_overflow(known, shape[d], &known)) {

@@ -261,6 +261,7 @@ static void test_bad_files(void **st) {
       {"(graph (output (constant int8 () (1.5))))", "value 1.5 is not of dtype int8"},
       {"(graph (output (constant bool () (2))))", "value 2 is not of dtype bool"},
       {"(graph (output (constant int8 () (300))))", "value 300 is not of dtype int8"},
+      {"(graph (output (constant float32 (2) (1e40 1))))", "is not of dtype float32"},
       {"(graph (output (constant uint8 (2) (0 -1))))", "value -1 is not of dtype uint8"},
       {"(graph (output (constant int32 () (5000000000))))", "value 5000000000 is not of dtype int32"},
       {"(graph (output (constant float64 (?) ())))", "bad size ? in a shape"},

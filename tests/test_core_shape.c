@@ -95,6 +95,7 @@ static void test_reshape_flatten(void **st) {
   expect_error(rg_reshape_to(x, 2, SHAPE(5, 5)), "reshape: cannot reshape (4 6) (24 elements) into (5 5)");
   expect_error(rg_reshape_to(x, 2, SHAPE(5, -1)), "cannot reshape (4 6) (24 elements) into (5 ?)");
   expect_error(rg_reshape_to(x, 2, SHAPE(-3, 8)), "reshape: invalid size -3");
+  expect_error(rg_reshape_to(x, 2, SHAPE(-1, -1)), "reshape: only one size of the shape may be -1");
   rg_variable *y = in("y", RG_FLOAT32, 2, SHAPE(U, 6));
   rg_variable *n = in("n", RG_INT32, 0, NULL);
   rg_variable *sv = rg_make_vector(C, RG_INT64, 2, (rg_variable *[]){n, rg_scalar_int(C, -1)});

@@ -126,6 +126,8 @@ int rgbc_reshape_with(rgb_exec *x, rgbc_copy_fn copy) {
   for (int d = 0; d < nn; d++) {
     rgbc_cast_one(s->dtype, s->data + d * s->strides[0], RG_INT64, &ns[d]);
     if (ns[d] == -1 && minus < 0) minus = d;
+    else if (ns[d] == -1)
+      return rgb_error(x, RG_ERR_TYPE, "only one size of the shape may be -1");
     else if (ns[d] < 0)
       return rgb_error(x, RG_ERR_TYPE, "invalid size %lld in the shape", (long long)ns[d]);
     else if (__builtin_mul_overflow(known, ns[d], &known))
