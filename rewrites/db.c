@@ -100,6 +100,13 @@ int rg_db_register_db(rg_rewrite_db *db, const char *name, rg_rewrite_db *sub, d
   return db_add(db, name, NULL, sub, position, tags);
 }
 
+rg_rewrite_db *rgr_db_named_by(rg_rewrite_db *db, const char *tags) {
+  for (const char **w = split_words(NULL, tags); *w; w++)
+    for (int i = 0; i < db->n; i++)
+      if (db->e[i].sub && db->e[i].sub->equilibrium && !strcmp(db->e[i].sub->name, *w)) return db->e[i].sub;
+  return NULL;
+}
+
 static void describe(const rg_rewrite_db *db, FILE *f, int depth) {
   fprintf(f, "%*s%s (%s)\n", 2 * depth, "", db->name, db->equilibrium ? "equilibrium" : "sequence");
   for (int i = 0; i < db->n; i++) {

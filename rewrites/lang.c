@@ -414,11 +414,11 @@ const char *rg_rule_set_tags(const rg_rule_set *rs, int i) {
 
 int rg_rule_set_register(const rg_rule_set *rs, rg_rewrite_db *db, const char *name) {
   rg_rewrite_db *eq = rg_db_equilibrium(name);
-  const char *alltags = "";
-  for (int i = 0; i < rs->n; i++) {
-    int rc = rg_db_register(eq, rs->v[i].rw->name, rs->v[i].rw, 0, rs->v[i].tags);
-    if (rc) return rc;
-    alltags = rgr_sprintf("%s %s", alltags, rs->v[i].tags);
+  int rc = rg_db_register_db(db, name, eq, RGR_RULES_POSITION, "");
+  for (int i = 0; i < rs->n && !rc; i++) {
+    rg_rewrite_db *home = rgr_db_named_by(db, rs->v[i].tags);
+    const char *tags = rgr_sprintf("%s %s", name, rs->v[i].tags);
+    rc = rg_db_register(home ? home : eq, rs->v[i].rw->name, rs->v[i].rw, 0, tags);
   }
-  return rg_db_register_db(db, name, eq, 100, "");
+  return rc;
 }

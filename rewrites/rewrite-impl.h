@@ -76,6 +76,18 @@ int rgr_head_opcode(rg_term h);
  * since; every reader of `tracks` calls it when a run starts. */
 void rgr_refresh_tracks(rg_rewriter *rw);
 
+/* ------------------------------------------------------------------ databases */
+
+/* The equilibrium database nested directly in db whose name is the first
+ * of the words of `tags` to name one, or NULL: a rule tagged
+ * `canonicalize` joins the standard database's canonicalize (as a rewrite
+ * registered there in Aesara). */
+rg_rewrite_db *rgr_db_named_by(rg_rewrite_db *db, const char *tags);
+/* Where rule files' own database sits in the standard one: after
+ * specialize (3), before fusion (4) and the in-place passes, which turn
+ * the graph into forms written rules do not match. */
+#define RGR_RULES_POSITION 3.5
+
 /* ------------------------------------------------------------------ selections */
 
 /* What a query selected from a database: a tree mirroring the database,

@@ -18,8 +18,9 @@
 extern const char rgr_std_rules_text[];
 extern const char rgr_scan_rules_text[];
 
-static int load_std_rules(rg_ctx *C, rg_rewrite_db *canon, rg_rewrite_db *stab,
-                          rg_rewrite_db *spec, rg_rewrite_db *rel) {
+/* Each rule joins the database of std its tags name (rgr_db_named_by,
+ * as rule files' rules do), else `rel`. */
+static int load_std_rules(rg_ctx *C, rg_rewrite_db *std, rg_rewrite_db *rel) {
   rg_interp *I = rg_interp_new(C);
   rg_interp_set_output(I, NULL);
   rg_rule_set *rs = rg_rule_set_new(I);
@@ -28,13 +29,9 @@ static int load_std_rules(rg_ctx *C, rg_rewrite_db *canon, rg_rewrite_db *stab,
   rc = rg_rule_set_load_string(rs, "<scan rules>", rgr_scan_rules_text);
   if (rc) return rc;
   for (int i = 0; i < rg_rule_set_count(rs); i++) {
-    rg_rewriter *rw = rg_rule_set_rule(rs, i);
     const char *tags = rg_rule_set_tags(rs, i);
-    rg_rewrite_db *db = strstr(tags, "canonicalize") ? canon
-                        : strstr(tags, "stabilize")  ? stab
-                        : strstr(tags, "specialize") ? spec
-                                                     : rel;
-    rc = rg_db_register(db, rw->name, rw, 0, tags);
+    rg_rewrite_db *db = rgr_db_named_by(std, tags);
+    rc = rg_db_register(db ? db : rel, rg_rule_set_rule(rs, i)->name, rg_rule_set_rule(rs, i), 0, tags);
     if (rc) return rc;
   }
   return RG_OK;
@@ -75,10 +72,6 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
    * rewrites that compare inputs by identity see it */
   rg_db_register(canon, "merge_canonicalize", rgr_merge_rewriter("merge_canonicalize"), 0,
                  "fast_run fast_compile canonicalize merge");
-  if (load_std_rules(C, canon, stab, spec, rel) != RG_OK) {
-    fprintf(stderr, "relgraph: the standard rules failed to load: %s\n", rg_errmsg(C));
-    return NULL;
-  }
   rg_db_register(std, "merge1", rgr_merge_rewriter("merge1"), 0, "fast_run fast_compile merge");
   rg_db_register_db(std, "canonicalize", canon, 1, "fast_run fast_compile");
   rg_db_register_db(std, "stabilize", stab, 2, "fast_run stable"); /* stable: the tag Aesara's FAST_RUN_STABLE query requires */
@@ -88,6 +81,10 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rg_db_register_db(std, "relational", rel, 6, "");
   rg_db_register(std, "scan_inplace", rgr_scan_inplace_rewriter(), 7, "fast_run inplace scan");
   rg_db_register(std, "inplace_elemwise", rgr_inplace_rewriter(), 8, "fast_run inplace");
+  if (load_std_rules(C, std, rel) != RG_OK) {
+    fprintf(stderr, "relgraph: the standard rules failed to load: %s\n", rg_errmsg(C));
+    return NULL;
+  }
   return std;
 }
 

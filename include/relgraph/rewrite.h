@@ -248,8 +248,12 @@ int rg_rule_set_count(const rg_rule_set *rs);
 /* Rule i and its tags (NULL when i is not 0..count-1). */
 rg_rewriter *rg_rule_set_rule(const rg_rule_set *rs, int i);
 const char *rg_rule_set_tags(const rg_rule_set *rs, int i);
-/* Adds the rules as entries of an equilibrium database named after their
- * file (positioned after the standard entries), with their tags. */
+/* Adds the rules to db with their tags and the tag `name`: a rule one of
+ * whose tags names an equilibrium database nested in db (`canonicalize`,
+ * `stabilize`, `specialize` in the standard one) joins it and runs with
+ * its rules; the others go in a new equilibrium database `name`, at
+ * position 3.5 (in the standard database: after specialize, before fusion
+ * and the in-place passes). */
 int rg_rule_set_register(const rg_rule_set *rs, rg_rewrite_db *db, const char *name);
 
 /* ------------------------------------------------------------------ search (e-graphs) */
