@@ -285,9 +285,10 @@ static int check_query(rg_ctx *C, const rg_rewrite_db *db, const query *q) {
   if (check_known(C, db, q->include) || check_known(C, db, q->require) || check_known(C, db, q->exclude))
     return rg_errcode(C);
   for (int i = 0; i < q->nsub; i++) {
-    if (!known_tag(db, q->subnames[i]))
-      return rg_error(C, RG_ERR_NAME, "rewrite query: no database named '%s'", q->subnames[i]);
     const rg_rewrite_db *sub = find_db(db, q->subnames[i]);
+    if (!sub) /* a tag or a rule has no words of its own */
+      return rg_error(C, RG_ERR_NAME, "rewrite query: no database named '%s' in %s (in '%s:%s')",
+                      q->subnames[i], db->name, q->subnames[i], q->subwords[i]);
     query part;
     memset(&part, 0, sizeof part);
     int rc = add_word(C, &part, q->subwords[i]);
@@ -308,6 +309,7 @@ rg_rewriter *rg_db_query(rg_ctx *C, rg_rewrite_db *db, const char *qs) {
   }
   /* what no word includes stays out (Aesara's optdb); the database's own
    * name includes all of it, as a nested database's name does */
-  rw->sel = select_db(C, db, &q, has(q.include, db->name), NULL);
+  query top = sub_query(C, &q, db->name); /* `std:-mul-one` */
+  rw->sel = select_db(C, db, &top, has(top.include, db->name), NULL);
   return rw;
 }

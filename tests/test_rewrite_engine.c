@@ -570,6 +570,14 @@ static void test_queries(void **st) {
   rg_clear_error(C);
   assert_null(rg_db_query(C, rg_std_db(C), "nodb:x"));
   rg_clear_error(C);
+  /* a tag or a rule is not a database: its sub-query would do nothing */
+  assert_null(rg_db_query(C, rg_std_db(C), "fast_run:-mul-one fast_run"));
+  assert_non_null(strstr(rg_errmsg(C), "no database named 'fast_run' in std"));
+  rg_clear_error(C);
+  assert_null(rg_db_query(C, rg_std_db(C), "merge1:-add-zero fast_run"));
+  rg_clear_error(C);
+  /* the database itself takes a sub-query too */
+  assert_string_equal(std_rewrite(g, "canonicalize std:-mul-one"), std_rewrite(g, "canonicalize -mul-one"));
   /* a database inside itself is refused */
   rg_rewrite_db *a = rg_db_sequence("a"), *b = rg_db_equilibrium("b");
   assert_int_equal(rg_db_register_db(a, "b", b, 0, ""), RG_OK);
