@@ -543,7 +543,19 @@ typedef struct rule_report {
   failure best;
 } rule_report;
 
-/* The templates of a rule: its examples, or answers of its relation. */
+/* A template the engine read from a relation's code, with each `_` a
+ * fresh variable (a leaf) and a list left open (`(add . _)`) closed with
+ * two of them. */
+static rg_term open_template(rg_ctx *C, rg_term t, bool tail) {
+  if (t == rg_symbol("_"))
+    return tail ? rg_cons(rg_var(C), rg_cons(rg_var(C), RG_NIL)) : rg_var(C);
+  if (!rg_is_pair(t)) return t;
+  return rg_cons(open_template(C, rg_car(t), false), open_template(C, rg_cdr(t), true));
+}
+
+/* The templates of a rule: its examples, or answers of its relation, or
+ * when the relation gives none within its steps (it searches without end
+ * with its input unknown), the templates the engine indexes it by. */
 static int templates(checker *ck, rg_rewriter *rw, rg_term *out) {
   rg_ctx *C = ck->C;
   const char *ex = rg_rewriter_examples(rw);
@@ -561,9 +573,13 @@ static int templates(checker *ck, rg_rewriter *rw, rg_term *out) {
   rg_run_opts opts = {.max_steps = RELATION_STEPS};
   rg_query *Q = rg_query_new(C, in, rg_call(rel, 2, args), &opts);
   rg_term a;
-  while (n < MAX_TEMPLATES && rg_query_next_walked(Q, &a) == 1)
+  int rc = 0;
+  while (n < MAX_TEMPLATES && (rc = rg_query_next_walked(Q, &a)) == 1)
     if (rg_is_pair(a)) out[n++] = a;
   rg_clear_error(C);
+  for (rg_term ts = n || rc != RG_STOP_STEPS ? RG_NIL : rg_relation_input_templates(rel, back ? 1 : 0);
+       rg_is_pair(ts) && n < MAX_TEMPLATES; ts = rg_cdr(ts))
+    if (rg_is_pair(rg_car(ts))) out[n++] = open_template(C, rg_car(ts), false);
   return n;
 }
 
