@@ -209,6 +209,11 @@ rgr_stat *rgr_stat_of(rg_rewrite_run *run, const rg_rewriter *rw);
 void rgr_record(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, int nout,
                 rg_variable *const *olds, rg_variable *const *news, int ncreated,
                 rg_node *const *created);
+/* A trace entry for a merge (a graph rewriter's change that makes no
+ * node: old's readers now read new_, an equal value); counted by the
+ * rewriter's result, not here.  Nothing unless the run traces. */
+void rgr_trace_merge(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *client, rg_variable *old,
+                     rg_variable *new_);
 /* Counts and records a rewrite rejected because it would break the graph
  * (the reason: the context's error message, left in place). */
 void rgr_reject(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, rg_variable *old,

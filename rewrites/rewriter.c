@@ -78,10 +78,35 @@ rg_term rg_rewriter_relation(const rg_rewriter *rw, bool *backwards) {
 
 /* ------------------------------------------------------------------ merge */
 
+/* While tracing, a feature sees each value merged away (once: every
+ * reader of it changes in turn). */
+typedef struct merge_watch {
+  rg_feature f;
+  rg_rewrite_run *run;
+  const rg_rewriter *rw;
+  const rg_variable *last;
+} merge_watch;
+
+static void on_merge(rg_fgraph *fg, rg_node *node, int i, rg_variable *old, rg_variable *new_,
+                     const char *reason, rg_feature *f) {
+  (void)fg, (void)i, (void)reason;
+  merge_watch *w = (merge_watch *)f;
+  if (old == w->last) return;
+  w->last = old;
+  rgr_trace_merge(w->run, w->rw, node, old, new_);
+}
+
 static int merge_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {
   size_t merged = 0;
+  merge_watch w = {.f = {.name = "merge trace", .on_change_input = on_merge}, .run = run, .rw = ud};
+  bool watch = run->opts.trace && rg_fgraph_attach(fg, &w.f) == RG_OK;
   int rc = rg_fgraph_merge(fg, &merged);
+  if (watch) rg_fgraph_detach(fg, &w.f);
   return rc < 0 ? rc : (int)merged;
 }
 
-rg_rewriter *rgr_merge_rewriter(const char *name) { return rg_graph_rewriter(name, merge_fn, NULL); }
+rg_rewriter *rgr_merge_rewriter(const char *name) {
+  rg_rewriter *rw = rg_graph_rewriter(name, merge_fn, NULL);
+  rw->ud = rw; /* the trace names it */
+  return rw;
+}

@@ -87,6 +87,28 @@ static const char *show(rg_variable *v) {
   return s ? s : "?";
 }
 
+/* Appends a trace entry: rule rw rewrote node_id from before to new_. */
+static rgr_event *trace_event(rg_rewrite_run *run, const rg_rewriter *rw, uint64_t node_id,
+                              const char *before, rg_variable *new_) {
+  rgr_event *e = rg_gc_alloc(sizeof *e);
+  e->rule = rw->name;
+  e->node_id = node_id;
+  e->before = before;
+  e->after = show(new_);
+  e->subst = run->subst;
+  append_event(&run->events, &run->last_event, e);
+  return e;
+}
+
+void rgr_trace_merge(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *client, rg_variable *old,
+                     rg_variable *new_) {
+  if (!run->opts.trace) return;
+  rg_node *gone = old->owner ? old->owner : client;
+  rgr_event *e = trace_event(run, rw, gone ? gone->id : 0, show(old), new_);
+  e->subst = new_->owner ? rgr_sprintf("the same value as node %llu", (unsigned long long)new_->owner->id)
+                         : "an equal constant";
+}
+
 void rgr_record(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, int nout,
                 rg_variable *const *olds, rg_variable *const *news, int ncreated,
                 rg_node *const *created) {
@@ -94,16 +116,10 @@ void rgr_record(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, int n
   const char *before = NULL;
   if (run->opts.trace || run->opts.provenance) before = show(olds[0]);
   if (run->opts.trace) {
-    rgr_event *e = rg_gc_alloc(sizeof *e);
-    e->rule = rw->name;
-    e->node_id = node->id;
-    e->before = before;
-    e->after = show(news[0]);
-    e->subst = run->subst;
+    rgr_event *e = trace_event(run, rw, node->id, before, news[0]);
     e->created = rg_gc_alloc((size_t)(ncreated ? ncreated : 1) * sizeof *e->created);
     for (int k = 0; k < ncreated; k++)
       if (created[k]->fgraph == run->fg) e->created[e->ncreated++] = created[k]->id;
-    append_event(&run->events, &run->last_event, e);
   }
   run->subst = NULL; /* the note was this rewrite's */
   if (run->opts.provenance) {
