@@ -374,9 +374,23 @@ static bool check_updates(rg_ctx *C, const rg_compile_opts *o, ptrvec *shared_va
   return true;
 }
 
+/* The counts and arrays rg_compile is given: non-negative, an array
+ * wherever its count is not 0. */
+static bool check_counts(rg_ctx *C, int nin, const void *inputs, int nout, const void *outputs,
+                         const rg_compile_opts *o) {
+  int nup = o ? o->nupdates : 0;
+  if (nin < 0 || nout < 0 || nup < 0)
+    return rg_error(C, RG_ERR_TYPE, "negative count: %d inputs, %d outputs, %d updates", nin, nout, nup), false;
+  const char *what = nin && !inputs ? "inputs" : nout && !outputs ? "outputs" : nup && !o->updates ? "updates" : NULL;
+  if (what)
+    return rg_error(C, RG_ERR_TYPE, "a count of %s (%d) and no array of them", what,
+                    what[0] == 'i' ? nin : what[0] == 'o' ? nout : nup), false;
+  return true;
+}
+
 rg_function *rg_compile(rg_ctx *C, int nin, rg_variable *const *inputs, int nout,
                         rg_variable *const *outputs, const rg_compile_opts *o) {
-  if (!check_inputs(C, nin, inputs)) return NULL;
+  if (!check_counts(C, nin, inputs, nout, outputs, o) || !check_inputs(C, nin, inputs)) return NULL;
   for (int j = 0; j < nout; j++)
     if (!outputs[j]) return rg_error(C, RG_ERR_TYPE, "output %d is NULL", j), NULL;
   int nup = o ? o->nupdates : 0;
@@ -484,6 +498,7 @@ static void apply_updates(rg_function *f, rg_tensor **values) {
 /* The program's inputs: the caller's values, checked, then the shared
  * containers' values. */
 static int bind_values(rg_function *f, rg_tensor *const *inputs, rg_tensor **ins) {
+  if (f->nin && !inputs) return ferr(f, RG_ERR_TYPE, "no inputs given (the function takes %d)", f->nin);
   for (int i = 0; i < f->nin; i++) {
     int rc = check_value(f, i, inputs[i]);
     if (rc) return rc;

@@ -252,6 +252,16 @@ static void test_errors(void **st) {
   assert_non_null(strstr(rg_errmsg(C), "tpu"));
   o = (rg_compile_opts){.mode = {.query = "fast_nothing"}};
   assert_null(rg_compile(C, 1, &x, 1, &x, &o));
+  /* negative counts, and counts without their arrays */
+  assert_null(rg_compile(C, 1, &x, -1, &x, NULL));
+  assert_non_null(strstr(rg_errmsg(C), "negative count"));
+  assert_null(rg_compile(C, -2, &x, 1, &x, NULL));
+  o = (rg_compile_opts){.nupdates = 1};
+  assert_null(rg_compile(C, 1, &x, 1, &x, &o));
+  assert_non_null(strstr(rg_errmsg(C), "a count of updates (1) and no array of them"));
+  assert_null(rg_compile(C, 1, NULL, 1, &x, NULL));
+  assert_non_null(strstr(rg_errmsg(C), "a count of inputs (1)"));
+  assert_null(rg_compile(C, 1, &x, 2, NULL, NULL));
 }
 
 static void test_call_type_errors(void **st) {
@@ -266,6 +276,8 @@ static void test_call_type_errors(void **st) {
   assert_int_not_equal(rg_function_call(f, &wrong, &out), RG_OK);
   rg_tensor *none = NULL;
   assert_int_not_equal(rg_function_call(f, &none, &out), RG_OK);
+  assert_int_not_equal(rg_function_call(f, NULL, &out), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "no inputs given (the function takes 1)"));
   rg_tensor_free(bad);
   rg_tensor_free(wrong);
   rg_function_free(f);
