@@ -540,6 +540,11 @@ static int add_inputs(rg_fgraph *fg, int nin, rg_variable *const *inputs) {
 
 rg_fgraph *rg_fgraph_new(rg_ctx *C, int nin, rg_variable *const *inputs, int nout,
                          rg_variable *const *outputs, unsigned flags) {
+  if (nin < 0 || nout < 0 || (nin && !inputs) || (nout && !outputs)) {
+    if (C) rg_error(C, RG_ERR_TYPE, "FunctionGraph: %d inputs and %d outputs, %s", nin, nout,
+                    nin < 0 || nout < 0 ? "a negative count" : "a count without its array");
+    return NULL;
+  }
   for (int k = 0; k < nout; k++)
     if (!outputs[k]) return NULL; /* sticky NULL */
   rg_variable **in = (rg_variable **)inputs, **out = (rg_variable **)outputs;

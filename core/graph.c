@@ -82,7 +82,7 @@ static rg_variable *make_constant(rg_ctx *C, const rg_type *type, const void *da
   int64_t n = rg_type_numel(type);
   size_t nb = (size_t)n * rg_dtype_size(type->dtype);
   void *copy = rgk_alloc_atomic(nb ? nb : 1);
-  memcpy(copy, data, nb);
+  if (nb) memcpy(copy, data, nb);
   if (type->dtype == RG_BOOL) /* one representation of true */
     for (size_t i = 0; i < nb; i++) ((uint8_t *)copy)[i] = ((uint8_t *)copy)[i] != 0;
   rg_variable *v = rgc_var_new(C, type);
@@ -103,6 +103,10 @@ rg_variable *rg_constant_data(rg_ctx *C, rg_dtype dt, int ndim, const int64_t *s
       rg_error(C, RG_ERR_TYPE, "constant: shape must be fully known");
       return NULL;
     }
+  if (!data && rg_type_numel(t) > 0) {
+    rg_error(C, RG_ERR_TYPE, "constant: no data");
+    return NULL;
+  }
   return make_constant(C, t, data);
 }
 

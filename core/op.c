@@ -266,7 +266,7 @@ const rg_op *rg_op_inplace(const rg_op *op, int input) {
 }
 
 const rg_op *rg_op_dimshuffle(int n, const int64_t *order) {
-  if (n < 0 || n > RG_MAX_NDIM) return NULL;
+  if (n < 0 || n > RG_MAX_NDIM || (n && !order)) return NULL;
   for (int i = 0; i < n; i++)
     if (order[i] < -1) return NULL;
   return with_ints(RG_OP_DIMSHUFFLE, n, order);
@@ -306,7 +306,7 @@ static bool valid_entry(const rg_index *e) {
 }
 
 const rg_op *rg_op_subtensor(rg_opcode code, int n, const rg_index *entries) {
-  if (param_kind(code) != PK_INDEX || n < 0 || n > RG_MAX_NDIM) return NULL;
+  if (param_kind(code) != PK_INDEX || n < 0 || n > RG_MAX_NDIM || (n && !entries)) return NULL;
   int64_t v[RG_MAX_NDIM * 4];
   for (int i = 0; i < n; i++) {
     rg_index e = entries[i];
@@ -327,6 +327,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 const rg_op *rg_op_reduce(rg_opcode code, int naxes, const int64_t *axes) {
   pkind k = param_kind(code);
+  if (naxes > 0 && !axes) return NULL;
   if (k == PK_AXIS) return naxes == 1 ? one_int(code, axes[0]) : NULL;
   if (k != PK_AXES || naxes > RG_MAX_NDIM) return NULL;
   if (naxes < 0) return rg_op_get(code);

@@ -209,7 +209,7 @@ const rg_type *rgc_type_alloc(rg_dtype dt, int ndim, rg_device dev) {
 }
 
 const rg_type *rg_type_new(rg_dtype dt, int ndim, const int64_t *shape) {
-  if (!valid_dtype(dt) || ndim < 0 || ndim > RG_MAX_NDIM) return NULL;
+  if (!valid_dtype(dt) || ndim < 0 || ndim > RG_MAX_NDIM || (ndim && !shape)) return NULL;
   for (int i = 0; i < ndim; i++)
     if (shape[i] < RG_DIM_UNKNOWN) return NULL;
   if (ndim == 0) return rg_type_scalar(dt);

@@ -90,6 +90,13 @@ static void test_construction_errors(void **st) {
   expect_msg("is given twice");
   assert_null(rg_fgraph_new(C, 1, &z, 1, &z, 0));
   expect_msg("input 0");
+  /* negative counts, counts without their arrays */
+  assert_null(rg_fgraph_new(C, -1, &x, 1, &z, 0));
+  expect_msg("a negative count");
+  assert_null(rg_fgraph_new(C, 2, NULL, 1, &z, RG_FG_CLONE));
+  expect_msg("a count without its array");
+  assert_null(rg_fgraph_new(C, 2, (rg_variable *[]){x, y}, 1, NULL, 0));
+  expect_msg("a count without its array");
   rg_variable *k = rg_scalar_float(C, 2);
   assert_null(rg_fgraph_new(C, 1, &k, 1, &z, 0));
   expect_msg("a constant, not a free variable");

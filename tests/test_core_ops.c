@@ -243,6 +243,8 @@ static void test_reductions(void **st) {
   expect_error(rg_sum(x, 1, SHAPE(3)), "sum: axis 3 is out of range for a 3-dimensional input");
   expect_error(rg_sum(x, 2, SHAPE(0, -3)), "sum: axes -3 and 0 name the same dimension");
   expect_error(rg_sum(x, 2, SHAPE(1, 1)), "sum: invalid axes");
+  expect_error(rg_sum(x, 2, NULL), "sum: invalid axes");
+  expect_error(rg_constant_data(C, RG_FLOAT64, 1, SHAPE(2), NULL), "constant: no data");
   expect_error(rg_softmax(rg_input(C, "s", rg_type_scalar(RG_FLOAT64)), 0),
                "softmax: needs an input with at least one dimension");
 }

@@ -109,6 +109,8 @@ static void test_types(void **st) {
   assert_string_equal(rg_type_str(a), "float64 (3 ?)");
   assert_string_equal(rg_type_str(rg_type_scalar(RG_INT8)), "int8 ()");
   assert_ptr_equal(rg_type_scalar(RG_INT8), rg_type_scalar(RG_INT8));
+  assert_null(rg_type_new(RG_FLOAT64, 2, NULL)); /* a rank without its sizes */
+  assert_null(rg_type_new(RG_FLOAT64, -1, NULL));
   const rg_type *c = rg_type_new(RG_FLOAT64, 2, (int64_t[]){3, 4});
   assert_true(rg_type_is_subtype(c, a));
   assert_false(rg_type_is_subtype(a, c));
