@@ -555,7 +555,10 @@ static int own_values(rg_function *f, rg_tensor *const *ins, int n, const int *w
 
 int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, const int *which,
                             rg_tensor **outputs) {
+  if (!f) return RG_ERR_TYPE;
   f->err[0] = 0;
+  if (n < 0 || (n && !outputs))
+    return ferr(f, RG_ERR_TYPE, n < 0 ? "a negative count of outputs (%d)" : "%d outputs asked for and no array for them", n);
   rg_tensor *ins[f->nin + f->nshared + 1];
   int rc = bind_values(f, inputs, ins);
   if (rc) return rc;
@@ -581,7 +584,7 @@ int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, con
 }
 
 int rg_function_call(rg_function *f, rg_tensor *const *inputs, rg_tensor **outputs) {
-  return rg_function_call_subset(f, inputs, f->nout, NULL, outputs);
+  return f ? rg_function_call_subset(f, inputs, f->nout, NULL, outputs) : RG_ERR_TYPE;
 }
 
 /* Whether v's data lies in t's memory (host memory, t contiguous: what a
@@ -592,7 +595,9 @@ static bool within(const rg_tensor *v, const rg_tensor *t) {
 }
 
 int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *const *outputs) {
+  if (!f) return RG_ERR_TYPE;
   f->err[0] = 0;
+  if (f->nout && !outputs) return ferr(f, RG_ERR_TYPE, "no tensors given to write the %d outputs into", f->nout);
   int nall = f->nout + f->nupdates;
   rg_tensor *ins[f->nin + f->nshared + 1], *into[nall + 1], *refs[nall + 1];
   int rc = bind_values(f, inputs, ins);

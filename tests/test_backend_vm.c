@@ -278,6 +278,14 @@ static void test_call_type_errors(void **st) {
   assert_int_not_equal(rg_function_call(f, &none, &out), RG_OK);
   assert_int_not_equal(rg_function_call(f, NULL, &out), RG_OK);
   assert_non_null(strstr(rg_function_errmsg(f), "no inputs given (the function takes 1)"));
+  rg_tensor *good = rg_tensor_new(RG_FLOAT64, 1, (int64_t[]){3});
+  assert_int_not_equal(rg_function_call(f, &good, NULL), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "1 outputs asked for and no array"));
+  assert_int_not_equal(rg_function_call_subset(f, &good, -1, NULL, &out), RG_OK);
+  assert_int_not_equal(rg_function_call_into(f, &good, NULL), RG_OK);
+  assert_non_null(strstr(rg_function_errmsg(f), "no tensors given to write the 1 outputs into"));
+  assert_int_not_equal(rg_function_call(NULL, &good, &out), RG_OK);
+  rg_tensor_free(good);
   rg_tensor_free(bad);
   rg_tensor_free(wrong);
   rg_function_free(f);
