@@ -84,6 +84,7 @@ static bool is_local(scope *sc, rg_term name) {
 static bool user_bound(rg_interp *I, rg_term name) {
   if (I->compiling_lib) return false;
   rgk_global *g = rgk_table_get(&I->user, name, false), *lib;
+  if (g && g->defining) return true;
   if (!g || !g->value) return false;
   lib = rgk_table_get(&I->lib, name, false); /* a user cell may hold the library's value */
   return !lib || lib->value != g->value;
@@ -467,7 +468,7 @@ static rg_goal *compile_goal_pair(cc *k, scope *sc, rg_term form) {
 static rg_goal *compile_goal(cc *k, scope *sc, rg_term form) {
   if (k->failed) return NULL;
   if (rgk_is_symbol(form)) {
-    if (!is_local(sc, form)) {
+    if (!is_local(sc, form) && !user_bound(k->I, form)) {
       const char *n = rgk_symname(form);
       if (!strcmp(n, "succeed") || !strcmp(n, "#s")) return rg_succeed();
       if (!strcmp(n, "fail") || !strcmp(n, "#u")) return rg_fail();
@@ -672,7 +673,7 @@ static rgk_tx *compile_value_pair(cc *k, scope *sc, rg_term form) {
 static rgk_tx *compile_value(cc *k, scope *sc, rg_term form) {
   if (k->failed) return NULL;
   if (rgk_is_symbol(form)) {
-    if (!is_local(sc, form)) {
+    if (!is_local(sc, form) && !user_bound(k->I, form)) {
       const char *n = rgk_symname(form);
       if (!strcmp(n, "succeed") || !strcmp(n, "#s")) return rgk_tx_const(rgk_goal_value(rg_succeed(), NULL));
       if (!strcmp(n, "fail") || !strcmp(n, "#u")) return rgk_tx_const(rgk_goal_value(rg_fail(), NULL));

@@ -127,10 +127,25 @@ rg_term rgk_eval_run(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
 
 /* ------------------------------------------------------------------ definitions */
 
+/* Marks name as defined by the program before its value compiles (so a
+ * recursive use of a built-in goal's name is the definition's); returns
+ * the mark it had, to restore if the definition fails. */
+static bool mark_defining(rg_interp *I, rg_term name) {
+  if (I->compiling_lib) return false;
+  rgk_global *g = rgk_global_for(I, name);
+  bool was = g->defining;
+  g->defining = true;
+  return was;
+}
+
 static int def_relation(rg_interp *I, rg_term form, rg_term name, rg_term params, rg_term body) {
   if (!rgk_is_symbol(name)) return ierr(I, form, RG_ERR_SYNTAX, "relation name must be a symbol");
+  bool was = mark_defining(I, name);
   rgk_lambda *lam = rgk_compile_lambda(I, name, params, body, form);
-  if (!lam) return status_of(I);
+  if (!lam) {
+    if (!I->compiling_lib) rgk_global_for(I, name)->defining = was;
+    return status_of(I);
+  }
   define_global(I, name, rgk_closure(lam, NULL));
   return RG_OK;
 }
@@ -155,9 +170,12 @@ static int form_define(rg_interp *I, rg_term form) {
   if (head_is(expr, "lambda") && rgk_length(expr) >= 3)
     return def_relation(I, expr, target, rgk_car(rgk_cdr(expr)), rgk_cdr(rgk_cdr(expr)));
   /* bind the name first so a recursive reference compiles to its cell */
-  rgk_global_for(I, target);
+  bool was = mark_defining(I, target);
   rg_term v = eval_top(I, expr);
-  if (!v) return status_of(I);
+  if (!v) {
+    if (!I->compiling_lib) rgk_global_for(I, target)->defining = was;
+    return status_of(I);
+  }
   define_global(I, target, v);
   return RG_OK;
 }

@@ -401,6 +401,9 @@ typedef struct rgk_frame {
 typedef struct rgk_global {
   rg_term name;
   rg_term value; /* NULL while unbound */
+  bool defining; /* the program defines it (set before its body compiles,
+                    so the body's own uses of a built-in goal's name are
+                    the definition's) */
 } rgk_global;
 
 /* Term templates: how goal operands are computed from a frame. */
