@@ -148,6 +148,11 @@ typedef struct rgk_foreign {
 } rgk_foreign;
 
 static inline bool rgk_is_var(rg_term t) { return rgk_type(t) == RGK_T_VAR; }
+/* A value as an error message shows it: a logic variable by what it is
+ * (its internal name means nothing to the program's author). */
+static inline const char *rgk_show_value(rg_term v) {
+  return rgk_is_var(v) ? "a logic variable" : rg_to_string(v);
+}
 static inline rgk_var *rgk_varp(rg_term t) { return (rgk_var *)t; }
 static inline bool rgk_is_etuple(rg_term t) { return rgk_type(t) == RGK_T_ETUPLE; }
 static inline bool rgk_is_symbol(rg_term t) { return rgk_type(t) == RGK_T_SYMBOL; }

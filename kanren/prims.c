@@ -15,7 +15,7 @@ static const char *site(const rgk_tx *t) { return t && t->where ? t->where : NUL
 
 static rg_term perr(rg_ctx *C, const rgk_tx *t, const char *name, const char *what, rg_term v) {
   const char *w = site(t);
-  rg_error(C, RG_ERR_TYPE, "%s%s%s: %s: %s", w ? w : "", w ? ": " : "", name, what, rg_to_string(v));
+  rg_error(C, RG_ERR_TYPE, "%s%s%s: %s: %s", w ? w : "", w ? ": " : "", name, what, rgk_show_value(v));
   return NULL;
 }
 

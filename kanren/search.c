@@ -207,7 +207,7 @@ static bool prepare_call(machine *M, const rg_goal *g, rgk_frame *env, rg_goal *
   rg_term p = rgk_tx_eval(C, g->a, env);
   if (!p) return false;
   if (rgk_type(p) != RGK_T_PROC) {
-    rg_error(C, RG_ERR_TYPE, "%s%snot a relation: %s", where_of(g), sep_of(g), rg_to_string(p));
+    rg_error(C, RG_ERR_TYPE, "%s%snot a relation: %s", where_of(g), sep_of(g), rgk_show_value(p));
     return false;
   }
   rgk_proc *pr = (rgk_proc *)p;
@@ -373,7 +373,7 @@ static void step_apply(machine *M, regs *r) {
     rg_term v = rgk_tx_eval(M->C, g->a, r->env);
     if (!v) { r->val = ABORT; break; }
     if (rgk_type(v) != RGK_T_GOALV) {
-      rg_error(M->C, RG_ERR_TYPE, "%s%snot a goal: %s", where_of(g), sep_of(g), rg_to_string(v));
+      rg_error(M->C, RG_ERR_TYPE, "%s%snot a goal: %s", where_of(g), sep_of(g), rgk_show_value(v));
       r->val = ABORT;
       break;
     }
