@@ -435,11 +435,29 @@ static rg_goal *goal_call(cc *k, scope *sc, rg_term form) {
   return g;
 }
 
+/* Scheme forms the language does not have (docs/language.md): a use of
+ * one, unless the program binds the name, is an error when the form is
+ * read, not a call of an unbound name that fails (or silently never runs)
+ * later. */
+static bool scheme_only(cc *k, scope *sc, rg_term h) {
+  static const char *const forms[] = {"if", "cond", "case", "when", "unless", "set!", "begin",
+                                      "let*", "letrec", "letrec*", "do", "define-syntax", NULL};
+  if (!rgk_is_symbol(h) || is_local(sc, h) || user_bound(k->I, h)) return false;
+  for (int i = 0; forms[i]; i++)
+    if (!strcmp(rgk_symname(h), forms[i])) {
+      cerr(k, RG_ERR_SYNTAX, "%s: a Scheme form this language does not have (its expressions "
+           "have no if, cond, set! or functions of the program's own)", forms[i]);
+      return true;
+    }
+  return false;
+}
+
 static const char *const not_goals[] = {"quote", "quasiquote", "lambda", "run", "run*", "list",
                                          "cons", "define", "defrel", NULL};
 
 static rg_goal *compile_goal_pair(cc *k, scope *sc, rg_term form) {
   rg_term h = rgk_car(form);
+  if (scheme_only(k, sc, h)) return NULL;
   if (rgk_is_symbol(h) && !is_local(sc, h) && !user_bound(k->I, h)) {
     const char *n = rgk_symname(h);
     if (!strcmp(n, "==")) return goal_binary(k, sc, form, G_EQ);
@@ -638,6 +656,7 @@ static rgk_tx *value_apply(cc *k, scope *sc, rg_term form) {
 
 static rgk_tx *compile_value_pair(cc *k, scope *sc, rg_term form) {
   rg_term h = rgk_car(form);
+  if (scheme_only(k, sc, h)) return NULL;
   if (is_form(sc, h, "quote")) {
     if (!check_args(k, form, 1, 1)) return NULL;
     return rgk_tx_const(nth(form, 1));
