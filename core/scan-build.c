@@ -159,7 +159,13 @@ static bool run_step(build *b) {
   b->step_out = rgk_alloc((size_t)(sp->noutputs + 1) * sizeof *b->step_out);
   if (sp->fn) {
     make_user_inputs(b);
-    if (sp->fn(b->C, b->nuser_in, b->user_in, b->step_out, &b->until, sp->ud) != RG_OK) return false;
+    const char *before = rgk_strdup(rg_errmsg(b->C));
+    int rc = sp->fn(b->C, b->nuser_in, b->user_in, b->step_out, &b->until, sp->ud);
+    if (rc != RG_OK) { /* a message left from before is not the step's */
+      if (!rg_errcode(b->C) || !strcmp(before, rg_errmsg(b->C)))
+        berr(b->C, "the step function failed (code %d) and recorded no message", rc);
+      return false;
+    }
   } else {
     b->user_in = (rg_variable **)sp->step_in;
     b->nuser_in = sp->nstep_in;

@@ -149,6 +149,11 @@ static int step_mismatch(rg_ctx *c, int nin, rg_variable *const *in, rg_variable
   return RG_OK;
 }
 
+static int step_fails_silently(rg_ctx *c, int nin, rg_variable *const *in, rg_variable **outs,
+                               rg_variable **u, void *ud) {
+  return RG_ERR_TYPE;
+}
+
 static void test_make_node_errors(void **st) {
   rg_variable *x = in("x", RG_FLOAT64, 1, SHAPE(-1)), *ys;
   rg_node *n = cumsum(x, &ys);
@@ -188,6 +193,11 @@ static void test_make_node_errors(void **st) {
                      .truncate_gradient = -1};
   assert_null(rg_scan(C, &sb, &y));
   assert_non_null(strstr(rg_errmsg(C), "do not broadcast"));
+  /* a step function that fails without a message does not leave the
+   * message of an earlier error standing for its own */
+  sb.fn = step_fails_silently;
+  assert_null(rg_scan(C, &sb, &y));
+  assert_non_null(strstr(rg_errmsg(C), "the step function failed (code"));
   /* a step graph of too few inputs for the taps (it read past step_in),
    * and a step given twice */
   rg_clear_error(C);
