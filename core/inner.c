@@ -174,12 +174,20 @@ static int composite_make_node(rg_ctx *C, const rg_op *op, int nin, rg_variable 
 static int ofg_make_node(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *in, rgc_outs *out) {
   const rg_fgraph *g = op->inner;
   if (count_inputs(C, op, nin)) return RG_ERR_TYPE;
-  for (int i = 0; i < nin; i++)
-    if (!rg_type_is_subtype(in[i]->type, g->inputs[i]->type))
+  /* an input may live on any device (the inner graph runs where the node
+   * does, the linker copies inputs there), as a composite's may */
+  for (int i = 0; i < nin; i++) {
+    const rg_type *want = g->inputs[i]->type;
+    if (!rg_type_is_subtype(rg_type_on_device(in[i]->type, want->device), want))
       return rgc_op_error(C, op, "input %d of type %s does not fit the inner input's type %s", i,
-                          rg_type_str(in[i]->type), rg_type_str(g->inputs[i]->type));
+                          rg_type_str(in[i]->type), rg_type_str(want));
+  }
+  rg_device dev = rgc_result_device(nin, in);
   rgc_outs_alloc(out, g->nout);
-  for (int k = 0; k < g->nout; k++) out->types[k] = g->outputs[k]->type;
+  for (int k = 0; k < g->nout; k++) {
+    const rg_type *t = g->outputs[k]->type;
+    out->types[k] = t->device == RG_DEVICE_HOST ? rg_type_on_device(t, dev) : t;
+  }
   return RG_OK;
 }
 

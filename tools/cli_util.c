@@ -55,7 +55,7 @@ const char *cli_option(int argc, char **argv, int *i, const char *name, bool *mi
   if (a[n] != 0) return NULL;
   if (*i + 1 >= argc) {
     *missing = true;
-    fprintf(stderr, "relgraph: %s needs a value\n", name);
+    fprintf(stderr, "relgraph %s: %s needs a value\n", argv[0], name);
     return NULL;
   }
   return argv[++*i];

@@ -260,7 +260,8 @@ typedef struct rgcu_ctx {
   int nkernels, capk;
   CUfunction copyk[RG_NDTYPES][RG_NDTYPES]; /* copy kernels by dtypes, loaded on use */
   CUfunction copyk_wide[RG_NDTYPES][RG_NDTYPES]; /* the same with 64-bit indices */
-  struct rgcu_blas *blas;  /* cuBLAS, loaded by the first BLAS node bound */
+  struct rgcu_blas *blas;  /* cuBLAS, loaded by the first BLAS node placed */
+  bool blas_failed;        /* cuBLAS could not be loaded: BLAS nodes go to the CPU */
   rgcu_stage stage;        /* pinned staging of host copies (transfer.c) */
   rgcu_pinned pinned;      /* pinned host memory handed out */
   rg_buffer_type host_buft; /* that memory as a buffer type (device: the host) */

@@ -286,10 +286,18 @@ static bool int_pow(const rgb_node *n) {
   return n->code == RG_OP_POW && n->nout == 1 && !rg_dtype_is_float(n->out[0].dtype);
 }
 
+/* Whether cuBLAS is there (loaded once, when a BLAS node is first
+ * placed): without it the products run on the CPU, as any op the backend
+ * lacks. */
+static bool blas_ready(rgcu_ctx *c) {
+  char why[8];
+  if (!c->blas && !c->blas_failed) c->blas_failed = !(c->blas = rgcu_blas_open(c, why, sizeof why));
+  return c->blas != NULL;
+}
+
 static bool cuda_supports(void *ctx, const rgb_node *n) {
-  (void)ctx;
   int kind = kind_of(n);
-  if (kind == K_BLAS) return true;
+  if (kind == K_BLAS) return blas_ready(ctx);
   if (kind == K_ALLOC || kind == K_VIEW || kind == K_SHAPE) return ranks_fit(n);
   if (kind == K_SCAN) return scan_ranks_fit(n);
   if (kind == K_UPDATE && (!ranks_fit(n) || n->in[1].ndim > RGCU_MAXND)) return false;
