@@ -518,6 +518,11 @@ static void test_errors(void **st) {
   char why[256];
   assert_false(rg_backend_available("tpu", why, sizeof why));
   assert_non_null(strstr(why, "no backend named 'tpu'"));
+  /* the form of two arguments, with an array for the reason */
+  char why2[64] = "";
+  assert_false(rg_backend_available("tpu", why2));
+  assert_non_null(strstr(why2, "no backend named 'tpu'"));
+  assert_true(rg_backend_available("cpu", why2));
   assert_null(rg_backend_new("mirror:1", why, sizeof why));
   assert_non_null(strstr(why, "no devices to number"));
   assert_null(rg_backend_new(NULL, why, sizeof why));

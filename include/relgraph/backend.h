@@ -195,8 +195,13 @@ const char *rg_backend_name(int i);
  * here: */
 bool rg_backend_name_valid(const char *name, char *why, size_t len);
 /* Whether a backend can run here; if not, why.  name may carry a device
- * number ("cuda:1"). */
+ * number ("cuda:1").  Also callable as rg_backend_available(name, why)
+ * with why a char array (its size is the length). */
 bool rg_backend_available(const char *name, char *why, size_t len);
+#define RG_PICK3_(a, b, c, f, ...) f
+#define rg_backend_available(...) \
+  RG_PICK3_(__VA_ARGS__, rg_backend_available, rg_backend_available_in_array_, )(__VA_ARGS__)
+#define rg_backend_available_in_array_(name, why) rg_backend_available((name), (why), sizeof(why))
 
 /* A backend object: an interface and its own context (a CUDA backend's
  * device, streams and handles).  Several may live at once; a function
