@@ -368,7 +368,7 @@ static double *cache_slot(rg_cost_model *cm, const rg_node *node, int out, bool 
 
 static double relation_cost(rg_ctx *C, rg_cost_model *cm, rg_variable *out) {
   rg_term c = rg_var(C), args[2] = {rg_var_term(out), c}, answers;
-  rg_run_opts o = {.max_steps = 2000000};
+  rg_run_opts o = {.max_steps = RGR_RELATION_STEPS};
   int rc = rg_run(C, 1, c, rg_call(cm->rel, 2, args), &o, &answers);
   const char *why = NULL;
   double v = INFINITY;

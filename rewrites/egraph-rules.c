@@ -43,8 +43,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define REL_STEP_LIMIT 200000
-
 enum { P_VAR, P_OP, P_LIT };
 
 /* A pattern node.  P_OP: head is the interned op when it has no ?x
@@ -459,7 +457,7 @@ static bool guard_ok(matcher *m) {
     int v = r->gvars[i];
     args[i] = m->tbinds && m->tbinds[v] ? m->tbinds[v] : rg_var_term(eg_rep(m->eg, m->binds[v]));
   }
-  rg_run_opts o = {.max_steps = REL_STEP_LIMIT};
+  rg_run_opts o = {.max_steps = RGR_GIVE_UP_STEPS};
   rg_term q = rg_var(m->eg->C), answers;
   int rc = rg_run(m->eg->C, 1, q, rg_call(r->guard, r->ngvars, args), &o, &answers);
   if (rc < 0) rg_clear_error(m->eg->C);
@@ -892,7 +890,7 @@ static rg_query *rel_query(rg_egraph *eg, eg_rule *r, int dir, rg_term term) {
   if (!r->Q[dir]) {
     rg_term in = rg_var(eg->C), out = rg_var(eg->C);
     rg_term args[2] = {dir ? out : in, dir ? in : out};
-    rg_run_opts o = {.max_steps = REL_STEP_LIMIT};
+    rg_run_opts o = {.max_steps = dir ? RGR_GIVE_UP_STEPS : RGR_RELATION_STEPS};
     r->Q[dir] = rg_query_new(eg->C, out, rg_call(r->rel, 2, args), &o);
     r->qin[dir] = in;
   }
@@ -960,7 +958,7 @@ static int run_relation(rg_egraph *eg, eg_rule *r, int dir, uint32_t id, uint32_
     int rc = rg_query_next_walked(Q, &a);
     if ((rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT) && dir == 0)
       return rg_error(eg->C, RG_ERR_LIMIT, "the relation did not answer within %d steps on %s",
-                      REL_STEP_LIMIT, rg_to_string(term));
+                      RGR_RELATION_STEPS, rg_to_string(term));
     if (rc < 0 && dir == 0) return rc;
     if (rc != 1) break;
     answer_keep(eg, r, c, a);

@@ -76,6 +76,14 @@ int rgr_head_opcode(rg_term h);
  * since; every reader of `tracks` calls it when a run starts. */
 void rgr_refresh_tracks(rg_rewriter *rw);
 
+/* Steps a relation may take to answer a rewrite before that is an error:
+ * the rewrite driver's rules and guards, search's relations run forwards,
+ * cost relations.  In search, questions that may rightly have no answer
+ * (a relation run backwards, a guard) give up sooner: no answer within
+ * RGR_GIVE_UP_STEPS counts as none. */
+#define RGR_RELATION_STEPS 2000000
+#define RGR_GIVE_UP_STEPS 200000
+
 /* ------------------------------------------------------------------ databases */
 
 /* The equilibrium database nested directly in db whose name is the first

@@ -18,8 +18,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#define RULE_STEP_LIMIT 2000000
-
 /* ------------------------------------------------------------------ pattern terms */
 
 /* Replaces the ?x symbols of a pattern by logic variables (the same symbol,
@@ -207,11 +205,11 @@ static int match_guarded(rg_rewrite_run *run, pattern *p, rg_term term, rg_term 
   int i = 0;
   for (rg_term l = p->guard_args; rg_is_pair(l); l = rg_cdr(l)) args[i++] = rg_car(l);
   rg_goal *g = rg_conj2(rg_eq(term, p->from), rg_call(p->guard, n, args));
-  rg_run_opts o = {.max_steps = RULE_STEP_LIMIT};
+  rg_run_opts o = {.max_steps = RGR_RELATION_STEPS};
   rg_term answers;
   int rc = rg_run(C, 1, want, g, &o, &answers);
   if (rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT)
-    return rg_error(C, RG_ERR_LIMIT, "the guard did not answer within %d steps on %s", RULE_STEP_LIMIT,
+    return rg_error(C, RG_ERR_LIMIT, "the guard did not answer within %d steps on %s", RGR_RELATION_STEPS,
                     rg_to_string(term)), RG_ERR_LIMIT;
   if (rc < 0) return rc;
   if (rc != RG_OK || answers == RG_NIL) return 0;
@@ -317,7 +315,7 @@ static rg_query *rule_query(relrule *r, rg_rewrite_run *run, rg_term in) {
     r->in = rg_var(C);
     r->out = rg_var(C);
     rg_term args[2] = {r->backwards ? r->out : r->in, r->backwards ? r->in : r->out};
-    rg_run_opts o = {.max_steps = RULE_STEP_LIMIT};
+    rg_run_opts o = {.max_steps = RGR_RELATION_STEPS};
     r->Q = rg_query_new(C, r->out, rg_call(r->rel, 2, args), &o);
     r->qctx = C;
   }
@@ -401,7 +399,7 @@ static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
     rg_term answer;
     int rc = rg_query_next_walked(Q, &answer);
     if ((rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT) && !best) {
-      rg_error(C, RG_ERR_LIMIT, "the relation did not answer within %d steps on %s", RULE_STEP_LIMIT,
+      rg_error(C, RG_ERR_LIMIT, "the relation did not answer within %d steps on %s", RGR_RELATION_STEPS,
                rg_pprint_str(node->outputs[0]));
       return RG_ERR_LIMIT;
     }

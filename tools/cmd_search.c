@@ -162,13 +162,21 @@ static rg_rewriter *rules(rg_ctx *C, const search_args *a, int *code) {
   return rg_db_query(C, db, a->query ? a->query : a->nrules ? "rules" : "fast_run");
 }
 
-static int write_egraph(rg_egraph *eg, const rg_cost_model *cm, const char *path) {
+static int write_egraph(rg_ctx *C, rg_egraph *eg, const rg_cost_model *cm, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) return cli_error("search", "%s: cannot write: %s", path, strerror(errno)), EXIT_INPUT;
   size_t n = strlen(path);
   bool dot = (n > 4 && !strcmp(path + n - 4, ".dot")) || (n > 3 && !strcmp(path + n - 3, ".gv"));
   int rc = dot ? rg_egraph_write_dot(eg, f) : rg_egraph_write_json(eg, cm, f);
-  fclose(f);
+  if (rc && !dot && (f = freopen(path, "w", f))) {
+    /* the costs could not be computed (a size not given): the e-graph
+     * still goes out, every e-node at cost 1 as without a model, since
+     * that is when one wants to look at it */
+    cli_error("search", "%s: written with every cost 1 (%s)", path, rg_errmsg(C));
+    rg_clear_error(C);
+    rc = rg_egraph_write_json(eg, NULL, f);
+  }
+  if (f) fclose(f);
   return rc ? EXIT_INPUT : EXIT_OK;
 }
 
@@ -208,7 +216,7 @@ static int search(rg_ctx *C, search_args *a) {
   if (stop == RG_SEARCH_ERROR) rc = (cli_error("search", "%s", rg_egraph_stop_message(eg)), EXIT_INPUT);
   if (!rc) rc = print_answers(C, eg, cm, a);
   if (a->egraph) { /* written also when no answer could be extracted: that is when one looks at it */
-    int w = write_egraph(eg, cm, a->egraph);
+    int w = write_egraph(C, eg, cm, a->egraph);
     if (!rc) rc = w;
   }
   if (rg_egraph_rejections(eg, NULL) > 0) {
