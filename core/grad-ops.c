@@ -453,25 +453,35 @@ GRAD_FN(g_mean) {
   return RG_OK;
 }
 
-/* prod with zeros: no zero in a slice gives prod / x; exactly one gives
- * the product of the others at the zero and 0 elsewhere; more give 0.
- * prod / x divides by `others` (x with its zeros as 1, the same where the
- * branch is taken): the branch not taken is computed too, and its 0 / 0
- * would make the gradient of this gradient NaN through the switch. */
+/* prod with zeros.  Per slice, with P the product of its non-zero
+ * elements and z the sum of its zeros (0, but differentiable: it is each
+ * zero's own value), the gradient prod_{j != i} x_j is written so that its
+ * own gradient is right too (second derivatives; Aesara refuses them):
+ *   no zero:    prod / x_i
+ *   one zero:   P at the zero; z * P / x_i elsewhere
+ *   two zeros:  (z - x_i) * P at each zero (the other zero times P); 0 elsewhere
+ *   more:       0 (every second derivative is 0 there too).
+ * Divisions are by `others` (x with its zeros as 1): the branches not
+ * taken are computed too, and a 0 / 0 there would make the gradient of
+ * this gradient NaN through the switch. */
 GRAD_FN(g_prod) {
   V x = n->inputs[0], g = og_or_zero(C, n, og, 0);
+  rg_dtype dt = x->type->dtype;
   const rg_op *sum = rg_op_reduce(RG_OP_SUM, n->op->all_axes ? -1 : n->op->nints, n->op->ints);
   const rg_op *prod = n->op;
-  V is0 = rg_eq_elem(x, rg_constant_scalar(C, x->type->dtype, 0));
+  V zero = rg_constant_scalar(C, dt, 0), is0 = rg_eq_elem(x, zero);
   V nzeros = rg_apply(C, sum, 1, &is0);
-  V others = rg_switch(is0, rg_constant_scalar(C, x->type->dtype, 1), x);
-  V prod_nz = rg_apply(C, prod, 1, &others);
-  V one_zero = rg_eq_elem(nzeros, rg_constant_scalar(C, RG_INT64, 1));
-  V no_zero = rg_eq_elem(nzeros, rg_constant_scalar(C, RG_INT64, 0));
-  V at_zero = spread(C, n, rg_mul(g, rg_switch(one_zero, prod_nz, rg_constant_scalar(C, g->type->dtype, 0))));
+  V others = rg_switch(is0, rg_constant_scalar(C, dt, 1), x);
+  V zeros_only = rg_switch(is0, x, zero);
+  V gP = spread(C, n, rg_mul(g, rg_apply(C, prod, 1, &others)));
+  V z = spread(C, n, rg_apply(C, sum, 1, &zeros_only));
+  V count[3];
+  for (int k = 0; k < 3; k++) count[k] = spread(C, n, rg_eq_elem(nzeros, rg_constant_scalar(C, RG_INT64, k)));
   V plain = rg_true_div(spread(C, n, rg_mul(g, n->outputs[0])), others);
-  V zero = rg_constant_scalar(C, g->type->dtype, 0);
-  ig[0] = rg_switch(spread(C, n, no_zero), plain, rg_switch(is0, at_zero, zero));
+  V one = rg_switch(is0, gP, rg_true_div(rg_mul(z, gP), others));
+  V two = rg_switch(is0, rg_mul(rg_sub(z, x), gP), zero);
+  V gzero = rg_constant_scalar(C, g->type->dtype, 0);
+  ig[0] = rg_switch(count[0], plain, rg_switch(count[1], one, rg_switch(count[2], two, gzero)));
   return RG_OK;
 }
 
@@ -496,12 +506,13 @@ static V flat_index_in_reduction(rg_ctx *C, V x, const bool *mask) {
 GRAD_FN(g_max_min) {
   V x = n->inputs[0], g = og_or_zero(C, n, og, 0);
   int nd = x->type->ndim;
-  if (nd == 0) {
+  bool mask[RG_MAX_NDIM], any = false;
+  reduced_mask(n->op, nd, mask);
+  for (int d = 0; d < nd; d++) any |= mask[d];
+  if (!any) { /* over no axes: the identity */
     ig[0] = g;
     return RG_OK;
   }
-  bool mask[RG_MAX_NDIM];
-  reduced_mask(n->op, nd, mask);
   rg_opcode arg = n->op->code == RG_OP_MAX ? RG_OP_ARGMAX : RG_OP_ARGMIN;
   const rg_op *aop = rg_op_reduce(arg, n->op->all_axes ? -1 : n->op->nints, n->op->ints);
   V picked = rg_apply(C, aop, 1, &x);
