@@ -461,6 +461,9 @@ GRAD_FN(g_mean) {
  *   one zero:   P at the zero; z * P / x_i elsewhere
  *   two zeros:  (z - x_i) * P at each zero (the other zero times P); 0 elsewhere
  *   more:       0 (every second derivative is 0 there too).
+ * Each form is prod_{j != i} x_j itself as a function near x (x_i != 0
+ * where it divides), so every order is exact but for the constant 0s of
+ * slices with two zeros or more: exact there to the second order.
  * Divisions are by `others` (x with its zeros as 1): the branches not
  * taken are computed too, and a 0 / 0 there would make the gradient of
  * this gradient NaN through the switch. */
