@@ -35,10 +35,10 @@ typedef struct rgb_vtype {
   int32_t ndim;
   int64_t shape[RG_MAX_NDIM]; /* RG_DIM_UNKNOWN where not known statically */
   bool weak;                  /* a literal scalar (NEP 50 weak dtype, RG_VAR_WEAK) */
-  bool known;                 /* weak integer literal: its value is `value` */
-  int64_t value;
   bool constant;              /* a constant of the graph: the same value at every call */
   rg_device device;           /* where the type says the value lives */
+  bool known;                 /* weak integer literal: its value is `value` */
+  int64_t value;
 } rgb_vtype;
 
 struct rgb_program;
