@@ -442,9 +442,10 @@ static rg_goal *goal_call(cc *k, scope *sc, rg_term form) {
 static bool scheme_only(cc *k, scope *sc, rg_term h) {
   static const char *const forms[] = {"if", "cond", "case", "when", "unless", "set!", "begin",
                                       "let*", "letrec", "letrec*", "do", "define-syntax", NULL};
-  if (!rgk_is_symbol(h) || is_local(sc, h) || user_bound(k->I, h)) return false;
+  if (!rgk_is_symbol(h)) return false;
   for (int i = 0; forms[i]; i++)
     if (!strcmp(rgk_symname(h), forms[i])) {
+      if (is_local(sc, h) || user_bound(k->I, h)) return false;
       cerr(k, RG_ERR_SYNTAX, "%s: a Scheme form this language does not have (its expressions "
            "have no if, cond, set! or functions of the program's own)", forms[i]);
       return true;
@@ -486,11 +487,9 @@ static rg_goal *compile_goal_pair(cc *k, scope *sc, rg_term form) {
 static rg_goal *compile_goal(cc *k, scope *sc, rg_term form) {
   if (k->failed) return NULL;
   if (rgk_is_symbol(form)) {
-    if (!is_local(sc, form) && !user_bound(k->I, form)) {
-      const char *n = rgk_symname(form);
-      if (!strcmp(n, "succeed") || !strcmp(n, "#s")) return rg_succeed();
-      if (!strcmp(n, "fail") || !strcmp(n, "#u")) return rg_fail();
-    }
+    const char *n = rgk_symname(form);
+    bool s = !strcmp(n, "succeed") || !strcmp(n, "#s"), f = !strcmp(n, "fail") || !strcmp(n, "#u");
+    if ((s || f) && !is_local(sc, form) && !user_bound(k->I, form)) return s ? rg_succeed() : rg_fail();
     rg_goal *g = rgk_goal_new(G_APPLYV);
     g->a = compile_ref(k, sc, form);
     g->where = site(k);
@@ -692,11 +691,10 @@ static rgk_tx *compile_value_pair(cc *k, scope *sc, rg_term form) {
 static rgk_tx *compile_value(cc *k, scope *sc, rg_term form) {
   if (k->failed) return NULL;
   if (rgk_is_symbol(form)) {
-    if (!is_local(sc, form) && !user_bound(k->I, form)) {
-      const char *n = rgk_symname(form);
-      if (!strcmp(n, "succeed") || !strcmp(n, "#s")) return rgk_tx_const(rgk_goal_value(rg_succeed(), NULL));
-      if (!strcmp(n, "fail") || !strcmp(n, "#u")) return rgk_tx_const(rgk_goal_value(rg_fail(), NULL));
-    }
+    const char *n = rgk_symname(form);
+    bool s = !strcmp(n, "succeed") || !strcmp(n, "#s"), f = !strcmp(n, "fail") || !strcmp(n, "#u");
+    if ((s || f) && !is_local(sc, form) && !user_bound(k->I, form))
+      return rgk_tx_const(rgk_goal_value(s ? rg_succeed() : rg_fail(), NULL));
     return compile_ref(k, sc, form);
   }
   if (!rgk_is_pair(form)) return rgk_tx_const(form);
