@@ -364,6 +364,28 @@ static rg_node *rebuild(cls *c, const rg_fgraph *g, const front *f) {
   return rg_make_node(c->C, op, k, outer);
 }
 
+/* Nothing left to move and nothing left inside: each output read is its
+ * value broadcast over the steps, and the Scan goes away. */
+static int vanish(rg_rewrite_run *run, rg_node *node, V *out) {
+  rg_ctx *C = rg_rewrite_ctx(run);
+  int n = 0;
+  for (int o = 0; o < node->nout; o++) {
+    if (!rgr_used(run, node->outputs[o])) continue;
+    if (!(out[o] = rgr_scan_vanished(C, node, o))) {
+      rg_clear_error(C);
+      return 0;
+    }
+    n++;
+  }
+  if (n && run->opts.trace) rgr_note(run, "nothing left inside", "the outputs are their values broadcast");
+  return n > 0;
+}
+
+static int remove_empty(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
+  (void)ud;
+  return vanish(run, node, out);
+}
+
 static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   (void)ud;
   cls c = {.C = rg_rewrite_ctx(run), .node = node, .kind = rg_memo_new(), .outer = rg_memo_new()};
@@ -378,7 +400,7 @@ static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   c.guards = NULL;
   rgr_keep_fusable_inside(c.kind, g);
   front f = frontier(&c, g);
-  if (!f.n) return 0;
+  if (!f.n) return vanish(run, node, out);
   rg_node *nn = rebuild(&c, g, &f);
   if (!nn) {
     rg_clear_error(c.C);
@@ -395,11 +417,18 @@ static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   return 1;
 }
 
-void rgr_register_scan_pushout(rg_rewrite_db *canon) {
+void rgr_register_scan_pushout(rg_rewrite_db *canon, rg_rewrite_db *rel) {
   static const rg_opcode tracks[] = {RG_OP_SCAN};
   rg_rewriter *rw = rg_node_rewriter("scan_push_out", 1, tracks, push_out, NULL);
   rw->describe = "step values from non-sequences only -> computed once before the loop; from sequence slices "
                  "by elementwise ops, dimshuffles and dot(slice, non-sequence) -> computed for all steps at once "
                  "(elementwise work on large slices that fuses with the step stays in it)";
   rg_db_register(canon, "scan_push_out", rw, 0, "fast_run fast_compile canonicalize scan");
+  /* the same end of a loop beside the relational push-out (in its
+   * database), whose answers replace one value: a loop of several outputs
+   * cannot become several broadcasts there */
+  rg_rewriter *gone = rg_node_rewriter("scan_remove_empty", 1, tracks, remove_empty, NULL);
+  gone->describe = "a Scan whose step returns only non-sequences or constants -> each output read is its value "
+                   "broadcast over the steps kept (the Scan goes away)";
+  rg_db_register(rel, "scan_remove_empty", gone, 0, "fast_run scan push_out_non_seq");
 }

@@ -12,6 +12,10 @@
 /* A value the push-outs may compute outside the loop: no side effect, one
  * output, and nothing that allocates uninitialised memory (scan-term.c). */
 bool rgr_pure_node(const rg_node *m);
+/* Output k of a Scan whose step computes nothing for it (it returns a
+ * non-sequence or a constant) as that value broadcast over the rows kept;
+ * NULL when it is not (scan-term.c). */
+rg_variable *rgr_scan_vanished(rg_ctx *C, const rg_node *node, int k);
 /* Whether scan_merge_inouts would merge states of node (scan_save_mem
  * waits for it, as Aesara's save-mem runs after its merge). */
 bool rgr_scan_states_merge(const rg_node *node);

@@ -217,25 +217,29 @@ static rg_node *push_out_non_seq(rg_ctx *C, const rg_node *node) {
   return rebuild(C, node, &t, nin, in, memo, nouter, outer_in);
 }
 
-/* A Scan of one output with nothing left in its step: the step returns a
- * non-sequence (or a constant) and reads nothing else, so the trace is
- * that value repeated for every step (no until, the whole trace kept).
- * NULL when the Scan is not of that form. */
-static V vanished(rg_ctx *C, const rg_node *node) {
+/* Output k of a Scan whose step computes nothing for it: the step returns
+ * a non-sequence (or a constant) there, so the trace is that value
+ * repeated, one row per step kept (min(store_steps, n_steps) when it keeps
+ * only the last rows).  NULL when output k is not of that form (or the
+ * loop has an until or mit-mots).  When every output is, the Scan goes
+ * away: its outputs are these broadcasts (Aesara's push_out_non_seq). */
+V rgr_scan_vanished(rg_ctx *C, const rg_node *node, int k) {
   rg_scan_info s;
-  if (node->nout != 1 || !rg_scan_info_of(node->op, &s) || s.until || s.n_mit_mot ||
-      (s.store_steps && s.store_steps[0]))
-    return NULL;
+  if (k < 0 || k >= node->nout || !rg_scan_info_of(node->op, &s) || s.until || s.n_mit_mot) return NULL;
   const rg_fgraph *g = rg_op_inner_graph(node->op);
-  V o = rg_fgraph_output(g, 0), value = NULL;
+  V o = rg_fgraph_output(g, k), value = NULL;
   if (rg_is_constant(o)) value = rgr_copy_const(C, o);
-  for (int k = 0; !value && k < s.n_non_seqs; k++)
-    if (rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, k, 0)) == o)
-      value = node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, k)];
+  for (int j = 0; !value && j < s.n_non_seqs; j++)
+    if (rg_fgraph_input(g, rg_scan_inner_in(&s, RG_SCAN_NON_SEQ, j, 0)) == o)
+      value = node->inputs[rg_scan_outer_in(&s, RG_SCAN_NON_SEQ, j)];
   if (!value) return NULL;
   V dims[RG_MAX_NDIM + 1];
-  dims[0] = node->inputs[0];
-  for (int d = 0; d < value->type->ndim; d++) dims[d + 1] = rg_shape_i(value, d);
+  int64_t rows = node->outputs[k]->type->shape[0]; /* the type's, when it knows */
+  dims[0] = rows >= 0 ? rg_constant_scalar_int(C, RG_INT64, rows) : node->inputs[0];
+  if (rows < 0 && s.store_steps && s.store_steps[k] > 0)
+    dims[0] = rg_minimum(dims[0], rg_constant_scalar_int(C, RG_INT64, s.store_steps[k]));
+  rg_variable **shape = rg_shape_of(C, value); /* constants where the sizes are static */
+  for (int d = 0; d < value->type->ndim; d++) dims[d + 1] = shape[d];
   return rg_allocate(value, value->type->ndim + 1, dims);
 }
 
@@ -853,7 +857,7 @@ static rg_goal *nonseq_pusho(rg_ctx *C, const rg_term *args, void *ud) {
   const rg_node *in = scan_of(C, args[0], &vin), *out = scan_of(C, args[1], &vout);
   if (in) {
     rg_node *pushed = push_out_non_seq(C, in);
-    V gone = pushed ? NULL : vanished(C, in);
+    V gone = pushed ? NULL : rgr_scan_vanished(C, in, vin->index);
     if (gone) return rg_eq(args[1], rg_var_term(gone));
     return same_output(C, args[1], pushed, vin->index);
   }

@@ -39,7 +39,7 @@ static int load_std_rules(rg_ctx *C, rg_rewrite_db *std, rg_rewrite_db *rel) {
 
 void rgr_register_c_rules(rg_rewrite_db *canon, rg_rewrite_db *stab, rg_rewrite_db *spec);
 void rgr_register_scan_rules(rg_rewrite_db *canon);
-void rgr_register_scan_pushout(rg_rewrite_db *canon);
+void rgr_register_scan_pushout(rg_rewrite_db *canon, rg_rewrite_db *rel);
 void rgr_register_scan_inputs(rg_rewrite_db *canon);
 void rgr_register_scan_pushadd(rg_rewrite_db *canon);
 void rgr_register_scan_outputs(rg_rewrite_db *canon);
@@ -58,7 +58,7 @@ static rg_rewrite_db *build_std_db(rg_ctx *C) {
   rg_db_register(canon, "constant_folding", rgr_constant_folding(), 0, "fast_run fast_compile");
   rgr_register_c_rules(canon, stab, spec);
   rgr_register_scan_rules(canon);
-  rgr_register_scan_pushout(canon);
+  rgr_register_scan_pushout(canon, rel);
   rgr_register_scan_inputs(canon);
   rgr_register_scan_pushadd(canon);
   rgr_register_scan_outputs(canon);

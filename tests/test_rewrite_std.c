@@ -183,6 +183,9 @@ static const std_case cases[] = {
     {"scan_push_out", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))",
      "scan{lambda h, M, N, <3>: tanh((h @ <3>))}(3, v, M, N, (M + N))"},
     {"scan_push_out", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
+    /* scan_remove_empty: nothing computed inside -> the value broadcast over the steps */
+    {"scan_remove_empty", "(scan (lambda (p) p) (non-sequences M) (n-steps 3))", "alloc(M, 3, 3, 3)"},
+    {"scan_remove_empty", "(scan (lambda (h) (tanh h)) (outputs-info v) (n-steps 3))", "="},
     /* push_out_non_seq (scan.kn) and backwards, push_in_non_seq */
     {"push_out_non_seq", "(scan (lambda (h) (tanh (dot h (add M N)))) (outputs-info v) (n-steps 3))",
      "scan{lambda h, M, N, <3>: tanh((h @ <3>))}(3, v, M, N, (M + N))"},
