@@ -129,11 +129,30 @@ bool rgr_scan_states_merge(const rg_node *node) {
   return false;
 }
 
+static int plan_nit_sots(const rg_node *node, const rg_scan_info *s, const rg_fgraph *g, int *alias, bool *keep);
+static int prune_nit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud);
+
+/* Nit-sots computing the same thing become one: when a later one is read,
+ * the loop is rebuilt recording only the first (scan_prune_nit_sots's
+ * rebuild, which also drops nit-sots nobody reads). */
+static int merge_nit_sots(rg_rewrite_run *run, rg_node *node, const rg_scan_info *s, V *out) {
+  if (s->until || !s->n_nit_sot) return 0;
+  bool *keep = rg_gc_alloc((size_t)s->n_nit_sot + 1);
+  int *alias = rg_gc_alloc(sizeof(int) * (size_t)(s->n_nit_sot + 1));
+  plan_nit_sots(node, s, rg_op_inner_graph(node->op), alias, keep);
+  for (int k = 0; k < s->n_nit_sot; k++)
+    if (alias[k] != k && node->outputs[rg_scan_outer_out(s, RG_SCAN_NIT_SOT, k)]->nclients)
+      return prune_nit_sots(run, node, out, NULL);
+  return 0;
+}
+
 static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   (void)ud;
   if (rgr_scan_merge_input_dups(run, node, out)) return 1;
   rg_scan_info s;
-  if (!rg_scan_info_of(node->op, &s) || s.n_sit_sot < 2) return 0;
+  if (!rg_scan_info_of(node->op, &s)) return 0;
+  if (merge_nit_sots(run, node, &s, out)) return 1;
+  if (s.n_sit_sot < 2) return 0;
   const rg_fgraph *g = rg_op_inner_graph(node->op);
   int n = s.n_sit_sot, pair[n];
   bool any = false;
@@ -467,7 +486,8 @@ static int nit_sot_of_seq(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
 void rgr_register_scan_outputs(rg_rewrite_db *canon) {
   static const rg_opcode tracks[] = {RG_OP_SCAN};
   rg_rewriter *rw = rg_node_rewriter("scan_merge_inouts", 1, tracks, merge_outputs, NULL);
-  rw->describe = "two sit-sots from equal initial values computing the same -> one";
+  rw->describe = "two sit-sots from equal initial values computing the same -> one; nit-sots computing the same "
+                 "-> read from the first";
   rg_db_register(canon, "scan_merge_inouts", rw, 0, "fast_run fast_compile canonicalize scan");
   rw = rg_node_rewriter("scan_prune_sit_sots", 1, tracks, prune_sit_sots, NULL);
   rw->describe = "a sit-sot nobody reads, whose state no other output needs, -> no longer carried";
