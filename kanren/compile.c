@@ -37,6 +37,7 @@ const char *rgk_where(rg_interp *I, rg_term form) { return rgk_srcmap_where(I->m
 
 static const char *where(cc *k) {
   const char *w = rgk_where(k->I, k->where_form);
+  if (!w && k->I->top_form) w = rgk_where(k->I, k->I->top_form);
   return w ? w : "<input>";
 }
 

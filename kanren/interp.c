@@ -258,12 +258,16 @@ static int cmp_double(const void *a, const void *b) {
 
 /* (time expr) prints the time one evaluation takes; (bench n expr) the
  * median and minimum over n evaluations, after n untimed warm-up runs. */
+/* bench keeps every run's time to take their median: at most this many. */
+#define BENCH_MAX_RUNS 10000000
+
 static int form_time(rg_interp *I, rg_term form, bool bench) {
   int64_t reps = 1;
   rg_term expr;
   if (bench) {
-    if (rgk_length(form) != 3 || !rgk_is_int(rgk_car(rgk_cdr(form))) || rg_int_value(rgk_car(rgk_cdr(form))) < 1)
-      return ierr(I, form, RG_ERR_SYNTAX, "bench needs (bench N expression) with N >= 1");
+    if (rgk_length(form) != 3 || !rgk_is_int(rgk_car(rgk_cdr(form))) || rg_int_value(rgk_car(rgk_cdr(form))) < 1 ||
+        rg_int_value(rgk_car(rgk_cdr(form))) > BENCH_MAX_RUNS)
+      return ierr(I, form, RG_ERR_SYNTAX, "bench needs (bench N expression) with N from 1 to %d", BENCH_MAX_RUNS);
     reps = rg_int_value(rgk_car(rgk_cdr(form)));
     expr = rgk_car(rgk_cdr(rgk_cdr(form)));
   } else {
@@ -364,9 +368,12 @@ static int load_text(rg_interp *I, const char *name, const char *text, size_t le
   rg_reader *R = rgk_reader_new(I->C, name, text, len, I->map);
   rg_term form;
   int rc;
+  rg_term outer = I->top_form;
   while ((rc = rg_reader_next(R, &form)) == 1) {
     I->stop = 0;
+    I->top_form = form;
     rc = exec_form(I, form);
+    I->top_form = outer;
     if (rc == RG_OK && I->stop) rc = I->stop;
     if (rc != RG_OK) return rc;
   }

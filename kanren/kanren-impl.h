@@ -587,6 +587,8 @@ struct rg_interp {
   int64_t passed, failed;
   rgk_srcmap *map;
   const char *dir;      /* directory of the file being loaded, for load */
+  rg_term top_form;     /* the top-level form being run: the place of errors
+                           in parts with no position of their own (a symbol) */
   int load_depth;
   rgk_formext *forms;
   int stop;             /* RG_STOP_* seen during loading */
