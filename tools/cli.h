@@ -38,8 +38,8 @@ int cmd_check_grads(int argc, char **argv);
 void usage_check_grads(void);
 
 /* Option parsing helpers: return false and print a message on bad input. */
-bool cli_parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out);
-bool cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out);
+bool cli_parse_int(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out);
+bool cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
 struct rg_ctx;
 struct rg_fgraph;
 /* Loads a graph file ('-' reads standard input); NULL with an error in C. */

@@ -95,7 +95,7 @@ int cli_cost_sizes(rg_cost_model *cm, const char *cmd, int n, const char *const 
     const char *eq = strrchr(sizes[i], '=');
     int64_t v;
     if (!eq || eq == sizes[i]) return cli_error(cmd, "--size: expected NAME=N, got '%s'", sizes[i]), EXIT_USAGE;
-    if (!cli_parse_int("--size", eq + 1, 0, INT64_MAX / 4, &v)) return EXIT_USAGE;
+    if (!cli_parse_int(cmd, "--size", eq + 1, 0, INT64_MAX / 4, &v)) return EXIT_USAGE;
     rg_cost_set_size(cm, cli_sprintf("%.*s", (int)(eq - sizes[i]), sizes[i]), v);
   }
   return EXIT_OK;

@@ -22,25 +22,24 @@ void cli_error(const char *cmd, const char *fmt, ...) {
   va_end(ap);
 }
 
-bool cli_parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
+bool cli_parse_int(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
   char *end;
   errno = 0;
   long long v = strtoll(s, &end, 10);
   if (errno || end == s || *end || v < lo || v > hi) {
-    fprintf(stderr, "relgraph: %s needs an integer from %lld to %lld, got '%s'\n", opt,
-            (long long)lo, (long long)hi, s);
+    cli_error(cmd, "%s needs an integer from %lld to %lld, got '%s'", opt, (long long)lo, (long long)hi, s);
     return false;
   }
   *out = v;
   return true;
 }
 
-bool cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out) {
+bool cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
   if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-    fprintf(stderr, "relgraph: %s needs a number from %g to %g, got '%s'\n", opt, lo, hi, s);
+    cli_error(cmd, "%s needs a number from %g to %g, got '%s'", opt, lo, hi, s);
     return false;
   }
   *out = v;

@@ -554,15 +554,15 @@ static int parse(int argc, char **argv, args *a) {
     const char *v;
     if (!strcmp(argv[i], "--ops")) a->ops = true;
     else if ((v = cli_option(argc, argv, &i, "--trials", &missing))) {
-      if (!cli_parse_int("--trials", v, 1, 100000, &a->trials)) return EXIT_USAGE;
+      if (!cli_parse_int("check-grads", "--trials", v, 1, 100000, &a->trials)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--seed", &missing))) {
-      if (!cli_parse_int("--seed", v, 0, INT64_MAX, &a->seed)) return EXIT_USAGE;
+      if (!cli_parse_int("check-grads", "--seed", v, 0, INT64_MAX, &a->seed)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--dtype", &missing))) {
       if (strcmp(v, "float64") && strcmp(v, "float32"))
         return cli_error("check-grads", "--dtype must be float64 or float32, not '%s'", v), EXIT_USAGE;
       a->dtype = v;
     } else if ((v = cli_option(argc, argv, &i, "--size", &missing))) {
-      if (!cli_parse_int("--size", v, 1, 1 << 20, &a->size)) return EXIT_USAGE;
+      if (!cli_parse_int("check-grads", "--size", v, 1, 1 << 20, &a->size)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--wrt", &missing))) {
       if (!add_name(a, v)) return EXIT_USAGE;
       /* after the graph file, the words up to the next option are names too */

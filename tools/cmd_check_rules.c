@@ -651,9 +651,9 @@ static int parse(int argc, char **argv, check_args *a) {
     const char *v;
     if (!strcmp(argv[i], "--std")) a->std = true;
     else if ((v = cli_option(argc, argv, &i, "--trials", &missing))) {
-      if (!cli_parse_int("--trials", v, 1, 1000000, &a->trials)) return EXIT_USAGE;
+      if (!cli_parse_int("check-rules", "--trials", v, 1, 1000000, &a->trials)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--seed", &missing))) {
-      if (!cli_parse_int("--seed", v, 0, INT64_MAX, &a->seed)) return EXIT_USAGE;
+      if (!cli_parse_int("check-rules", "--seed", v, 0, INT64_MAX, &a->seed)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--rule", &missing))) {
       if (a->nonly == 64) return cli_error("check-rules", "too many --rule options"), EXIT_USAGE;
       a->only[a->nonly++] = v;

@@ -33,9 +33,9 @@ int cmd_kanren(int argc, char **argv) {
     if (!strcmp(argv[i], "--no-occurs-check")) {
       opts.no_occurs_check = true;
     } else if ((v = cli_option(argc, argv, &i, "--max-steps", &missing))) {
-      if (!cli_parse_int("--max-steps", v, 1, INT64_MAX, &opts.max_steps)) return EXIT_USAGE;
+      if (!cli_parse_int("kanren", "--max-steps", v, 1, INT64_MAX, &opts.max_steps)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--timeout", &missing))) {
-      if (!cli_parse_double("--timeout", v, 1e-6, 1e9, &opts.timeout_s)) return EXIT_USAGE;
+      if (!cli_parse_double("kanren", "--timeout", v, 1e-6, 1e9, &opts.timeout_s)) return EXIT_USAGE;
     } else if (missing) {
       return EXIT_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1]) {

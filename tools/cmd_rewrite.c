@@ -75,13 +75,13 @@ static int parse(int argc, char **argv, rewrite_args *a) {
       a->sizes[a->nsizes++] = v;
     } else if ((v = cli_option(argc, argv, &i, "--cost", &missing))) a->cost = v;
     else if ((v = cli_option(argc, argv, &i, "--answers", &missing))) {
-      if (!cli_parse_int("--answers", v, 1, 10000, &a->answers)) return EXIT_USAGE;
+      if (!cli_parse_int("rewrite", "--answers", v, 1, 10000, &a->answers)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--query", &missing))) a->query = v;
     else if ((v = cli_option(argc, argv, &i, "--format", &missing))) a->format = v;
     else if ((v = cli_option(argc, argv, &i, "--why", &missing))) {
-      if (!cli_parse_int("--why", v, 0, INT64_MAX, &a->why)) return EXIT_USAGE;
+      if (!cli_parse_int("rewrite", "--why", v, 0, INT64_MAX, &a->why)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--max-use-ratio", &missing))) {
-      if (!cli_parse_double("--max-use-ratio", v, 1e-9, 1e9, &a->ratio)) return EXIT_USAGE;
+      if (!cli_parse_double("rewrite", "--max-use-ratio", v, 1e-9, 1e9, &a->ratio)) return EXIT_USAGE;
     } else if (missing) return EXIT_USAGE;
     else if (argv[i][0] == '-' && argv[i][1]) return cli_error("rewrite", "unknown option '%s'", argv[i]), EXIT_USAGE;
     else if (a->graph) return cli_error("rewrite", "one graph file at a time"), EXIT_USAGE;

@@ -87,14 +87,14 @@ static int parse(int argc, char **argv, run_args *a) {
       a->in_names[a->nin] = name;
       a->in_files[a->nin++] = eq + 1;
     } else if ((v = cli_option(argc, argv, &i, "--random", &missing))) {
-      if (!cli_parse_int("--random", v, 0, INT64_MAX, &a->seed)) return EXIT_USAGE;
+      if (!cli_parse_int("run", "--random", v, 0, INT64_MAX, &a->seed)) return EXIT_USAGE;
       a->random = true;
     } else if ((v = cli_option(argc, argv, &i, "--size", &missing))) {
-      if (!cli_parse_int("--size", v, 0, 1 << 30, &a->size)) return EXIT_USAGE;
+      if (!cli_parse_int("run", "--size", v, 0, 1 << 30, &a->size)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--repeat", &missing))) {
-      if (!cli_parse_int("--repeat", v, 1, 1 << 30, &a->repeat)) return EXIT_USAGE;
+      if (!cli_parse_int("run", "--repeat", v, 1, 1 << 30, &a->repeat)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--threads", &missing))) {
-      if (!cli_parse_int("--threads", v, 1, 256, &a->threads)) return EXIT_USAGE;
+      if (!cli_parse_int("run", "--threads", v, 1, 256, &a->threads)) return EXIT_USAGE;
     } else if ((v = cli_option(argc, argv, &i, "--output-dir", &missing))) {
       if (!*v) return cli_error("run", "--output-dir: an empty name"), EXIT_USAGE;
       a->outdir = v;

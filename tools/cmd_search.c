@@ -64,11 +64,11 @@ static int parse_limit(const char *opt, const char *v, search_args *a) {
   int64_t n;
   double s;
   if (!strcmp(opt, "--time-limit")) {
-    if (!cli_parse_double(opt, v, 1e-6, 1e9, &s)) return EXIT_USAGE;
+    if (!cli_parse_double("search", opt, v, 1e-6, 1e9, &s)) return EXIT_USAGE;
     a->o.time_limit = s;
     return EXIT_OK;
   }
-  if (!cli_parse_int(opt, v, 1, INT32_MAX, &n)) return EXIT_USAGE;
+  if (!cli_parse_int("search", opt, v, 1, INT32_MAX, &n)) return EXIT_USAGE;
   if (!strcmp(opt, "--node-limit")) a->o.node_limit = n;
   else if (!strcmp(opt, "--iter-limit")) a->o.iter_limit = (int)n;
   else if (!strcmp(opt, "--depth") && n > RG_SEARCH_MAX_DEPTH)
