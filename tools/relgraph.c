@@ -55,6 +55,34 @@ static void print_version(void) {
   printf("\n");
 }
 
+/* Whether --help or -h comes among a command's arguments (before `--`). */
+static bool asks_help(int argc, char **argv) {
+  for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
+  return false;
+}
+
+/* `--` ends the options: it is dropped, and each later argument beginning
+ * with '-' (but "-", standard input) is passed as ./NAME, a file no
+ * option parser takes for an option.  Returns the new count. */
+static int end_options(int argc, char **argv) {
+  int i = 2;
+  while (i < argc && strcmp(argv[i], "--")) i++;
+  if (i == argc) return argc;
+  for (int j = i + 1; j < argc; j++) {
+    const char *a = argv[j];
+    if (a[0] == '-' && a[1]) {
+      char *p = malloc(strlen(a) + 3);
+      if (!p) return argc;
+      strcpy(p, "./"), strcat(p, a);
+      argv[j] = p;
+    }
+    argv[j - 1] = argv[j];
+  }
+  argv[argc - 1] = NULL;
+  return argc - 1;
+}
+
 int main(int argc, char **argv) {
   rg_blas_choose_kernels(argv);
   rg_init();
@@ -74,10 +102,11 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < NCOMMANDS; i++) {
     if (strcmp(cmd, commands[i].name)) continue;
-    if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+    if (asks_help(argc, argv)) {
       commands[i].usage();
       return EXIT_OK;
     }
+    argc = end_options(argc, argv);
     return commands[i].run(argc - 1, argv + 1);
   }
   fprintf(stderr, "relgraph: unknown command '%s'\n", cmd);
