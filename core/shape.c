@@ -377,13 +377,18 @@ static int arange_make_node(rg_ctx *C, const rg_op *op, rg_variable *const *in, 
                           rg_type_str(in[i]->type));
     all = rg_constant_get_f64(in[i], &v[i]) && all;
   }
-  if (all) {
-    if (v[2] == 0) return rgc_op_error(C, op, "the step must not be zero");
-    double n = ceil((v[1] - v[0]) / v[2]);
-    if (!(n < RG_ARANGE_MAX)) return rgc_op_error(C, op, "%g elements are too many (at most 2^62)", n);
-    len = n > 0 ? (int64_t)n : 0;
-  }
+  const char *why = all ? rg_arange_length(v[0], v[1], v[2], &len) : NULL;
+  if (why) return rgc_op_error(C, op, "%s", why);
   return rgc_outs_set1(out, rg_type_new(op->dtype, 1, &len));
+}
+
+const char *rg_arange_length(double start, double stop, double step, int64_t *len) {
+  if (step == 0) return "the step must not be zero";
+  double n = ceil((stop - start) / step);
+  if (isnan(n)) return "the length cannot be computed (a bound or the step is NaN, or both bounds infinite)";
+  if (!(n < RG_ARANGE_MAX)) return rgk_sprintf("%g elements are too many (at most 2^62)", n);
+  *len = n > 0 ? (int64_t)n : 0;
+  return NULL;
 }
 
 /* ------------------------------------------------------------------ dispatch */

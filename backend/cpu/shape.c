@@ -410,12 +410,11 @@ int rgb_cpu_arange(rgb_exec *x) {
     return RG_OK;
   }
   double start = rgbc_scalar_f64(a), stop = rgbc_scalar_f64(b), step = rgbc_scalar_f64(c);
-  if (step == 0) return rgb_error(x, RG_ERR_EVAL, "the step must not be zero");
+  const char *why = rg_arange_length(start, stop, step, &len);
+  if (why) return rgb_error(x, step == 0 ? RG_ERR_EVAL : RG_ERR_LIMIT, "%s", why);
   /* NumPy's fill: the second value is start + step, the others
    * start + i * (second - start) */
-  double l = ceil((stop - start) / step), delta = (start + step) - start;
-  if (!(l < RG_ARANGE_MAX)) return rgb_error(x, RG_ERR_LIMIT, "%g elements are too many (at most 2^62)", l);
-  len = l > 0 ? (int64_t)l : 0;
+  double delta = (start + step) - start;
   rg_tensor *out = rgb_output(x, 0, dt, 1, &len);
   if (!out) return x->rt->errcode;
   for (int64_t i = 0; i < len; i++) {

@@ -695,6 +695,10 @@ rg_variable *rg_arange(rg_variable *start, rg_variable *stop, rg_variable *step,
 /* The most elements an arange may have (longer is an error, when the node
  * is made for constant bounds, else when it runs). */
 #define RG_ARANGE_MAX 0x1p62
+/* The length of arange(start, stop, step) (NumPy's ceil((stop - start) /
+ * step), 0 when negative) in *len; NULL, or why there is none (a zero
+ * step, a NaN bound or step, too many elements). */
+const char *rg_arange_length(double start, double stop, double step, int64_t *len);
 
 /* Shape inference.  rg_shape_of: one scalar int64 variable per dimension
  * of x (a constant where the type knows the size, else shape_i(x, d)).
