@@ -695,11 +695,25 @@ static int inline_inner(rg_ctx *C, const rg_node *n, V *outs) {
  * node's inputs (the gradient's nodes are plain nodes of the outer graph;
  * the fusion rewrites may group them again). */
 GRAD_FN(g_inner) {
-  int k = n->op->inner->nout;
+  int k = n->op->inner->nout, nin = n->nin;
   V *outs = rgk_alloc((size_t)(k > 0 ? k : 1) * sizeof *outs);
   if (inline_inner(C, n, outs) != RG_OK) return RG_ERR_TYPE;
+  /* An input given twice (f(x, x)): the gradient with respect to x is
+   * already the sum over its places, so it goes to the first place only
+   * (the caller adds the places up). */
+  V *uniq = rgk_alloc((size_t)(nin > 0 ? nin : 1) * sizeof *uniq), *gu = rgk_alloc((size_t)(nin > 0 ? nin : 1) * sizeof *gu);
+  int *at = rgk_alloc((size_t)(nin > 0 ? nin : 1) * sizeof *at), nu = 0;
+  for (int i = 0; i < nin; i++) {
+    at[i] = -1;
+    for (int j = 0; j < nu && at[i] < 0; j++)
+      if (uniq[j] == n->inputs[i]) at[i] = -2; /* a repeat */
+    if (at[i] == -1) at[i] = nu, uniq[nu++] = n->inputs[i];
+  }
   rg_grad_opts o = {.disconnected = RG_GRAD_DISCONNECTED_NULL, .nknown = k, .known = outs, .known_grads = og};
-  return rg_grad(C, NULL, n->nin, n->inputs, &o, ig);
+  int rc = rg_grad(C, NULL, nu, uniq, &o, gu);
+  if (rc != RG_OK) return rc;
+  for (int i = 0; i < nin; i++) ig[i] = at[i] >= 0 ? gu[at[i]] : NULL;
+  return RG_OK;
 }
 
 ALIAS(IFELSE, g_ifelse)
