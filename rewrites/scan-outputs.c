@@ -116,9 +116,13 @@ static rg_node *read_partners(rg_ctx *C, const rg_node *node, const rg_scan_info
   return op ? rg_make_node(C, op, node->nin, node->inputs) : NULL;
 }
 
+static bool nit_sot_dups_read(const rg_node *node, const rg_scan_info *s);
+
 bool rgr_scan_states_merge(const rg_node *node) {
   rg_scan_info s;
-  if (!rg_scan_info_of(node->op, &s) || s.n_sit_sot < 2) return false;
+  if (!rg_scan_info_of(node->op, &s)) return false;
+  if (nit_sot_dups_read(node, &s)) return true;
+  if (s.n_sit_sot < 2) return false;
   int n = s.n_sit_sot, pair[n];
   bool any = false;
   for (int k = 0; k < n; k++) any |= (pair[k] = next_partner(node, &s, k, -1)) >= 0;
@@ -135,15 +139,18 @@ static int prune_nit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud);
 /* Nit-sots computing the same thing become one: when a later one is read,
  * the loop is rebuilt recording only the first (scan_prune_nit_sots's
  * rebuild, which also drops nit-sots nobody reads). */
-static int merge_nit_sots(rg_rewrite_run *run, rg_node *node, const rg_scan_info *s, V *out) {
-  if (s->until || !s->n_nit_sot) return 0;
+static bool nit_sot_dups_read(const rg_node *node, const rg_scan_info *s) {
+  if (s->until || !s->n_nit_sot) return false;
   bool *keep = rg_gc_alloc((size_t)s->n_nit_sot + 1);
   int *alias = rg_gc_alloc(sizeof(int) * (size_t)(s->n_nit_sot + 1));
   plan_nit_sots(node, s, rg_op_inner_graph(node->op), alias, keep);
   for (int k = 0; k < s->n_nit_sot; k++)
-    if (alias[k] != k && node->outputs[rg_scan_outer_out(s, RG_SCAN_NIT_SOT, k)]->nclients)
-      return prune_nit_sots(run, node, out, NULL);
-  return 0;
+    if (alias[k] != k && node->outputs[rg_scan_outer_out(s, RG_SCAN_NIT_SOT, k)]->nclients) return true;
+  return false;
+}
+
+static int merge_nit_sots(rg_rewrite_run *run, rg_node *node, const rg_scan_info *s, V *out) {
+  return nit_sot_dups_read(node, s) ? prune_nit_sots(run, node, out, NULL) : 0;
 }
 
 static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {

@@ -16,7 +16,7 @@ bool rgr_pure_node(const rg_node *m);
  * non-sequence or a constant) as that value broadcast over the rows kept;
  * NULL when it is not (scan-term.c). */
 rg_variable *rgr_scan_vanished(rg_ctx *C, const rg_node *node, int k);
-/* Whether scan_merge_inouts would merge states of node (scan_save_mem
+/* Whether scan_merge_inouts would merge states or nit-sots of node (scan_save_mem
  * waits for it, as Aesara's save-mem runs after its merge). */
 bool rgr_scan_states_merge(const rg_node *node);
 /* The graph value term t names: a graph variable, or an op's expression
