@@ -343,7 +343,7 @@ static rg_goal *goal_fresh(cc *k, scope *sc, rg_term form) {
 static rg_term clause_goals(cc *k, scope *sc, rg_term clause) {
   if (rgk_length(clause) < 0 || clause == RG_NIL)
     return cerr(k, RG_ERR_SYNTAX, "a clause must be a non-empty list of goals");
-  if (is_form(sc, rgk_car(clause), "else")) return rg_cons(sym("succeed"), rgk_cdr(clause));
+  if (is_form(sc, rgk_car(clause), "else")) return rg_cons(sym("#s"), rgk_cdr(clause)); /* not a program's `succeed` */
   return clause;
 }
 

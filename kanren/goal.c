@@ -85,7 +85,7 @@ static rg_term eval_apply(rg_ctx *C, const rgk_tx *t, rgk_frame *env) {
     if (!(args[i] = rgk_tx_eval(C, t->args[i], env))) return NULL;
   if (rgk_type(f) != RGK_T_PROC) {
     rg_error(C, RG_ERR_TYPE, "%s%snot a procedure: %s", t->where ? t->where : "",
-             t->where ? ": " : "", rg_to_string(f));
+             t->where ? ": " : "", rgk_show_value(f));
     return NULL;
   }
   rgk_proc *p = (rgk_proc *)f;
