@@ -101,9 +101,13 @@ int rg_db_register_db(rg_rewrite_db *db, const char *name, rg_rewrite_db *sub, d
 }
 
 rg_rewrite_db *rgr_db_named_by(rg_rewrite_db *db, const char *tags) {
-  for (const char **w = split_words(NULL, tags); *w; w++)
-    for (int i = 0; i < db->n; i++)
+  static const char *const phases[] = {"canonicalize", "stabilize", "specialize", NULL};
+  for (const char **w = split_words(NULL, tags); *w; w++) {
+    bool phase = false;
+    for (int p = 0; phases[p]; p++) phase |= !strcmp(*w, phases[p]);
+    for (int i = 0; phase && i < db->n; i++)
       if (db->e[i].sub && db->e[i].sub->equilibrium && !strcmp(db->e[i].sub->name, *w)) return db->e[i].sub;
+  }
   return NULL;
 }
 

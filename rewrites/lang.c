@@ -418,7 +418,9 @@ int rg_rule_set_register(const rg_rule_set *rs, rg_rewrite_db *db, const char *n
   for (int i = 0; i < rs->n && !rc; i++) {
     rg_rewrite_db *home = rgr_db_named_by(db, rs->v[i].tags);
     const char *tags = rgr_sprintf("%s %s", name, rs->v[i].tags);
-    rc = rg_db_register(home ? home : eq, rs->v[i].rw->name, rs->v[i].rw, 0, tags);
+    /* a rule named as one of that database's own runs in `name` instead */
+    rc = home ? rg_db_register(home, rs->v[i].rw->name, rs->v[i].rw, 0, tags) : RG_ERR_NAME;
+    if (rc == RG_ERR_NAME) rc = rg_db_register(eq, rs->v[i].rw->name, rs->v[i].rw, 0, tags);
   }
   return rc;
 }

@@ -86,10 +86,11 @@ void rgr_refresh_tracks(rg_rewriter *rw);
 
 /* ------------------------------------------------------------------ databases */
 
-/* The equilibrium database nested directly in db whose name is the first
- * of the words of `tags` to name one, or NULL: a rule tagged
- * `canonicalize` joins the standard database's canonicalize (as a rewrite
- * registered there in Aesara). */
+/* The phase database (canonicalize, stabilize or specialize, an
+ * equilibrium database nested directly in db) that the first of the words
+ * of `tags` naming one names, or NULL: a rule tagged `canonicalize` joins
+ * the standard database's canonicalize (as a rewrite registered there in
+ * Aesara). */
 rg_rewrite_db *rgr_db_named_by(rg_rewrite_db *db, const char *tags);
 /* Where rule files' own database sits in the standard one: after
  * specialize (3), before fusion (4) and the in-place passes, which turn
@@ -142,6 +143,7 @@ typedef struct rgr_pass {
 typedef struct rgr_event {
   const char *rule;
   uint64_t node_id;
+  int output;           /* >= 0: output `output` of the graph, no node (node_id unused) */
   const char *before, *after, *subst;
   const char *why;      /* rejected: the reason */
   int ncreated;
@@ -219,9 +221,10 @@ void rgr_record(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, int n
                 rg_node *const *created);
 /* A trace entry for a merge (a graph rewriter's change that makes no
  * node: old's readers now read new_, an equal value); counted by the
- * rewriter's result, not here.  Nothing unless the run traces. */
-void rgr_trace_merge(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *client, rg_variable *old,
-                     rg_variable *new_);
+ * rewriter's result, not here; client NULL: output `index` of the graph
+ * changed.  Nothing unless the run traces. */
+void rgr_trace_merge(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *client, int index,
+                     rg_variable *old, rg_variable *new_);
 /* Counts and records a rewrite rejected because it would break the graph
  * (the reason: the context's error message, left in place). */
 void rgr_reject(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, rg_variable *old,

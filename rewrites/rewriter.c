@@ -89,11 +89,11 @@ typedef struct merge_watch {
 
 static void on_merge(rg_fgraph *fg, rg_node *node, int i, rg_variable *old, rg_variable *new_,
                      const char *reason, rg_feature *f) {
-  (void)fg, (void)i, (void)reason;
+  (void)fg, (void)reason;
   merge_watch *w = (merge_watch *)f;
   if (old == w->last) return;
   w->last = old;
-  rgr_trace_merge(w->run, w->rw, node, old, new_);
+  rgr_trace_merge(w->run, w->rw, node, i, old, new_);
 }
 
 static int merge_fn(rg_rewrite_run *run, rg_fgraph *fg, void *ud) {

@@ -93,6 +93,7 @@ static rgr_event *trace_event(rg_rewrite_run *run, const rg_rewriter *rw, uint64
   rgr_event *e = rg_gc_alloc(sizeof *e);
   e->rule = rw->name;
   e->node_id = node_id;
+  e->output = -1;
   e->before = before;
   e->after = show(new_);
   e->subst = run->subst;
@@ -100,11 +101,12 @@ static rgr_event *trace_event(rg_rewrite_run *run, const rg_rewriter *rw, uint64
   return e;
 }
 
-void rgr_trace_merge(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *client, rg_variable *old,
-                     rg_variable *new_) {
+void rgr_trace_merge(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *client, int index,
+                     rg_variable *old, rg_variable *new_) {
   if (!run->opts.trace) return;
   rg_node *gone = old->owner ? old->owner : client;
   rgr_event *e = trace_event(run, rw, gone ? gone->id : 0, show(old), new_);
+  if (!gone) e->output = index; /* an output of the graph changed, no node */
   e->subst = new_->owner ? rgr_sprintf("the same value as node %llu", (unsigned long long)new_->owner->id)
                          : "an equal constant";
 }
@@ -151,6 +153,7 @@ void rgr_reject(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, rg_va
   int64_t k = run->rejected++;
   if (k >= RGR_MAX_REJECTS && !run->opts.trace) return;
   rgr_event *e = rg_gc_alloc(sizeof *e);
+  e->output = -1;
   e->rule = rw->name;
   e->node_id = node ? node->id : 0;
   e->before = show(old);
@@ -181,8 +184,11 @@ void rg_rewrite_trace(const rg_rewrite_run *run, FILE *f) {
               (unsigned long long)e->node_id, e->before, e->after, e->why);
       continue;
     }
-    fprintf(f, "%d. %s rewrote node %llu: %s => %s\n", i + 1, e->rule, (unsigned long long)e->node_id,
-            e->before, e->after);
+    if (e->output >= 0)
+      fprintf(f, "%d. %s rewrote output %d of the graph: %s => %s\n", i + 1, e->rule, e->output, e->before, e->after);
+    else
+      fprintf(f, "%d. %s rewrote node %llu: %s => %s\n", i + 1, e->rule, (unsigned long long)e->node_id,
+              e->before, e->after);
     if (e->subst) fprintf(f, "   with %s\n", e->subst);
     if (e->ncreated) print_ids(f, "   made nodes", e->ncreated, e->created);
   }

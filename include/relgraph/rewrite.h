@@ -249,9 +249,10 @@ int rg_rule_set_count(const rg_rule_set *rs);
 rg_rewriter *rg_rule_set_rule(const rg_rule_set *rs, int i);
 const char *rg_rule_set_tags(const rg_rule_set *rs, int i);
 /* Adds the rules to db with their tags and the tag `name`: a rule one of
- * whose tags names an equilibrium database nested in db (`canonicalize`,
- * `stabilize`, `specialize` in the standard one) joins it and runs with
- * its rules; the others go in a new equilibrium database `name`, at
+ * whose tags is `canonicalize`, `stabilize` or `specialize`, naming an
+ * equilibrium database nested in db, joins it and runs with its rules
+ * (unless it has a rule of that name); the others go in a new equilibrium
+ * database `name`, at
  * position 3.5 (in the standard database: after specialize, before fusion
  * and the in-place passes). */
 int rg_rule_set_register(const rg_rule_set *rs, rg_rewrite_db *db, const char *name);
