@@ -59,6 +59,12 @@ static void *cerr(cc *k, int code, const char *fmt, ...) {
 
 static rg_term sym(const char *s) { return rg_symbol(s); }
 
+/* The built-in forms under names no program can write or bind (a symbol
+ * read from text has no space): code the compiler writes uses them. */
+#define KW_EQ " =="
+#define KW_LIST " list"
+#define KW_FRESH " fresh"
+
 static bool is_sym(rg_term t, const char *name) {
   return rgk_is_symbol(t) && !strcmp(rgk_symname(t), name);
 }
@@ -459,6 +465,8 @@ static const char *const not_goals[] = {"quote", "quasiquote", "lambda", "run", 
 
 static rg_goal *compile_goal_pair(cc *k, scope *sc, rg_term form) {
   rg_term h = rgk_car(form);
+  if (is_sym(h, KW_EQ)) return goal_binary(k, sc, form, G_EQ);
+  if (is_sym(h, KW_FRESH)) return goal_fresh(k, sc, form);
   if (scheme_only(k, sc, h)) return NULL;
   if (rgk_is_symbol(h) && !is_local(sc, h) && !user_bound(k->I, h)) {
     const char *n = rgk_symname(h);
@@ -537,10 +545,12 @@ static rgk_tx *value_run(cc *k, scope *sc, rg_term form, bool star) {
     t->idx = 1;
     return t;
   }
-  /* (run n (x y) g ...) is (run n (q) (fresh (x y) g ... (== (list x y) q))) */
+  /* (run n (x y) g ...) is (run n (q) (fresh (x y) g ... (== (list x y) q))),
+   * written with the names of the language's own forms, which no program
+   * can bind (a query variable may be called list) */
   rg_term q = sym(" q");
-  rg_term eq = rgk_list3(sym("=="), rg_cons(sym("list"), qs), q);
-  rg_term fresh = rg_cons(sym("fresh"), rg_cons(qs, rgk_reverse(rg_cons(eq, rgk_reverse(goals)))));
+  rg_term eq = rgk_list3(sym(KW_EQ), rg_cons(sym(KW_LIST), qs), q);
+  rg_term fresh = rg_cons(sym(KW_FRESH), rg_cons(qs, rgk_reverse(rg_cons(eq, rgk_reverse(goals)))));
   scope *inner = scope_new(sc, rg_cons(q, RG_NIL), k);
   if (!inner || !(t->goal = compile_goal(k, inner, fresh))) return NULL;
   t->idx = 1;
@@ -656,6 +666,7 @@ static rgk_tx *value_apply(cc *k, scope *sc, rg_term form) {
 
 static rgk_tx *compile_value_pair(cc *k, scope *sc, rg_term form) {
   rg_term h = rgk_car(form);
+  if (is_sym(h, KW_LIST)) return value_list(k, sc, rgk_cdr(form));
   if (scheme_only(k, sc, h)) return NULL;
   if (is_form(sc, h, "quote")) {
     if (!check_args(k, form, 1, 1)) return NULL;
