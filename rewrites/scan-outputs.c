@@ -140,7 +140,7 @@ static int prune_nit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud);
  * the loop is rebuilt recording only the first (scan_prune_nit_sots's
  * rebuild, which also drops nit-sots nobody reads). */
 static bool nit_sot_dups_read(const rg_node *node, const rg_scan_info *s) {
-  if (s->until || !s->n_nit_sot) return false;
+  if (!s->n_nit_sot) return false;
   bool *keep = rg_gc_alloc((size_t)s->n_nit_sot + 1);
   int *alias = rg_gc_alloc(sizeof(int) * (size_t)(s->n_nit_sot + 1));
   plan_nit_sots(node, s, rg_op_inner_graph(node->op), alias, keep);
@@ -312,7 +312,7 @@ static int prune_nit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
   (void)ud;
   rg_ctx *C = rg_rewrite_ctx(run);
   rg_scan_info s;
-  if (!rg_scan_info_of(node->op, &s) || s.until || !s.n_nit_sot) return 0;
+  if (!rg_scan_info_of(node->op, &s) || !s.n_nit_sot) return 0;
   bool *keep = rg_gc_alloc((size_t)s.n_nit_sot + 1);
   int *alias = rg_gc_alloc(sizeof(int) * (size_t)(s.n_nit_sot + 1));
   int kept = plan_nit_sots(node, &s, rg_op_inner_graph(node->op), alias, keep);
