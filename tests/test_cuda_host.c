@@ -239,14 +239,9 @@ static void test_missing_cublas(void **st) {
   rg_compile_opts o = {.backend = b, .mode = {.query = "none"}};
   rg_function *f = rg_compile(C, 1, &a, 1, &e, &o);
   assert_non_null(f);
-  char *dump = NULL;
-  size_t dlen = 0;
-  FILE *mf = open_memstream(&dump, &dlen);
-  rg_function_dump(f, mf);
-  fclose(mf);
+  const char *dump = tu_function_dump(f);
   assert_non_null(strstr(dump, "dot            cpu"));
   assert_non_null(strstr(dump, "exp            cuda:0"));
-  free(dump);
   rg_tensor *ta = rg_tensor_new(RG_FLOAT32, 2, sh), *out = NULL;
   for (int i = 0; i < 16; i++) rg_tensor_set_f64(ta, i, i % 3 - 1);
   assert_int_equal(rg_function_call(f, &ta, &out), RG_OK);
