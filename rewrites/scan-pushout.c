@@ -430,5 +430,5 @@ void rgr_register_scan_pushout(rg_rewrite_db *canon, rg_rewrite_db *rel) {
   rg_rewriter *gone = rg_node_rewriter("scan_remove_empty", 1, tracks, remove_empty, NULL);
   gone->describe = "a Scan whose step returns only non-sequences or constants -> each output read is its value "
                    "broadcast over the steps kept (the Scan goes away)";
-  rg_db_register(rel, "scan_remove_empty", gone, 0, "fast_run scan push_out_non_seq");
+  rg_db_register(rel, "scan_remove_empty", gone, 0, "scan push_out_non_seq"); /* fast_run: scan_push_out does it */
 }
