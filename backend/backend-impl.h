@@ -258,8 +258,6 @@ const rgb_backend *rgb_backend_find(const char *name);
 /* The device number of a backend name, "NAME:N" (0 <= N < 1024; 0 for a
  * bare "NAME"); RG_ERR_SYNTAX when N is not such a number. */
 int rgb_device_ordinal(const char *name, int *ordinal);
-/* "(2 ? 4)": a shape in messages, ? for an unknown size; returns buf. */
-const char *rgb_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);
 /* The kernel of transfer thunks: copies its input to the device of the
  * buffer type in x->state (NULL: host memory). */
 int rgb_transfer_kernel(rgb_exec *x);

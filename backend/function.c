@@ -465,8 +465,8 @@ static int check_value_as(rg_function *f, int i, const rg_tensor *v, const char 
   snprintf(label, sizeof label, "%s%s", what, input_label(f, i, name, sizeof name));
   if (!v) return ferr(f, RG_ERR_TYPE, "%s is missing", label);
   char want[256], got[256];
-  rgb_shape_str(want, sizeof want, t->ndim, t->shape);
-  rgb_shape_str(got, sizeof got, v->ndim, v->shape);
+  rg_shape_str(t->ndim, t->shape, want, sizeof want);
+  rg_shape_str(v->ndim, v->shape, got, sizeof got);
   return ferr(f, RG_ERR_TYPE, "%s: expected %s %s, got %s %s", label, rg_dtype_name(t->dtype), want,
               rg_dtype_name(v->dtype), got);
 }

@@ -354,14 +354,3 @@ int rgb_run_inner(rgb_exec *x, struct rgb_program *p, rg_tensor *const *in, rg_t
   if (rc) return rgb_error(x, rc, "%s", p->rt->err[0] ? p->rt->err : "the inner graph failed");
   return RG_OK;
 }
-
-const char *rgb_shape_str(char *buf, size_t len, int ndim, const int64_t *shape) {
-  size_t k = (size_t)snprintf(buf, len, "(");
-  for (int d = 0; d < ndim && k + 1 < len; d++) {
-    const char *sep = d ? " " : "";
-    if (shape[d] < 0) k += (size_t)snprintf(buf + k, len - k, "%s?", sep);
-    else k += (size_t)snprintf(buf + k, len - k, "%s%lld", sep, (long long)shape[d]);
-  }
-  if (k + 1 < len) snprintf(buf + k, len - k, ")");
-  return buf;
-}

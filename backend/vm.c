@@ -363,8 +363,8 @@ static int finish_into(rgb_program *p, rg_tensor *const *into, rg_tensor **refs)
     } else if (!same_type_shape(v, into[j])) {
       char a[256], b[256];
       snprintf(p->rt->err, sizeof p->rt->err, "output %d is %s %s, the tensor given for it %s %s", j,
-               rg_dtype_name(v->dtype), rgb_shape_str(a, sizeof a, v->ndim, v->shape),
-               rg_dtype_name(into[j]->dtype), rgb_shape_str(b, sizeof b, into[j]->ndim, into[j]->shape));
+               rg_dtype_name(v->dtype), rg_shape_str(v->ndim, v->shape, a, sizeof a),
+               rg_dtype_name(into[j]->dtype), rg_shape_str(into[j]->ndim, into[j]->shape, b, sizeof b));
       return p->rt->errcode = RG_ERR_TYPE;
     } else if (v->data != into[j]->data || rg_tensor_device(v) != rg_tensor_device(into[j])) {
       int rc = rg_tensor_copy_to(into[j], v);

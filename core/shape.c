@@ -84,31 +84,41 @@ static int reshape_make_node(rg_ctx *C, const rg_op *op, rg_variable *x, rg_vari
     return rgc_op_error(C, op, "the shape must be an integer vector, got %s", rg_type_str(s->type));
   if (s->type->shape[0] >= 0 && s->type->shape[0] != nd)
     return rgc_op_error(C, op, "the shape has %lld elements, expected %d", (long long)s->type->shape[0], nd);
-  int64_t shape[RG_MAX_NDIM], known = 1;
+  int64_t given[RG_MAX_NDIM], shape[RG_MAX_NDIM];
+  bool have[RG_MAX_NDIM];
+  for (int d = 0; d < nd; d++) have[d] = vector_elem(s, d, &given[d]);
+  const char *why = rg_reshape_sizes(x->type->ndim, x->type->shape, nd, given, have, shape);
+  if (why) return rgc_op_error(C, op, "%s", why);
+  return rgc_outs_set1(out, mk_type(x->type->dtype, nd, shape, x->type->device));
+}
+
+const char *rg_reshape_sizes(int xnd, const int64_t *xshape, int nd, const int64_t *given,
+                             const bool *have, int64_t *out) {
+  int64_t known = 1; /* the product of the sizes given other than -1; -1 if one is not known */
   int minus = -1;
   for (int d = 0; d < nd; d++) {
-    if (!vector_elem(s, d, &shape[d])) {
-      shape[d] = RG_DIM_UNKNOWN;
+    out[d] = given[d];
+    if (have && !have[d]) {
+      out[d] = RG_DIM_UNKNOWN;
       known = -1;
-      continue;
-    }
-    if (shape[d] == -1 && minus < 0) {
+    } else if (given[d] == -1 && minus < 0) {
       minus = d;
-    } else if (shape[d] == -1) {
-      return rgc_op_error(C, op, "only one size of the shape may be -1");
-    } else if (shape[d] < 0) {
-      return rgc_op_error(C, op, "invalid size %lld in the shape", (long long)shape[d]);
-    } else if (known >= 0 && __builtin_mul_overflow(known, shape[d], &known)) {
-      return rgc_op_error(C, op, "the shape overflows");
+    } else if (given[d] == -1) {
+      return "only one size of the shape may be -1";
+    } else if (given[d] < 0) {
+      return rgk_sprintf("invalid size %lld in the shape", (long long)given[d]);
+    } else if (known >= 0 && __builtin_mul_overflow(known, given[d], &known)) {
+      return "the shape overflows";
     }
   }
-  int64_t n = rg_type_numel(x->type);
-  if (minus >= 0) shape[minus] = n >= 0 && known > 0 && n % known == 0 ? n / known : RG_DIM_UNKNOWN;
-  if (n >= 0 && known >= 0 && (minus < 0 ? known != n : known == 0 || n % known))
-    return rgc_op_error(C, op, "cannot reshape %s (%lld elements) into %s",
-                        rgc_shape_str(x->type->ndim, x->type->shape), (long long)n,
-                        rgc_shape_str(nd, shape));
-  return rgc_outs_set1(out, mk_type(x->type->dtype, nd, shape, x->type->device));
+  int64_t n = rg_shape_numel(xnd, xshape); /* -1 if not known */
+  if (minus >= 0) out[minus] = n >= 0 && known > 0 && n % known == 0 ? n / known : RG_DIM_UNKNOWN;
+  if (n >= 0 && known >= 0 && (minus < 0 ? known != n : known == 0 || n % known)) {
+    char a[RG_SHAPE_STR_MAX], b[RG_SHAPE_STR_MAX];
+    return rgk_sprintf("cannot reshape an array of size %lld (shape %s) into shape %s", (long long)n,
+                       rg_shape_str(xnd, xshape, a, sizeof a), rg_shape_str(nd, out, b, sizeof b));
+  }
+  return NULL;
 }
 
 static int flatten_make_node(rg_ctx *C, const rg_op *op, rg_variable *x, rgc_outs *out) {

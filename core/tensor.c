@@ -306,6 +306,9 @@ void rg_tensor_free(rg_tensor *t) {
 
 /* ------------------------------------------------------------------ element access */
 
+/* A tensor's sizes are known and their product fits (its data was
+ * allocated): the plain product, without rg_shape_numel's checks, on the
+ * kernels' path. */
 int64_t rg_tensor_numel(const rg_tensor *t) {
   int64_t n = 1;
   for (int i = 0; i < t->ndim; i++) n *= t->shape[i];

@@ -309,29 +309,29 @@ uint64_t rg_type_hash(const rg_type *t) {
   return h;
 }
 
-int64_t rg_type_numel(const rg_type *t) {
+int64_t rg_shape_numel(int ndim, const int64_t *shape) {
   int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) {
-    if (t->shape[i] < 0) return -1;
-    if (__builtin_mul_overflow(n, t->shape[i], &n)) return -1;
-  }
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n)) return -1;
   return n;
 }
 
-char *rgc_shape_str(int ndim, const int64_t *shape) {
-  char buf[RG_MAX_NDIM * 22 + 4];
-  size_t k = 0;
-  buf[k++] = '(';
-  for (int i = 0; i < ndim; i++) {
-    if (i) buf[k++] = ' ';
-    if (shape[i] < 0)
-      buf[k++] = '?';
-    else
-      k += (size_t)snprintf(buf + k, sizeof buf - k, "%lld", (long long)shape[i]);
+int64_t rg_type_numel(const rg_type *t) { return rg_shape_numel(t->ndim, t->shape); }
+
+const char *rg_shape_str(int ndim, const int64_t *shape, char *buf, size_t len) {
+  size_t k = (size_t)snprintf(buf, len, "(");
+  for (int d = 0; d < ndim && k + 1 < len; d++) {
+    const char *sep = d ? " " : "";
+    if (shape[d] < 0) k += (size_t)snprintf(buf + k, len - k, "%s?", sep);
+    else k += (size_t)snprintf(buf + k, len - k, "%s%lld", sep, (long long)shape[d]);
   }
-  buf[k++] = ')';
-  buf[k] = 0;
-  return rgk_strdup(buf);
+  if (k + 1 < len) snprintf(buf + k, len - k, ")");
+  return buf;
+}
+
+char *rgc_shape_str(int ndim, const int64_t *shape) {
+  char buf[RG_SHAPE_STR_MAX];
+  return rgk_strdup(rg_shape_str(ndim, shape, buf, sizeof buf));
 }
 
 const char *rg_device_str(rg_device d, char *buf, size_t len) {

@@ -92,8 +92,8 @@ static void test_reshape_flatten(void **st) {
   rg_variable *x = in("x", RG_FLOAT32, 2, SHAPE(4, 6));
   assert_string_equal(ty(rg_reshape_to(x, 3, SHAPE(2, -1, 3))), "float32 (2 4 3)");
   assert_string_equal(ty(rg_reshape_to(x, 1, SHAPE(-1))), "float32 (24)");
-  expect_error(rg_reshape_to(x, 2, SHAPE(5, 5)), "reshape: cannot reshape (4 6) (24 elements) into (5 5)");
-  expect_error(rg_reshape_to(x, 2, SHAPE(5, -1)), "cannot reshape (4 6) (24 elements) into (5 ?)");
+  expect_error(rg_reshape_to(x, 2, SHAPE(5, 5)), "reshape: cannot reshape an array of size 24 (shape (4 6)) into shape (5 5)");
+  expect_error(rg_reshape_to(x, 2, SHAPE(5, -1)), "cannot reshape an array of size 24 (shape (4 6)) into shape (5 ?)");
   expect_error(rg_reshape_to(x, 2, SHAPE(-3, 8)), "reshape: invalid size -3");
   expect_error(rg_reshape_to(x, 2, SHAPE(-1, -1)), "reshape: only one size of the shape may be -1");
   rg_variable *y = in("y", RG_FLOAT32, 2, SHAPE(U, 6));
@@ -299,6 +299,38 @@ static void test_arange(void **st) {
 
 /* ------------------------------------------------------------------ other families */
 
+/* The one resolution of a reshape's sizes (the core's types and the CPU
+ * kernel both use it) and the one way of writing a shape. */
+static void test_reshape_sizes_and_shape_str(void **st) {
+  (void)st;
+  int64_t out[4], x24[2] = {4, 6}, xq[2] = {4, -1};
+  char b[RG_SHAPE_STR_MAX];
+  assert_null(rg_reshape_sizes(2, x24, 3, (int64_t[]){2, -1, 3}, NULL, out));
+  assert_string_equal(rg_shape_str(3, out, b, sizeof b), "(2 4 3)");
+  assert_string_equal(rg_reshape_sizes(2, x24, 2, (int64_t[]){-1, -1}, NULL, out),
+                      "only one size of the shape may be -1");
+  assert_string_equal(rg_reshape_sizes(2, x24, 2, (int64_t[]){-2, 12}, NULL, out),
+                      "invalid size -2 in the shape");
+  assert_string_equal(rg_reshape_sizes(2, x24, 2, (int64_t[]){INT64_MAX, 2}, NULL, out),
+                      "the shape overflows");
+  assert_string_equal(rg_reshape_sizes(2, x24, 2, (int64_t[]){0, -1}, NULL, out),
+                      "cannot reshape an array of size 24 (shape (4 6)) into shape (0 ?)");
+  /* x's size not known, or a size not known yet: no check, -1 unresolved */
+  assert_null(rg_reshape_sizes(2, xq, 2, (int64_t[]){5, -1}, NULL, out));
+  assert_int_equal(out[0], 5);
+  assert_int_equal(out[1], RG_DIM_UNKNOWN);
+  assert_null(rg_reshape_sizes(2, x24, 2, (int64_t[]){7, -1}, (bool[]){false, true}, out));
+  assert_int_equal(out[0], RG_DIM_UNKNOWN);
+  assert_int_equal(out[1], RG_DIM_UNKNOWN);
+  /* an empty x reshapes to any shape holding no elements */
+  int64_t x0[1] = {0};
+  assert_null(rg_reshape_sizes(1, x0, 2, (int64_t[]){3, 0}, NULL, out));
+  /* a shape string cut short stays a string */
+  char small[5];
+  assert_string_equal(rg_shape_str(2, x24, small, sizeof small), "(4 6");
+  assert_string_equal(rg_shape_str(0, NULL, b, sizeof b), "()");
+}
+
 static void test_infer_other_families(void **st) {
   rg_variable *A = in("A", RG_FLOAT64, 2, SHAPE(U, 3)), *x = in("x", RG_FLOAT64, 1, SHAPE(3));
   rg_variable **s = rg_infer_shape(C, rg_dot(A, x)->owner, 0);
@@ -337,6 +369,7 @@ int main(void) {
       cmocka_unit_test(test_slice_indices),
       cmocka_unit_test(test_subtensor_infer_matches_python),
       cmocka_unit_test(test_arange),
+      cmocka_unit_test(test_reshape_sizes_and_shape_str),
       cmocka_unit_test(test_infer_other_families),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

@@ -230,8 +230,8 @@ static int int_matmul(rgb_exec *x, const rg_tensor *a, const rg_tensor *b, int64
 static int align_error(rgb_exec *x, const rg_tensor *a, const rg_tensor *b) {
   char sa[64], sb[64];
   return rgb_error(x, RG_ERR_TYPE, "shapes %s and %s are not aligned",
-                   rgb_shape_str(sa, sizeof sa, a->ndim, a->shape),
-                   rgb_shape_str(sb, sizeof sb, b->ndim, b->shape));
+                   rg_shape_str(a->ndim, a->shape, sa, sizeof sa),
+                   rg_shape_str(b->ndim, b->shape, sb, sizeof sb));
 }
 
 /* a @ b with a, b viewed as (m, k) and (k, n) matrices. */
@@ -319,7 +319,7 @@ rg_tensor *rgbc_batched_dot_output(rgb_exec *x, int64_t *nb, int64_t *m, int64_t
   if (b->shape[0] != *nb) {
     char sa[64], sb[64];
     rgb_error(x, RG_ERR_TYPE, "batch sizes differ: shapes %s and %s",
-              rgb_shape_str(sa, sizeof sa, a->ndim, a->shape), rgb_shape_str(sb, sizeof sb, b->ndim, b->shape));
+              rg_shape_str(a->ndim, a->shape, sa, sizeof sa), rg_shape_str(b->ndim, b->shape, sb, sizeof sb));
     return NULL;
   }
   if (*k != b->shape[1]) {

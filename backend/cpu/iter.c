@@ -138,7 +138,7 @@ static int shapes_error(rgb_exec *x, int n, const rg_tensor *const *t, int dim) 
   for (int i = 0; i < n && len < sizeof list; i++) {
     const char *sep = i == 0 ? "" : i == n - 1 ? " and " : ", ";
     len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", sep,
-                            rgb_shape_str(one, sizeof one, t[i]->ndim, t[i]->shape));
+                            rg_shape_str(t[i]->ndim, t[i]->shape, one, sizeof one));
   }
   return rgb_error(x, RG_ERR_TYPE, "shapes %s do not broadcast (dimension %d)", list, dim);
 }

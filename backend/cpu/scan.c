@@ -342,8 +342,8 @@ static int store(run *r, trace *tr, const rg_tensor *v, int64_t row, int64_t t) 
   if (!same_row_shape(tr->buf, v)) {
     char a[256], b[256];
     return rgb_error(r->x, RG_ERR_EVAL, "step %lld: output %d has shape %s, its trace's rows are %s",
-                     (long long)t, tr->out, rgb_shape_str(a, sizeof a, v->ndim, v->shape),
-                     rgb_shape_str(b, sizeof b, tr->buf->ndim - 1, tr->buf->shape + 1));
+                     (long long)t, tr->out, rg_shape_str(v->ndim, v->shape, a, sizeof a),
+                     rg_shape_str(tr->buf->ndim - 1, tr->buf->shape + 1, b, sizeof b));
   }
   char *to = tr->buf->data + row * tr->buf->strides[0];
   if (to == v->data && v->dtype == tr->buf->dtype && rg_tensor_is_c_contiguous(v)) return RG_OK; /* the row itself */

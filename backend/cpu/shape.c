@@ -31,12 +31,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static int64_t numel_of(int nd, const int64_t *shape) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= shape[d];
-  return n;
-}
-
 static void c_strides(int nd, const int64_t *shape, int64_t es, int64_t *st) {
   for (int d = nd - 1; d >= 0; d--) {
     st[d] = es;
@@ -121,24 +115,10 @@ int rgbc_reshape_with(rgb_exec *x, rgbc_copy_fn copy) {
   if (s->ndim != 1 || s->shape[0] != nn)
     return rgb_error(x, RG_ERR_TYPE, "the shape has %lld elements, expected %d",
                      (long long)(s->ndim == 1 ? s->shape[0] : 0), nn);
-  int64_t ns[RG_MAX_NDIM], known = 1, n = rg_tensor_numel(t);
-  int minus = -1;
-  for (int d = 0; d < nn; d++) {
-    rgbc_cast_one(s->dtype, s->data + d * s->strides[0], RG_INT64, &ns[d]);
-    if (ns[d] == -1 && minus < 0) minus = d;
-    else if (ns[d] == -1)
-      return rgb_error(x, RG_ERR_TYPE, "only one size of the shape may be -1");
-    else if (ns[d] < 0)
-      return rgb_error(x, RG_ERR_TYPE, "invalid size %lld in the shape", (long long)ns[d]);
-    else if (__builtin_mul_overflow(known, ns[d], &known))
-      return rgb_error(x, RG_ERR_TYPE, "the shape overflows");
-  }
-  if (minus >= 0) ns[minus] = known > 0 && n % known == 0 ? n / known : -1;
-  char a[160], b[160];
-  if ((minus >= 0 && ns[minus] < 0) || (minus < 0 && known != n))
-    return rgb_error(x, RG_ERR_TYPE, "cannot reshape an array of size %lld (shape %s) into shape %s",
-                     (long long)n, rgb_shape_str(a, sizeof a, t->ndim, t->shape),
-                     rgb_shape_str(b, sizeof b, nn, ns));
+  int64_t given[RG_MAX_NDIM], ns[RG_MAX_NDIM];
+  for (int d = 0; d < nn; d++) rgbc_cast_one(s->dtype, s->data + d * s->strides[0], RG_INT64, &given[d]);
+  const char *why = rg_reshape_sizes(t->ndim, t->shape, nn, given, NULL, ns);
+  if (why) return rgb_error(x, RG_ERR_TYPE, "%s", why);
   return reshape_to(x, t, nn, ns, copy);
 }
 
@@ -151,7 +131,7 @@ int rgbc_flatten_with(rgb_exec *x, rgbc_copy_fn copy) {
     return rgb_error(x, RG_ERR_TYPE, "the input has %d dimensions, fewer than %d", t->ndim, nn);
   int64_t ns[RG_MAX_NDIM];
   for (int d = 0; d < nn - 1; d++) ns[d] = t->shape[d];
-  ns[nn - 1] = numel_of(t->ndim - (nn - 1), t->shape + nn - 1);
+  ns[nn - 1] = rg_shape_numel(t->ndim - (nn - 1), t->shape + nn - 1);
   return reshape_to(x, t, nn, ns, copy);
 }
 
@@ -201,8 +181,8 @@ int rgbc_alloc_shape(rgb_exec *x, int64_t *shape) {
   char a[160], b[160];
   if (!rgbc_fits(v, &n->in[0], nd, shape))
     return rgb_error(x, RG_ERR_TYPE, "the value of shape %s does not broadcast to %s",
-                     rgb_shape_str(a, sizeof a, v->ndim, v->shape),
-                     rgb_shape_str(b, sizeof b, nd, shape));
+                     rg_shape_str(v->ndim, v->shape, a, sizeof a),
+                     rg_shape_str(nd, shape, b, sizeof b));
   return RG_OK;
 }
 
@@ -247,8 +227,8 @@ int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy) {
     for (int d = 0; d < t->ndim; d++) {
       if (d != axis && t->shape[d] != t0->shape[d])
         return rgb_error(x, RG_ERR_TYPE, "shapes %s and %s differ outside the axis %d",
-                         rgb_shape_str(a, sizeof a, t0->ndim, t0->shape),
-                         rgb_shape_str(b, sizeof b, t->ndim, t->shape), axis);
+                         rg_shape_str(t0->ndim, t0->shape, a, sizeof a),
+                         rg_shape_str(t->ndim, t->shape, b, sizeof b), axis);
       shape[d] = d == axis && k > 0 ? shape[d] + t->shape[d] : t->shape[d];
     }
   }
@@ -261,7 +241,7 @@ int rgbc_join_with(rgb_exec *x, rgbc_copy_fn copy) {
     memcpy(part, shape, sizeof part);
     part[axis] = t->shape[axis];
     rg_tensor dst = header(out, out->ndim, part, out->strides, at * out->strides[axis]);
-    int rc = numel_of(out->ndim, part) ? copy(x, &dst, t) : RG_OK;
+    int rc = rg_shape_numel(out->ndim, part) ? copy(x, &dst, t) : RG_OK;
     if (rc) return rc;
     at += t->shape[axis];
   }
@@ -356,7 +336,7 @@ int rgb_cpu_subtensor(rgb_exec *x) {
   int nd;
   int64_t shape[RG_MAX_NDIM], st[RG_MAX_NDIM], off;
   if (check_rank(x, 0) || select_view(x, t, 1, &nd, shape, st, &off)) return x->rt->errcode;
-  if (numel_of(nd, shape) == 0) off = 0;
+  if (rg_shape_numel(nd, shape) == 0) off = 0;
   return set_view(x, 0, t, nd, shape, st, off);
 }
 
@@ -377,9 +357,9 @@ int rgbc_set_subtensor_with(rgb_exec *x, rgbc_copy_fn copy, rgbc_copy_fn add) {
   char a[160], b[160];
   if (!rgbc_fits(y, &n->in[1], nd, shape))
     return rgb_error(x, RG_ERR_TYPE, "values of shape %s do not broadcast to the selection %s",
-                     rgb_shape_str(a, sizeof a, y->ndim, y->shape),
-                     rgb_shape_str(b, sizeof b, nd, shape));
-  if (numel_of(nd, shape) == 0) return RG_OK;
+                     rg_shape_str(y->ndim, y->shape, a, sizeof a),
+                     rg_shape_str(nd, shape, b, sizeof b));
+  if (rg_shape_numel(nd, shape) == 0) return RG_OK;
   rg_tensor sel = header(out, nd, shape, st, off);
   if (copy) return n->code == RG_OP_SET_SUBTENSOR ? copy(x, &sel, y) : add(x, &sel, y);
   if (n->code == RG_OP_SET_SUBTENSOR) return rgbc_assign(x, &sel, y, &n->in[1]);

@@ -125,6 +125,12 @@ const char *rg_device_str(rg_device d, char *buf, size_t len);
 /* Parses a device name; RG_OK, or RG_ERR_SYNTAX if s names none. */
 int rg_device_parse(const char *s, rg_device *d);
 
+/* A shape as messages and graph files write it, "(2 3 ?)" (? for a size
+ * not known), in buf (at most len bytes, cut short when longer); returns
+ * buf.  RG_SHAPE_STR_MAX bytes always hold one. */
+#define RG_SHAPE_STR_MAX (RG_MAX_NDIM * 21 + 3)
+const char *rg_shape_str(int ndim, const int64_t *shape, char *buf, size_t len);
+
 /* A tensor type: dtype, static shape and device.  Each dimension is a size
  * (>= 0) or RG_DIM_UNKNOWN; a dimension is broadcastable when its size is 1.
  * Types are immutable and collected; compare them with rg_type_equal(). */
@@ -163,6 +169,9 @@ uint64_t rg_type_hash(const rg_type *t);
 char *rg_type_str(const rg_type *t);           /* collected string */
 /* Number of elements when every dimension is known, else -1. */
 int64_t rg_type_numel(const rg_type *t);
+/* The elements of a shape: the product of its sizes, -1 when one is not
+ * known (negative) or the product overflows int64. */
+int64_t rg_shape_numel(int ndim, const int64_t *shape);
 
 /* ------------------------------------------------------------------ host tensors */
 
@@ -692,6 +701,15 @@ rg_variable *rg_inc_subtensor(rg_variable *x, rg_variable *y, int nent, const rg
 rg_variable *rg_set_subtensor(rg_variable *x, rg_variable *y, int nent, const rg_index *entries,
                               int nidx, rg_variable *const *idx);
 rg_variable *rg_arange(rg_variable *start, rg_variable *stop, rg_variable *step, rg_dtype dt);
+/* The sizes of reshape(x, given) for an x of shape xshape[0..xnd), into
+ * out[0..nd): given as the shape vector holds it, at most one -1 standing
+ * for what the other sizes leave of x's elements (NumPy's rule); have[d]
+ * false (have may be NULL) for a size not known yet, when the node is made
+ * before its shape vector's value is known.  out has RG_DIM_UNKNOWN where
+ * a size is not known yet.  NULL, or why the sizes are invalid or do not
+ * hold x's elements. */
+const char *rg_reshape_sizes(int xnd, const int64_t *xshape, int nd, const int64_t *given,
+                             const bool *have, int64_t *out);
 /* The most elements an arange may have (longer is an error, when the node
  * is made for constant bounds, else when it runs). */
 #define RG_ARANGE_MAX 0x1p62
