@@ -605,12 +605,14 @@ const char *rgc_scan_label(const rg_op *op) {
   if (!rg_scan_info_of(op, &s) || !g) return "scan{?}";
   char *params = rgk_strdup("");
   for (int i = 0; i < g->nin; i++) params = rgk_sprintf("%s%s%s", params, i ? ", " : "", rgc_inner_input_name(g, i));
+  /* The inner graph's lines are separated by ';' (a nested loop's label
+   * has none left): the last line is the until condition, if any. */
+  const char *raw = rgc_pprint_inner(g), *cond = s.until ? strrchr(raw, ';') : NULL;
+  cond = s.until ? (cond ? cond + 1 : raw) : NULL;
   char *body = rgk_strdup("");
-  for (const char *c = rgc_pprint_inner(g); *c; c++)
+  for (const char *c = raw; *c; c++) {
+    if (c == cond) body = rgk_sprintf("%suntil ", body);
     body = *c == ';' ? rgk_sprintf("%s, ", body) : rgk_sprintf("%s%c", body, *c);
-  if (s.until) {
-    char *last = strrchr(body, ',');
-    body = last ? rgk_sprintf("%.*s, until %s", (int)(last - body), body, last + 2) : rgk_sprintf("until %s", body);
   }
   return rgk_sprintf("scan{lambda %s: %s%s}", params, body, layout_text(&s));
 }

@@ -47,6 +47,17 @@ struct rg_fgraph *cli_load_graph(struct rg_ctx *C, const char *path);
 /* The printer of a format name (pprint, dprint, sexp, dot, json) or NULL. */
 typedef int (*cli_printer_fn)(FILE *f, struct rg_fgraph *fg);
 cli_printer_fn cli_printer(const char *format);
+/* Where a command writes the lines it adds to a graph it prints (a trace,
+ * a profile): stdout, or with --format sexp a buffer whose lines
+ * cli_notes_end writes to stdout after "; ", comments of graph files, so
+ * that the output saved to a file still reads back as a graph. */
+typedef struct cli_notes {
+  FILE *f;      /* write the lines here (stdout, or the buffer) */
+  char *buf;    /* the buffer's text; NULL when f is stdout */
+  size_t len;
+} cli_notes;
+FILE *cli_notes_begin(cli_notes *n, const char *format);
+void cli_notes_end(cli_notes *n);
 /* A cost model by name (flops, bytes, time) or from a rule file defining
  * (costo node c); NULL with an error in C. */
 struct rg_cost_model;

@@ -82,3 +82,25 @@ cli_printer_fn cli_printer(const char *name) {
     if (!strcmp(name, table[i].name)) return table[i].fn;
   return NULL;
 }
+
+FILE *cli_notes_begin(cli_notes *n, const char *format) {
+  *n = (cli_notes){.f = stdout};
+  if (!strcmp(format, "sexp")) {
+    FILE *m = open_memstream(&n->buf, &n->len);
+    if (m) n->f = m;
+  }
+  return n->f;
+}
+
+void cli_notes_end(cli_notes *n) {
+  if (n->f == stdout) return;
+  fclose(n->f);
+  for (char *line = n->buf, *end = n->buf + n->len; line < end;) {
+    char *nl = memchr(line, '\n', (size_t)(end - line));
+    size_t k = nl ? (size_t)(nl - line) : (size_t)(end - line);
+    printf(";%s%.*s\n", k ? " " : "", (int)k, line);
+    line += k + 1;
+  }
+  free(n->buf);
+  *n = (cli_notes){.f = stdout};
+}

@@ -106,9 +106,13 @@ static rg_rewrite_db *database(rg_ctx *C, const rewrite_args *a) {
 }
 
 static int report(const rewrite_args *a, rg_rewrite_run *run) {
-  if (a->profile) rg_rewrite_profile(run, stdout);
-  if (a->trace) rg_rewrite_trace(run, stdout);
-  if (a->why >= 0 && rg_rewrite_why(run, (uint64_t)a->why, stdout) != RG_OK)
+  cli_notes n;
+  FILE *f = cli_notes_begin(&n, a->format);
+  if (a->profile) rg_rewrite_profile(run, f);
+  if (a->trace) rg_rewrite_trace(run, f);
+  int why = a->why >= 0 ? rg_rewrite_why(run, (uint64_t)a->why, f) : RG_OK;
+  cli_notes_end(&n);
+  if (why != RG_OK)
     return cli_error("rewrite", "--why %lld: %s", (long long)a->why, rg_errmsg(rg_rewrite_ctx(run))), EXIT_INPUT;
   if (rg_rewrite_rejected(run) > 0) {
     cli_error("rewrite", "%lld rewrite%s rejected (a changed type or a cycle):",

@@ -212,7 +212,11 @@ static int search(rg_ctx *C, search_args *a) {
   rg_egraph *eg = rg_egraph_new(fg);
   if (!eg || rg_egraph_add_rules(eg, sel) < 0) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;
   rg_search_stop stop = rg_egraph_run(eg, &a->o);
-  if (a->trace) rg_egraph_trace(eg, stdout);
+  if (a->trace) {
+    cli_notes n;
+    rg_egraph_trace(eg, cli_notes_begin(&n, a->format));
+    cli_notes_end(&n);
+  }
   if (stop == RG_SEARCH_ERROR) rc = (cli_error("search", "%s", rg_egraph_stop_message(eg)), EXIT_INPUT);
   if (!rc) rc = print_answers(C, eg, cm, a);
   if (a->egraph) { /* written also when no answer could be extracted: that is when one looks at it */
