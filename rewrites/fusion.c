@@ -37,7 +37,8 @@
  * derivative, become outputs of one kernel rather than four kernels),
  * when none of their other inputs depends on the group (searched
  * backwards from each, within CONSUMER_SEARCH nodes; a longer search
- * gives up and leaves the consumer out).
+ * gives up and leaves the consumer out), and the other parts of a join
+ * reading a member, when the join's axis has a static size.
  *
  * Groups form at every size, as Aesara's do: with generated kernels a
  * composite over 4 float32 values runs faster than its ops one by one
@@ -329,8 +330,13 @@ static bool may_absorb_consumer(const group *g, const rg_node *u) {
  * member, absorbed as a consumer would be, and only when no path from it
  * through nodes outside the group comes back in.  So the parts of a join
  * are outputs of one group, which the linker then writes straight into
- * the joined value (backend/join-into.c). */
+ * the joined value (backend/join-into.c).  A sibling is not connected to
+ * the group by elementwise work: the join makes the parts agree outside
+ * its axis, but along the axis they agree only where the size is static
+ * (x(?) and y(?) joined have sizes of their own). */
 static void absorb_siblings(group *g, const rg_node *join) {
+  int64_t axis = join->op->ints[0]; /* normalised when the join was made */
+  if (axis < 0 || axis >= g->shape->ndim || g->shape->shape[axis] < 0) return;
   for (int k = 0; k < join->nin; k++) {
     rg_node *s = join->inputs[k]->owner;
     if (s && may_absorb_consumer(g, s) && !reenters(g, s)) add_member(g, s);
