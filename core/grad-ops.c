@@ -16,9 +16,9 @@
  * already computed).
  *
  * Non-differentiable points follow Aesara: abs' gradient at 0 is 0 (sign),
- * maximum/minimum give ties to the first operand, max/min reductions send
- * the gradient to the one element their argmax/argmin picks, floor, ceil,
- * round and sign have zero gradients.  An op without a gradient (opaque)
+ * maximum/minimum give ties to the first operand (and a NaN result to the
+ * second), max/min reductions send the gradient to every element equal to
+ * the result, floor, ceil, round and sign have zero gradients.  An op without a gradient (opaque)
  * fails with a message naming it.
  */
 #include "core/core-impl.h"
@@ -215,18 +215,20 @@ GRAD_FN(g_erf) {
   return RG_OK;
 }
 
-/* Ties go to the first operand. */
+/* As Aesara's: the first operand takes the gradient where the result is
+ * that operand (ties included), the second everywhere else (also where
+ * the result is NaN). */
 GRAD_FN(g_maximum) {
-  V g = og_or_zero(C, n, og, 0), a = n->inputs[0], b = n->inputs[1];
-  ig[0] = keep_where(C, rg_ge(a, b), g);
-  ig[1] = keep_where(C, rg_lt(a, b), g);
+  V g = og_or_zero(C, n, og, 0), first = rg_ge(n->inputs[0], n->inputs[1]);
+  ig[0] = keep_where(C, first, g);
+  ig[1] = keep_where(C, rg_not(first), g);
   return RG_OK;
 }
 
 GRAD_FN(g_minimum) {
-  V g = og_or_zero(C, n, og, 0), a = n->inputs[0], b = n->inputs[1];
-  ig[0] = keep_where(C, rg_le(a, b), g);
-  ig[1] = keep_where(C, rg_gt(a, b), g);
+  V g = og_or_zero(C, n, og, 0), first = rg_le(n->inputs[0], n->inputs[1]);
+  ig[0] = keep_where(C, first, g);
+  ig[1] = keep_where(C, rg_not(first), g);
   return RG_OK;
 }
 
@@ -488,24 +490,8 @@ GRAD_FN(g_prod) {
   return RG_OK;
 }
 
-/* Each element's flat index within its reduced sub-array (C order over
- * the reduced axes), the numbering argmax and argmin use. */
-static V flat_index_in_reduction(rg_ctx *C, V x, const bool *mask) {
-  int nd = x->type->ndim;
-  V *shape = rg_shape_of(C, x), idx = NULL, stride = rgc_dim_const(C, 1);
-  for (int d = nd - 1; d >= 0; d--) {
-    if (!mask[d]) continue;
-    V r = rg_arange(rgc_dim_const(C, 0), shape[d], rgc_dim_const(C, 1), RG_INT64);
-    int64_t order[RG_MAX_NDIM];
-    for (int k = 0; k < nd; k++) order[k] = k == d ? 0 : -1;
-    V term = rg_dimshuffle(rg_mul(r, stride), nd, order);
-    idx = idx ? rg_add(idx, term) : term;
-    stride = rgc_iarith(C, 2, stride, shape[d]);
-  }
-  return idx;
-}
-
-/* max and min: the gradient goes to the element argmax (argmin) picks. */
+/* max and min: the gradient goes to every element equal to the result,
+ * as Aesara's does (all elements of a tie; none where the result is NaN). */
 GRAD_FN(g_max_min) {
   V x = n->inputs[0], g = og_or_zero(C, n, og, 0);
   int nd = x->type->ndim;
@@ -516,10 +502,7 @@ GRAD_FN(g_max_min) {
     ig[0] = g;
     return RG_OK;
   }
-  rg_opcode arg = n->op->code == RG_OP_MAX ? RG_OP_ARGMAX : RG_OP_ARGMIN;
-  const rg_op *aop = rg_op_reduce(arg, n->op->all_axes ? -1 : n->op->nints, n->op->ints);
-  V picked = rg_apply(C, aop, 1, &x);
-  V hit = rg_eq_elem(flat_index_in_reduction(C, x, mask), expand_axes(picked, nd, mask));
+  V hit = rg_eq_elem(x, expand_axes(n->outputs[0], nd, mask));
   ig[0] = keep_where(C, hit, spread(C, n, g));
   return RG_OK;
 }
