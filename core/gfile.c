@@ -461,7 +461,8 @@ int rgc_gf_error(reader *r, rg_term form, int code, const char *fmt, ...) {
 
 static rg_fgraph *read_graph(reader *r, rg_term g) {
   if (!rg_is_pair(g) || !is_sym(rg_car(g), "graph") || len(g) < 1) {
-    rerr(r, rg_is_pair(g) ? g : NULL, RG_ERR_SYNTAX, "expected a (graph ...) form");
+    if (rg_is_pair(g)) rerr(r, g, RG_ERR_SYNTAX, "expected a (graph ...) form");
+    else rerr(r, NULL, RG_ERR_SYNTAX, "expected a (graph ...) form, got '%.40s'", rg_to_string(g));
     return NULL;
   }
   r->sc.vars = rg_memo_new();
@@ -493,6 +494,7 @@ rg_fgraph *rg_graph_read(rg_ctx *C, const char *name, const char *text, size_t n
     rg_error(C, RG_ERR_SYNTAX, "%s: empty file (expected a (graph ...) form)", r.name);
     return NULL;
   }
+  if (!rg_is_pair(g) || !is_sym(rg_car(g), "graph")) return read_graph(&r, g); /* says what it got */
   rc = rg_reader_next(r.R, &extra);
   if (rc < 0) return NULL;
   if (rc > 0) {
