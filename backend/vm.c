@@ -257,6 +257,26 @@ static void release_all(rgb_program *p) {
     }
 }
 
+/* After a call, an output cell holding a view of an input's storage (x.T,
+ * x[::-1] as an output) lets it go: the caller has its own reference, and
+ * inputs are borrowed for the call only, so the program must not keep one
+ * alive (or reachable) until its next call.  Other outputs stay: their
+ * storage is the program's, reused by the next call. */
+static void release_input_views(rgb_program *p) {
+  for (int32_t j = 0; j < p->nout; j++) {
+    rg_tensor **cell = &p->cells[p->out_cells[j]];
+    if (!*cell || p->producer[p->out_cells[j]] < 0) continue;
+    for (int32_t i = 0; i < p->nin; i++) {
+      const rg_tensor *in = p->cells[p->in_cells[i]];
+      if (in && in->storage == (*cell)->storage) {
+        rg_tensor_free(*cell);
+        *cell = NULL;
+        break;
+      }
+    }
+  }
+}
+
 static int collect_outputs(rgb_program *p, int n, const int *which, rg_tensor **outputs) {
   for (int i = 0; i < n; i++) outputs[i] = NULL;
   for (int i = 0; i < n; i++) {
@@ -291,6 +311,7 @@ int rgb_program_run(rgb_program *p, rg_tensor *const *inputs, int n, const int *
     if (p->rt->use_pool) release_all(p);
   }
   if (rc == 0) rc = collect_outputs(p, n, which, outputs);
+  release_input_views(p);
   unbind_inputs(p);
   return rc;
 }
@@ -410,6 +431,7 @@ int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *co
   if (rc == 0) rc = finish_into(p, into, refs);
   for (int32_t j = 0; j < p->nout; j++) unbind_target(p, j, wrap[j], into[j]);
   if (p->lazy && p->rt->use_pool) release_all(p);
+  release_input_views(p);
   unbind_inputs(p);
   if (rc)
     for (int32_t j = 0; j < p->nout; j++) rg_tensor_free(refs[j]), refs[j] = NULL;

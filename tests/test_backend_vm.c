@@ -750,6 +750,46 @@ static void test_plan_escaping_view(void **st) {
   rg_function_free(f);
 }
 
+/* Inputs are borrowed for the call only: an output that is a view of an
+ * input (x[::-1], x.T, a reshape) is the caller's, and the function keeps
+ * no reference to the input's storage after the call (its output cell kept
+ * the view until the next call or the function's end), through every way
+ * of calling. */
+static void count_release(void *base, void *ud) {
+  (void)base;
+  ++*(int *)ud;
+}
+
+static void test_no_input_kept_after_call(void **st) {
+  int64_t n = 4, perm[2] = {1, 0}, two[2] = {2, 2};
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT64, 1, &n));
+  rg_index rev = {RG_IDX_SLICE, RG_IDX_NONE, RG_IDX_NONE, -1};
+  rg_variable *m = rg_reshape_to(x, 2, two);
+  rg_variable *outs[3] = {rg_subtensor(x, 1, &rev, 0, NULL), rg_dimshuffle(m, 2, perm), m};
+  rg_compile_opts o = {.mode = {.query = "none"}};
+  rg_function *f = rg_compile(C, 1, &x, 3, outs, &o);
+  assert_non_null(f);
+  double mem[4] = {1, 2, 3, 4};
+  for (int way = 0; way < 3; way++) {
+    int released = 0;
+    rg_tensor *X = rg_tensor_wrap(RG_FLOAT64, 1, &n, NULL, mem, sizeof mem, count_release, &released);
+    rg_tensor *y[3] = {NULL, NULL, NULL};
+    int one = 0;
+    if (way == 0) assert_int_equal(rg_function_call(f, &X, y), RG_OK);
+    if (way == 1) assert_int_equal(rg_function_call_subset(f, &X, 1, &one, y), RG_OK);
+    if (way == 2) {
+      for (int j = 0; j < 3; j++) y[j] = rg_tensor_new(RG_FLOAT64, j ? 2 : 1, j ? two : &n);
+      assert_int_equal(rg_function_call_into(f, &X, y), RG_OK);
+    }
+    assert_true(rg_tensor_get_f64(y[0], 0) == 4);
+    for (int j = 0; j < 3; j++) rg_tensor_free(y[j]);
+    assert_int_equal(rg_storage_refcount(X), 1);
+    rg_tensor_free(X);
+    assert_int_equal(released, 1);
+  }
+  rg_function_free(f);
+}
+
 /* Partial calls run the thunks they need in the planned order: the values
  * are right whichever outputs are asked for, in any sequence of calls. */
 static void test_plan_subset(void **st) {
@@ -853,7 +893,8 @@ int main(void) {
       cmocka_unit_test(test_fast_run_default),       cmocka_unit_test(test_subset),
       cmocka_unit_test(test_many_functions),         cmocka_unit_test(test_inner_graphs),
       cmocka_unit_test(test_plan_chain),             cmocka_unit_test(test_plan_views),
-      cmocka_unit_test(test_plan_escaping_view),     cmocka_unit_test(test_plan_subset),
+      cmocka_unit_test(test_plan_escaping_view),
+      cmocka_unit_test(test_no_input_kept_after_call),     cmocka_unit_test(test_plan_subset),
       cmocka_unit_test(test_plan_off),               cmocka_unit_test(test_thread_counts),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
