@@ -352,6 +352,9 @@ static int check_args(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_o
     return rg_error(C, RG_ERR_TYPE, "grad: the cost must be a scalar, got %s", rg_type_str(cost->type));
   if (cost && !rg_dtype_is_float(cost->type->dtype))
     return rg_error(C, RG_ERR_TYPE, "grad: the cost must be a float, got %s", rg_type_str(cost->type));
+  if (o && (o->disconnected < RG_GRAD_DISCONNECTED_RAISE || o->disconnected > RG_GRAD_DISCONNECTED_NULL))
+    return rg_error(C, RG_ERR_TYPE, "grad: disconnected is %d, not one of RG_GRAD_DISCONNECTED_RAISE, _ZERO "
+                    "or _NULL", o->disconnected);
   if (nwrt < 0) return rg_error(C, RG_ERR_TYPE, "grad: a negative count of wrt (%d)", nwrt);
   if (nwrt > 0 && !wrt) return rg_error(C, RG_ERR_TYPE, "grad: %d wrt and no list of them", nwrt);
   for (int i = 0; i < nwrt; i++)

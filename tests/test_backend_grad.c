@@ -334,6 +334,11 @@ static void test_bad_costs(void **st) {
   rg_clear_error(C);
   assert_int_equal(rg_grad(C, rg_sum(o, -1, NULL), 1, &x, NULL, &g), RG_ERR_TYPE);
   assert_non_null(strstr(rg_errmsg(C), "op mystery has no gradient"));
+  /* an option value outside its enum is an error, not the default */
+  rg_clear_error(C);
+  rg_grad_opts bad = {.disconnected = 7};
+  assert_int_equal(rg_grad(C, rg_sum(x, -1, NULL), 1, &x, &bad, &g), RG_ERR_TYPE);
+  assert_non_null(strstr(rg_errmsg(C), "grad: disconnected is 7"));
 }
 
 /* The value of scalar y at scalar x = v. */
