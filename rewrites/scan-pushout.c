@@ -154,12 +154,45 @@ static V all_steps(cls *c, const rg_node *m) {
   return NULL;
 }
 
+/* Whether every sequence of one tap holds n (a constant) rows or more. */
+static bool rows_known_to_hold(const cls *c, int64_t n) {
+  const rg_scan_info *s = &c->s;
+  if (n < 0) return false;
+  for (int k = 0; k < s->n_seqs; k++) {
+    int64_t len = c->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)]->type->shape[0];
+    if (s->seq_ntaps[k] == 1 && (len < 0 || len < n)) return false;
+  }
+  return true;
+}
+
+/* The count of rows cut from each sequence: the steps, n, where that is
+ * valid.  With two sequences, or one read backwards (rows counted from its
+ * end), a negative n or one past a sequence's end would cut rows of
+ * different counts, or from the wrong end, and the work moved out of the
+ * loop would fail on them with a message about shapes the user never
+ * wrote.  So n is cut to [0, the shortest sequence's length] there
+ * (unless it is a constant every sequence holds), and the loop itself
+ * still reports the bad n as it would have. */
+static V rows_cut(const cls *c) {
+  const rg_scan_info *s = &c->s;
+  int nseq = 0;
+  for (int k = 0; k < s->n_seqs; k++) nseq += s->seq_ntaps[k] == 1;
+  double v;
+  if ((nseq < 2 && !s->go_backwards) || (rg_constant_get_f64(c->n, &v) && rows_known_to_hold(c, (int64_t)v)))
+    return c->n;
+  V cut = rg_maximum(c->n, rg_constant_scalar_int(c->C, c->n->type->dtype, 0));
+  for (int k = 0; k < s->n_seqs; k++)
+    if (s->seq_ntaps[k] == 1) cut = rg_minimum(cut, rg_shape_i(c->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)], 0));
+  return cut;
+}
+
 static void classify_inputs(cls *c, const rg_fgraph *g) {
   const rg_scan_info *s = &c->s;
+  V cut = s->n_seqs ? rows_cut(c) : NULL;
   for (int k = 0; k < s->n_seqs; k++)
     if (s->seq_ntaps[k] == 1) {
       V x = c->node->inputs[rg_scan_outer_in(s, RG_SCAN_SEQ, k)];
-      set(c, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, k, 0)), ALL, rgr_steps_rows(s, c->n, x));
+      set(c, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_SEQ, k, 0)), ALL, rgr_steps_rows(s, cut, x));
     }
   for (int k = 0; k < s->n_non_seqs; k++)
     set(c, rg_fgraph_input(g, rg_scan_inner_in(s, RG_SCAN_NON_SEQ, k, 0)), ONCE,
