@@ -200,7 +200,8 @@ static int write_outputs(rg_ctx *C, const run_args *a, int n, rg_tensor **outs) 
   for (int j = 0; j < n; j++) {
     if (a->outdir) {
       char path[4096];
-      snprintf(path, sizeof path, "%s/out%d.npy", a->outdir, j);
+      if ((size_t)snprintf(path, sizeof path, "%s/out%d.npy", a->outdir, j) >= sizeof path)
+        return cli_error("run", "--output-dir %s: the path of out%d.npy is too long", a->outdir, j), EXIT_INPUT;
       if (rg_npy_save(C, path, outs[j], false) != RG_OK)
         return cli_error("run", "%s", rg_errmsg(C)), EXIT_INPUT;
     } else if (rg_tensor_numel(outs[j]) <= 1000) {

@@ -83,6 +83,16 @@ static int end_options(int argc, char **argv) {
   return argc - 1;
 }
 
+/* A command's status, after what it wrote to standard output reached it:
+ * a full disk or a closed pipe is an error (3), not a success. */
+static int finish(const char *cmd, int rc) {
+  if ((fflush(stdout) || ferror(stdout)) && rc != EXIT_INPUT) {
+    fprintf(stderr, "relgraph %s: write error on standard output\n", cmd);
+    return EXIT_INPUT;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   rg_blas_choose_kernels(argv);
   rg_init();
@@ -107,7 +117,7 @@ int main(int argc, char **argv) {
       return EXIT_OK;
     }
     argc = end_options(argc, argv);
-    return commands[i].run(argc - 1, argv + 1);
+    return finish(cmd, commands[i].run(argc - 1, argv + 1));
   }
   fprintf(stderr, "relgraph: unknown command '%s'\n", cmd);
   usage(stderr);
