@@ -53,7 +53,7 @@ struct rg_cost_model {
   const char *why;  /* the first reason the relation gave a node no cost */
 };
 
-const char *eg_cost_why(const rg_cost_model *cm) { return cm ? cm->why : NULL; }
+const char *rg_cost_why(const rg_cost_model *cm) { return cm ? cm->why : NULL; }
 
 static rg_cost_model *model(int kind) {
   rg_cost_model *cm = rg_gc_alloc(sizeof *cm);

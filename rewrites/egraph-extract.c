@@ -416,7 +416,7 @@ static int run_extraction(extractor *x) {
   greedy(x);
   for (int i = 0; i < eg->nroots; i++)
     if (!isfinite(x->best[eg_find(eg, eg->roots[i])])) {
-      const char *why = eg_cost_why(x->cm);
+      const char *why = rg_cost_why(x->cm);
       return rg_error(eg->C, RG_ERR_EVAL, "extract: output %d has no e-node of finite cost%s%s", i + 1,
                       why ? " (" : "", why ? rgr_sprintf("%s)", why) : "");
     }

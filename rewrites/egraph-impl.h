@@ -272,8 +272,6 @@ bool eg_rule_by_templates(const rg_egraph *eg, const char *name);
  * that of the whole node of several outputs they are one output of, which
  * extraction charges once for all of them. */
 double *eg_node_costs(rg_egraph *eg, const rg_cost_model *cm, uint8_t *whole);
-/* The first reason a cost relation gave a node no cost (NULL: none). */
-const char *eg_cost_why(const rg_cost_model *cm);
 /* The cost of one graph node by its own static types (unknown dimensions
  * count as 0): FLOPs, bytes or measured time; INFINITY for a relation
  * model (it needs an e-graph). */

@@ -40,7 +40,8 @@ void usage_rewrite(void) {
          "                      on the CPU), or a rule file defining (costo node c)\n"
          "  --size ?=N          the size of every dimension not known statically, for\n"
          "                      the cost (otherwise such dimensions count as 0)\n"
-         "  --describe          print the database instead of rewriting\n");
+         "  --describe          print the database (and --rules files) instead of rewriting;\n"
+         "                      it takes no other option (a graph given is not read)\n");
 }
 
 #define MAX_FILES 64
@@ -86,6 +87,15 @@ static int parse(int argc, char **argv, rewrite_args *a) {
     else if (argv[i][0] == '-' && argv[i][1]) return cli_error("rewrite", "unknown option '%s'", argv[i]), EXIT_USAGE;
     else if (a->graph) return cli_error("rewrite", "one graph file at a time"), EXIT_USAGE;
     else a->graph = argv[i];
+  }
+  if (a->describe) { /* the database, with the rule files' rules: no rewriting option applies */
+    const char *other = a->query ? "--query" : a->profile ? "--profile"
+                      : a->trace ? "--trace" : a->why >= 0 ? "--why" : a->nsizes ? "--size"
+                      : a->answers != 1 ? "--answers" : strcmp(a->cost, "flops") ? "--cost"
+                      : strcmp(a->format, "pprint") ? "--format" : a->ratio ? "--max-use-ratio" : NULL;
+    if (other)
+      return cli_error("rewrite", "--describe prints the database and takes no rewriting option ('%s' "
+                       "given)", other), EXIT_USAGE;
   }
   if (!a->graph && !a->describe) return cli_error("rewrite", "no graph file given"), EXIT_USAGE;
   if (!cli_printer(a->format))
@@ -157,6 +167,9 @@ int cmd_rewrite(int argc, char **argv) {
   if ((rc = cli_cost_sizes(cost, "rewrite", a.nsizes, a.sizes))) return rc;
   if (a.answers > 1) o.cost = cost;
   rg_rewrite_run *run = rg_rewrite(fg, rw, &o);
+  if (o.cost && rg_cost_why(cost)) /* the answers a node had no cost for were not compared */
+    cli_error("rewrite", "--cost %s: %s (an answer without a cost is never the cheapest: the first "
+              "answer was kept where none had one)", a.cost, rg_cost_why(cost));
   if (cli_printer(a.format)(stdout, fg) != RG_OK)
     return cli_error("rewrite", "%s", rg_errmsg(C)), EXIT_INPUT;
   return report(&a, run);

@@ -362,6 +362,10 @@ rg_cost_model *rg_cost_relation(rg_term rel);
  * dimension it does not have, is an error when costs are computed. */
 int rg_cost_set_size(rg_cost_model *cm, const char *name, int64_t size);
 const char *rg_cost_name(const rg_cost_model *cm);
+/* The first reason the model gave a node no cost (a cost relation that
+ * failed, had no answer or priced it at +inf.0; a node that could not be
+ * timed); NULL while every node it was asked about has one. */
+const char *rg_cost_why(const rg_cost_model *cm);
 
 /* The k cheapest distinct graphs of the e-graph, in cost order (DAG cost:
  * a class used several times counted once).  Fills graphs[0..) (new
