@@ -758,6 +758,11 @@ int cmd_check_rules(int argc, char **argv) {
   rule_list l = {0};
   int64_t tests_failed;
   if ((rc = load_rules(C, &a, &l, &tests_failed))) return rc;
+  for (int k = 0; k < a.nonly; k++) { /* a name given that no rule has: before any work */
+    bool found = false;
+    for (int i = 0; i < l.n && !found; i++) found = !strcmp(a.only[k], l.names[i]);
+    if (!found) return cli_error("check-rules", "--rule %s: no such rule%s", a.only[k], a.std || a.nfiles ? "" : " (give rule files or --std)"), EXIT_USAGE;
+  }
   checker ck = {C, {(uint64_t)a.seed}, (int)a.trials};
   int failed = 0, checked = 0;
   for (int i = 0; i < l.n; i++) {
@@ -767,11 +772,6 @@ int cmd_check_rules(int argc, char **argv) {
     check_rule(&ck, l.rws[i], &rep);
     failed += report_rule(l.names[i], &rep);
     checked++;
-  }
-  for (int k = 0; k < a.nonly; k++) { /* a name given that no rule has */
-    bool found = false;
-    for (int i = 0; i < l.n && !found; i++) found = !strcmp(a.only[k], l.names[i]);
-    if (!found) return cli_error("check-rules", "--rule %s: no such rule%s", a.only[k], a.std || a.nfiles ? "" : " (give rule files or --std)"), EXIT_USAGE;
   }
   if (!checked) return cli_error("check-rules", "no rule to check"), EXIT_USAGE;
   printf("%d rule%s checked, %d failed\n", checked, checked == 1 ? "" : "s", failed);
