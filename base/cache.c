@@ -4,7 +4,8 @@
  *
  * One directory holds every entry: the one a function was compiled with
  * (rg_compile_opts.cache_dir, `relgraph run --cache-dir`), else
- * $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph, else
+ * $RELGRAPH_CACHE_DIR, else $XDG_CACHE_HOME/relgraph (an absolute path:
+ * the XDG specification ignores a relative one), else
  * $HOME/.cache/relgraph, created on first use.  Entries are named by a
  * hash of everything that determines their content (the source, the
  * compiler's flags or version, the target), so an entry is never stale;
@@ -47,6 +48,7 @@ int rg_make_dirs(const char *path) {
 bool rg_cache_dir(const char *chosen, char *dir, size_t len) {
   const char *env = getenv("RELGRAPH_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   if (chosen && *chosen) env = chosen;
+  if (xdg && xdg[0] != '/') xdg = NULL; /* a relative one is ignored, as the XDG specification says */
   int k = env && *env   ? snprintf(dir, len, "%s", env)
           : xdg && *xdg ? snprintf(dir, len, "%s/relgraph", xdg)
           : home && *home ? snprintf(dir, len, "%s/.cache/relgraph", home)
