@@ -23,6 +23,7 @@
 #include "rewrites/rewrite-impl.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 
 /* ------------------------------------------------------------------ looking at the graph */
@@ -354,8 +355,38 @@ static int flatten_nary(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
   return give(run, node, out, built(run->C, rg_apply(run->C, node->op, n, xs)));
 }
 
+/* Whether some element of constant c is zero (nonzero: not finite). */
+static bool has_element(const rg_variable *c, bool zero) {
+  size_t size = rg_dtype_size(c->type->dtype);
+  for (int64_t i = 0, n = rg_type_numel(c->type); i < n; i++) {
+    double e = rg_load_f64(c->type->dtype, (const char *)c->data + (size_t)i * size);
+    if (zero ? e == 0 : !isfinite(e)) return true;
+  }
+  return false;
+}
+
+/* Whether the combined constants, val, stand for the constants applied one
+ * by one in the node's float dtype: a combination that overflows to an
+ * infinity or (a product) underflows to zero there, where no constant is
+ * one, does not ((x * 1e30) * 1e30 is 1e30 for x = 1e-30 in float32, but
+ * 1e60 is inf there, and 0 * inf NaN at x = 0).  Smaller differences
+ * are the rounding any reassociation changes. */
+static bool same_in_dtype(const rg_node *node, int n, rg_variable **cs, const rg_tensor *val) {
+  rg_dtype dt = out_dtype(node);
+  if (!rg_dtype_is_float(dt)) return true; /* integers wrap, and wrapping commutes */
+  bool inf_given = false, zero_given = false;
+  for (int i = 0; i < n; i++) inf_given |= has_element(cs[i], false), zero_given |= has_element(cs[i], true);
+  for (int64_t i = 0, m = rg_tensor_numel(val); i < m; i++) {
+    float f = (float)rg_tensor_get_f64(val, i);
+    double e = dt == RG_FLOAT32 ? (double)f : rg_tensor_get_f64(val, i);
+    if ((!isfinite(e) && !inf_given) || (e == 0 && node->op->code == RG_OP_MUL && !zero_given)) return false;
+  }
+  return true;
+}
+
 /* The value of constants combined by the node's op, through the run's
- * evaluator; a combination of weak literals stays a weak literal. */
+ * evaluator; a combination of weak literals stays a weak literal.  NULL
+ * when they are better left apart (same_in_dtype). */
 static rg_variable *combine_constants(rg_rewrite_run *run, const rg_node *node, int n,
                                       rg_variable **cs) {
   rg_ctx *C = run->C;
@@ -364,6 +395,10 @@ static rg_variable *combine_constants(rg_rewrite_run *run, const rg_node *node, 
   rg_tensor *val = NULL;
   char err[256];
   if (run->opts.fold(tmp, &val, err, sizeof err) != RG_OK) return NULL;
+  if (!same_in_dtype(node, n, cs, val)) {
+    rg_tensor_free(val);
+    return NULL;
+  }
   bool weak = true;
   for (int i = 0; i < n; i++) weak = weak && (cs[i]->flags & RG_VAR_WEAK);
   rg_variable *v = NULL;
@@ -393,9 +428,10 @@ static int constants_first(rg_rewrite_run *run, rg_node *node, rg_variable **out
     cs[nc++] = v;
     combinable += (v->flags & RG_VAR_WEAK) || v->type->dtype == out_dtype(node);
   }
-  rg_variable *c = nc >= 2 && combinable == nc && run->opts.fold
-                     ? combine_constants(run, node, nc, cs) : NULL;
+  bool combine = nc >= 2 && combinable == nc && run->opts.fold;
+  rg_variable *c = combine ? combine_constants(run, node, nc, cs) : NULL;
   if (ordered && !c) return 0;
+  if (combine && !c && float_node(node)) return 0; /* left apart: their order stays too */
   if (c) {
     cs[0] = c;
     nc = 1;
