@@ -38,7 +38,7 @@ for n, k in (("W_ih", I), ("W_hh", H)): np.save(d + "/" + n + ".npy", u((4 * H, 
 for n in ("b_ih", "b_hh"): np.save(d + "/" + n + ".npy", np.zeros(4 * H, np.float32))
 PY
 core=$(env -u OPENBLAS_CORETYPE "$rg" --version | sed -n 's/^OpenBLAS kernels: \([A-Za-z0-9]*\).*/\1/p')
-echo "relgraph runs OpenBLAS's $core kernels; peers by default: $(/usr/bin/python3 -c '
+echo "relgraph runs OpenBLAS's $core kernels; peers by default: $(env -u OPENBLAS_CORETYPE /usr/bin/python3 -c '
 import ctypes; l = ctypes.CDLL("libopenblas.so.0"); l.openblas_get_corename.restype = ctypes.c_char_p
 print(l.openblas_get_corename().decode())' 2>/dev/null || echo unknown)"
 blas_env() { # KERNELS(default|same) -> env arguments for a peer

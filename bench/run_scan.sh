@@ -11,7 +11,8 @@
 set -u
 build=${1:?usage: run_scan.sh BUILD_DIR [LSTM_C_BINARY]}
 lstm_c=${2:-}
-"$build/bench/bench_scan" 7
+# the same OpenBLAS kernels as the peers below: none chosen by the environment
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/bench/bench_scan" 7
 /usr/bin/python3 - <<'PY' 2>/dev/null || echo '{"peer": "numpy", "skipped": "python3-numpy missing"}'
 import time, numpy as np
 x = np.random.default_rng(1).standard_normal(10**6).astype(np.float32)
