@@ -23,6 +23,7 @@
 #include "rewrites/rewrite-impl.h"
 
 #include <assert.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -355,32 +356,43 @@ static int flatten_nary(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
   return give(run, node, out, built(run->C, rg_apply(run->C, node->op, n, xs)));
 }
 
-/* Whether some element of constant c is zero (nonzero: not finite). */
-static bool has_element(const rg_variable *c, bool zero) {
+/* Whether x is an infinity (tiny: zero or subnormal in float dtype dt). */
+static bool extreme(rg_dtype dt, double x, bool tiny) {
+  return tiny ? fabs(x) < (dt == RG_FLOAT32 ? FLT_MIN : DBL_MIN) : !isfinite(x);
+}
+
+/* Whether some element of constant c is extreme (above) in dt. */
+static bool has_extreme(const rg_variable *c, rg_dtype dt, bool tiny) {
   size_t size = rg_dtype_size(c->type->dtype);
-  for (int64_t i = 0, n = rg_type_numel(c->type); i < n; i++) {
-    double e = rg_load_f64(c->type->dtype, (const char *)c->data + (size_t)i * size);
-    if (zero ? e == 0 : !isfinite(e)) return true;
-  }
+  for (int64_t i = 0, n = rg_type_numel(c->type); i < n; i++)
+    if (extreme(dt, rg_load_f64(c->type->dtype, (const char *)c->data + (size_t)i * size), tiny)) return true;
   return false;
 }
 
-/* Whether the combined constants, val, stand for the constants applied one
- * by one in the node's float dtype: a combination that overflows to an
- * infinity or (a product) underflows to zero there, where no constant is
- * one, does not ((x * 1e30) * 1e30 is 1e30 for x = 1e-30 in float32, but
- * 1e60 is inf there, and 0 * inf NaN at x = 0).  Smaller differences
- * are the rounding any reassociation changes. */
+/* Whether e, constants combined in double (a product when prod), stands
+ * for them applied one by one in float dtype dt: it does not overflow to
+ * an infinity there, nor underflow to a subnormal or (a product) to zero,
+ * unless a constant combined was such a value already.  ((x * 1e30) *
+ * 1e30 is 1e30 for x = 1e-30 in float32, but 1e60 is inf there, and 0 *
+ * inf NaN at x = 0; 1e-30 * 1e-15 is a subnormal with a few bits left.)
+ * Smaller differences are the rounding any reassociation changes. */
+static bool combination_fits(rg_dtype dt, double e, bool prod, bool inf_given, bool tiny_given) {
+  if (dt == RG_FLOAT32) e = (double)(float)e;
+  if (!isfinite(e)) return inf_given;
+  if (e == 0) return !prod || tiny_given;
+  return !extreme(dt, e, true) || tiny_given;
+}
+
+/* combination_fits for every element of val, the node's constants cs
+ * combined. */
 static bool same_in_dtype(const rg_node *node, int n, rg_variable **cs, const rg_tensor *val) {
   rg_dtype dt = out_dtype(node);
   if (!rg_dtype_is_float(dt)) return true; /* integers wrap, and wrapping commutes */
-  bool inf_given = false, zero_given = false;
-  for (int i = 0; i < n; i++) inf_given |= has_element(cs[i], false), zero_given |= has_element(cs[i], true);
-  for (int64_t i = 0, m = rg_tensor_numel(val); i < m; i++) {
-    float f = (float)rg_tensor_get_f64(val, i);
-    double e = dt == RG_FLOAT32 ? (double)f : rg_tensor_get_f64(val, i);
-    if ((!isfinite(e) && !inf_given) || (e == 0 && node->op->code == RG_OP_MUL && !zero_given)) return false;
-  }
+  bool inf_given = false, tiny_given = false;
+  for (int i = 0; i < n; i++) inf_given |= has_extreme(cs[i], dt, false), tiny_given |= has_extreme(cs[i], dt, true);
+  for (int64_t i = 0, m = rg_tensor_numel(val); i < m; i++)
+    if (!combination_fits(dt, rg_tensor_get_f64(val, i), node->op->code == RG_OP_MUL, inf_given, tiny_given))
+      return false;
   return true;
 }
 
@@ -390,6 +402,12 @@ static bool same_in_dtype(const rg_node *node, int n, rg_variable **cs, const rg
 static rg_variable *combine_constants(rg_rewrite_run *run, const rg_node *node, int n,
                                       rg_variable **cs) {
   rg_ctx *C = run->C;
+  if (float_node(node)) /* weak integers in a float sum or product are that float, as NumPy takes them */
+    for (int i = 0; i < n; i++) {
+      int64_t v;
+      if ((cs[i]->flags & RG_VAR_WEAK) && !rg_dtype_is_float(cs[i]->type->dtype) && rg_constant_get_i64(cs[i], &v))
+        cs[i] = rg_scalar_float(C, (double)v);
+    }
   rg_node *tmp = rg_make_node(C, rg_op_get(node->op->code), n, cs);
   if (!tmp) return built(C, NULL);
   rg_tensor *val = NULL;
@@ -751,7 +769,7 @@ static int cast_simplify(rg_rewrite_run *run, rg_node *node, rg_variable **out, 
   rg_variable *x = node->inputs[0];
   if (x->type->dtype == node->op->dtype) return give(run, node, out, x);
   rg_node *in = node_of(x, RG_OP_CAST);
-  if (!in || !rg_dtype_can_cast(in->inputs[0]->type->dtype, in->op->dtype)) return 0;
+  if (!in || !rg_dtype_exact_cast(in->inputs[0]->type->dtype, in->op->dtype)) return 0;
   return give(run, node, out, in->inputs[0]);
 }
 
@@ -999,8 +1017,10 @@ static bool free_form(rg_variable *v, blas_form *f) {
 /* a * b for BLAS scalars (a constant when both are). */
 static rg_variable *scalar_mul(rg_ctx *C, rg_dtype dt, rg_variable *a, rg_variable *b) {
   double x, y;
-  if (a->type->ndim == 0 && b->type->ndim == 0 && rg_constant_get_f64(a, &x) && rg_constant_get_f64(b, &y))
-    return scalar_of(C, dt, x * y);
+  if (a->type->ndim == 0 && b->type->ndim == 0 && rg_constant_get_f64(a, &x) && rg_constant_get_f64(b, &y)) {
+    bool inf = extreme(dt, x, false) || extreme(dt, y, false), tiny = extreme(dt, x, true) || extreme(dt, y, true);
+    return !rg_dtype_is_float(dt) || combination_fits(dt, x * y, true, inf, tiny) ? scalar_of(C, dt, x * y) : NULL;
+  }
   return to_dtype(C, built(C, rg_mul(a, b)), dt);
 }
 

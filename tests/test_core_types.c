@@ -55,6 +55,14 @@ static void test_dtype_promotion_table(void **st) {
   assert_false(rg_dtype_can_cast(RG_UINT8, RG_INT8));
   assert_true(rg_dtype_can_cast(RG_BOOL, RG_UINT8));
   assert_false(rg_dtype_can_cast(RG_INT8, RG_BOOL));
+  /* exact: there and back is the identity (safe casting rounds int64 past 2^53) */
+  assert_false(rg_dtype_exact_cast(RG_INT64, RG_FLOAT64));
+  assert_true(rg_dtype_exact_cast(RG_INT32, RG_FLOAT64));
+  assert_true(rg_dtype_exact_cast(RG_INT16, RG_FLOAT32));
+  assert_true(rg_dtype_exact_cast(RG_UINT8, RG_INT16));
+  assert_true(rg_dtype_exact_cast(RG_FLOAT32, RG_FLOAT64));
+  assert_false(rg_dtype_exact_cast(RG_INT64, RG_FLOAT32));
+  assert_false(rg_dtype_exact_cast(RG_FLOAT64, RG_INT64));
 }
 
 /* NEP 50 over operands: weak literals adopt the strong dtype unless their

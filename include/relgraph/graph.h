@@ -79,8 +79,12 @@ bool rg_dtype_is_int(rg_dtype dt);             /* signed or unsigned integer, no
 bool rg_dtype_is_signed(rg_dtype dt);          /* int8..int64, floats */
 /* NumPy's promotion of two dtypes (np.result_type on arrays). */
 rg_dtype rg_dtype_promote(rg_dtype a, rg_dtype b);
-/* Whether NumPy's "safe" casting allows a -> b (every value representable). */
+/* Whether NumPy's "safe" casting allows a -> b (no overflow; int64 ->
+ * float64 is safe but rounds integers past 2^53). */
 bool rg_dtype_can_cast(rg_dtype from, rg_dtype to);
+/* Whether every value of a is exactly a value of b, so that casting there
+ * and back is the identity (safe casting less int64 -> float64). */
+bool rg_dtype_exact_cast(rg_dtype from, rg_dtype to);
 /* Whether the integer v is a value of dt (bool: 0 or 1; floats: any). */
 bool rg_dtype_holds(rg_dtype dt, int64_t v);
 /* An operand of an elementwise operation as promotion sees it: its dtype,
