@@ -413,14 +413,19 @@ const char *rg_rule_set_tags(const rg_rule_set *rs, int i) {
 }
 
 int rg_rule_set_register(const rg_rule_set *rs, rg_rewrite_db *db, const char *name) {
+  rg_ctx *C = rg_interp_ctx(rs->I);
   rg_rewrite_db *eq = rg_db_equilibrium(name);
   int rc = rg_db_register_db(db, name, eq, RGR_RULES_POSITION, "");
+  if (rc)
+    return rg_error(C, rc, "rules: the database already has an entry named '%s' (rules registered twice, "
+                    "or a rule or database of that name)", name);
   for (int i = 0; i < rs->n && !rc; i++) {
     rg_rewrite_db *home = rgr_db_named_by(db, rs->v[i].tags);
     const char *tags = rgr_sprintf("%s %s", name, rs->v[i].tags);
     /* a rule named as one of that database's own runs in `name` instead */
     rc = home ? rg_db_register(home, rs->v[i].rw->name, rs->v[i].rw, 0, tags) : RG_ERR_NAME;
     if (rc == RG_ERR_NAME) rc = rg_db_register(eq, rs->v[i].rw->name, rs->v[i].rw, 0, tags);
+    if (rc) return rg_error(C, rc, "rules: rule %s cannot be registered in '%s'", rs->v[i].rw->name, name);
   }
-  return rc;
+  return RG_OK;
 }

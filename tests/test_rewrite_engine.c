@@ -113,6 +113,16 @@ static const char *rewrite(const char *g, const char *r) { return rewrite_q(g, r
 
 /* ------------------------------------------------------------------ patterns */
 
+/* Registering fails with a message in the context (it had none): a
+ * database with an entry of the rules' name already. */
+static void test_register_twice(void **st) {
+  rg_rule_set *rs = rules("(defrule r1 (pattern (neg (neg ?x)) ?x))");
+  rg_rewrite_db *db = db_of(rs);
+  rg_clear_error(C);
+  assert_true(rg_rule_set_register(rs, db, "rules") < 0);
+  assert_non_null(strstr(rg_errmsg(C), "already has an entry named 'rules'"));
+}
+
 static void test_pattern_at_root(void **st) {
   const char *r = "(defrule r (pattern (op1 (op2 ?a ?b) ?c) (op3 ?c (op2 ?b ?a))))";
   assert_string_equal(rewrite(GRAPH("(output (op1 (op2 x y) z))"), r), "op3(z, op2(y, x))");
@@ -691,6 +701,7 @@ static void test_runs_keep_nothing_alive(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_register_twice, fresh),
       cmocka_unit_test_setup(test_pattern_at_root, fresh),
       cmocka_unit_test_setup(test_pattern_inside, fresh),
       cmocka_unit_test_setup(test_every_occurrence, fresh),
