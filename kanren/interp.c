@@ -447,6 +447,14 @@ rg_term rg_interp_eval_string(rg_interp *I, const char *text) {
     rg_error(I->C, RG_ERR_SYNTAX, "<eval>: no expression");
     return NULL;
   }
+  rg_term extra;
+  rc = rg_reader_next(R, &extra); /* one expression: text after it is an error, not ignored */
+  if (rc < 0) return NULL;
+  if (rc > 0) {
+    rg_error(I->C, RG_ERR_SYNTAX, "<eval>: text after the expression (one expression is evaluated; "
+             "rg_interp_load_string reads several)");
+    return NULL;
+  }
   return eval_top(I, form);
 }
 

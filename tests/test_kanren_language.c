@@ -431,6 +431,20 @@ static void test_program_errors(void **st) {
   free(deep);
 }
 
+/* rg_interp_eval_string evaluates one expression: text after it is an
+ * error (it was ignored, even "(((" ). */
+static void test_eval_string_one_expression(void **st) {
+  rg_interp *I = rg_interp_new(C);
+  rg_interp_set_output(I, NULL);
+  rg_term t = rg_interp_eval_string(I, "(run* (q) (== q 1))");
+  assert_non_null(t);
+  assert_string_equal(rg_to_string(t), "(1)");
+  assert_null(rg_interp_eval_string(I, "(run* (q) (== q 1))))"));
+  assert_int_equal(rg_errcode(C), RG_ERR_SYNTAX);
+  assert_null(rg_interp_eval_string(I, "1 2"));
+  assert_non_null(strstr(rg_errmsg(C), "text after the expression"));
+}
+
 static void test_load_file(void **st) {
   rg_interp *I = rg_interp_new(C);
   rg_interp_set_output(I, NULL);
@@ -513,6 +527,7 @@ int main(void) {
       cmocka_unit_test(test_time_and_bench),  cmocka_unit_test(test_run_options),
       cmocka_unit_test(test_ctx_deadline),
       cmocka_unit_test(test_program_errors),  cmocka_unit_test(test_load_file),
+      cmocka_unit_test(test_eval_string_one_expression),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
