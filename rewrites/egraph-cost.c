@@ -370,19 +370,19 @@ static double relation_cost(rg_ctx *C, rg_cost_model *cm, rg_variable *out) {
   rg_term c = rg_var(C), args[2] = {rg_var_term(out), c}, answers;
   rg_run_opts o = {.max_steps = RGR_RELATION_STEPS};
   int rc = rg_run(C, 1, c, rg_call(cm->rel, 2, args), &o, &answers);
-  const char *why = NULL;
+  const char *why = NULL, *rel = rg_proc_name(cm->rel) ? rg_proc_name(cm->rel) : "the cost relation";
   double v = INFINITY;
-  if (rc != RG_OK) why = rgr_sprintf("costo failed on %s: %s", rg_pprint_str(out), rg_errmsg(C));
-  else if (!rg_is_pair(answers)) why = rgr_sprintf("costo has no answer for %s", rg_pprint_str(out));
+  if (rc != RG_OK) why = rgr_sprintf("%s failed on %s: %s", rel, rg_pprint_str(out), rg_errmsg(C));
+  else if (!rg_is_pair(answers)) why = rgr_sprintf("%s has no answer for %s", rel, rg_pprint_str(out));
   else if (rg_kind_of(rg_car(answers)) == RG_K_INT) v = (double)rg_int_value(rg_car(answers));
   else if (rg_kind_of(rg_car(answers)) == RG_K_FLOAT) v = rg_float_value(rg_car(answers));
-  else why = rgr_sprintf("costo answered %s for %s, not a number", rg_to_string(rg_car(answers)), rg_pprint_str(out));
+  else why = rgr_sprintf("%s answered %s for %s, not a number", rel, rg_to_string(rg_car(answers)), rg_pprint_str(out));
   if (!why && !(v >= 0)) { /* negative or NaN; +inf.0 rules the node out */
-    why = rgr_sprintf("costo answered %s for %s: a cost is a number >= 0", rg_to_string(rg_car(answers)),
+    why = rgr_sprintf("%s answered %s for %s: a cost is a number >= 0", rel, rg_to_string(rg_car(answers)),
                       rg_pprint_str(out));
     v = INFINITY;
   } else if (!why && isinf(v)) {
-    why = rgr_sprintf("costo priced %s at +inf.0", rg_pprint_str(out));
+    why = rgr_sprintf("%s priced %s at +inf.0", rel, rg_pprint_str(out));
   }
   rg_clear_error(C);
   if (why && !cm->why) cm->why = why;

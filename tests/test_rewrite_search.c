@@ -408,6 +408,23 @@ static void test_relation_cost(void **st) {
   rg_egraph_free(eg);
 }
 
+/* A cost relation passed by the C API may have any name: the reasons
+ * rg_cost_why gives name it (they said costo). */
+static void test_relation_cost_named(void **st) {
+  rg_interp *I = rg_interp_new(C);
+  rg_interp_set_output(I, NULL);
+  assert_int_equal(rg_interp_load_string(I, "<cost>", "(defrel (pricelesso n c) fail)"), RG_OK);
+  rg_cost_model *cm = rg_cost_relation(rg_interp_lookup(I, "pricelesso"));
+  rg_egraph *eg = distributed(graph("(graph (input A float64 (3 3)) (input x float64 (3 3))"
+                                     " (input y float64 (3 3)) (output (dot A (add x y))))"));
+  rg_fgraph *g;
+  double cost;
+  assert_true(rg_egraph_extract(eg, cm, 1, &g, &cost, NULL) < 0);
+  assert_non_null(rg_cost_why(cm));
+  assert_non_null(strstr(rg_cost_why(cm), "pricelesso has no answer for"));
+  rg_egraph_free(eg);
+}
+
 static void test_json(void **st) {
   rg_egraph *eg = distributed(graph("(graph (input A float64 (3 3)) (input x float64 (3 3))"
                                      " (input y float64 (3 3)) (output (dot A (add x y))))"));
@@ -902,6 +919,7 @@ int main(void) {
       cmocka_unit_test_setup(test_top_k, fresh),
       cmocka_unit_test_setup(test_measured_time, fresh),
       cmocka_unit_test_setup(test_relation_cost, fresh),
+      cmocka_unit_test_setup(test_relation_cost_named, fresh),
       cmocka_unit_test_setup(test_json, fresh),
       cmocka_unit_test_setup(test_multi_output_answer, fresh),
       cmocka_unit_test_setup(test_bad_input, fresh),

@@ -230,7 +230,7 @@ void rg_rewrite_profile(const rg_rewrite_run *run, FILE *f);
  * order, rejected rewrites included. */
 void rg_rewrite_trace(const rg_rewrite_run *run, FILE *f);
 /* Provenance: the chain of rules and replaced nodes that led from the
- * input graph to the node computing v (by id, as dprint shows them).
+ * input graph to the node computing v (by id, as the trace shows them).
  * RG_ERR_NAME, printing nothing, for an id that is neither a node of the
  * input graph nor one the rewrites made (or without opts.provenance). */
 int rg_rewrite_why(const rg_rewrite_run *run, uint64_t node_id, FILE *f);
