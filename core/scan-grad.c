@@ -515,26 +515,27 @@ typedef struct frontier {
   rg_memo *step;    /* per_step */
   rg_memo *seen;
   rg_memo *sizes;   /* size value -> 1 the same at every step, 2 not */
+  rg_memo *shapes;  /* forward value -> 1 its shape the same at every step, 2 not */
 } frontier;
 
-static bool same_shape_each_step(sg *w, rg_memo *step, rg_memo *memo, V x);
+static bool same_shape_each_step(sg *w, frontier *f, V x);
 
 /* Whether the integer value e (a size) is the same at every step: it
  * reads values that change per step (step: per_step) only through their
  * shapes, and those shapes are the same at every step. */
-static bool same_value_each_step(sg *w, rg_memo *step, rg_memo *memo, V e) {
+static bool same_value_each_step(sg *w, frontier *f, V e) {
   if (rg_is_constant(e)) return true;
-  void *known = rg_memo_get(memo, e);
+  void *known = rg_memo_get(f->sizes, e);
   if (known) return known == (void *)1;
   bool same = true;
   const rg_node *n = e->owner;
   if (n && (n->op->code == RG_OP_SHAPE_I || n->op->code == RG_OP_SHAPE))
-    same = same_shape_each_step(w, step, memo, n->inputs[0]);
-  else if (rg_memo_get(step, e))
+    same = same_shape_each_step(w, f, n->inputs[0]);
+  else if (rg_memo_get(f->step, e))
     same = false; /* a value of the step that changes per step: k_t in x[:k_t] */
   else
-    for (int i = 0; n && same && i < n->nin; i++) same = same_value_each_step(w, step, memo, n->inputs[i]);
-  rg_memo_put(memo, e, (void *)(uintptr_t)(same ? 1 : 2));
+    for (int i = 0; n && same && i < n->nin; i++) same = same_value_each_step(w, f, n->inputs[i]);
+  rg_memo_put(f->sizes, e, (void *)(uintptr_t)(same ? 1 : 2));
   return same;
 }
 
@@ -542,18 +543,23 @@ static bool same_value_each_step(sg *w, rg_memo *step, rg_memo *memo, V e) {
  * step: its sizes are static, or it is an input of the step (a slice of
  * a sequence, a state, a non-sequence), or its sizes are computed from
  * such shapes.  x[:k_t] is not: its length is k_t's value. */
-static bool same_shape_each_step(sg *w, rg_memo *step, rg_memo *memo, V x) {
+static bool same_shape_each_step(sg *w, frontier *f, V x) {
   bool known = true;
   for (int d = 0; d < x->type->ndim; d++) known &= x->type->shape[d] >= 0;
   if (known || !x->owner) return true;
+  /* While x is being looked at its entry says "not the same": a size
+   * inference that can only answer shape_i(x) (an op_from_graph, a loop
+   * with an until) ends there. */
+  void *seen = rg_memo_get(f->shapes, x);
+  if (seen) return seen == (void *)1;
+  rg_memo_put(f->shapes, x, (void *)2);
   V *dims = rg_infer_shape(w->C, x->owner, x->index);
-  if (!dims) {
-    rg_clear_error(w->C);
-    return false;
-  }
-  for (int d = 0; d < x->type->ndim; d++)
-    if (x->type->shape[d] < 0 && !same_value_each_step(w, step, memo, dims[d])) return false;
-  return true;
+  bool same = dims != NULL;
+  if (!dims) rg_clear_error(w->C);
+  for (int d = 0; same && d < x->type->ndim; d++)
+    same = x->type->shape[d] >= 0 || same_value_each_step(w, f, dims[d]);
+  rg_memo_put(f->shapes, x, (void *)(uintptr_t)(same ? 1 : 2));
+  return same;
 }
 
 /* A value the gradient reads from the forward step: stored when it
@@ -564,7 +570,7 @@ static void consider(sg *w, frontier *f, V x) {
   if (!x || !x->owner || !rg_memo_get(f->fwd, x->owner)) return;
   V o = rg_memo_get(f->orig, x);
   if (!o || !rg_memo_get(f->step, o) || rg_memo_get(f->seen, o)) return;
-  if (!same_shape_each_step(w, f->step, f->sizes, o)) return;
+  if (!same_shape_each_step(w, f, o)) return;
   rg_memo_put(f->seen, o, (void *)1);
   vpush(&w->stored, o);
 }
@@ -583,7 +589,7 @@ static void find_stored(sg *w) {
   rg_memo *clone;
   bool any;
   if (clone_grad(w, in, go, d, &clone, &any) || !any) return; /* an error comes back from step_grads */
-  frontier f = {rg_memo_new(), rg_memo_new(), per_step(w), rg_memo_new(), rg_memo_new()};
+  frontier f = {rg_memo_new(), rg_memo_new(), per_step(w), rg_memo_new(), rg_memo_new(), rg_memo_new()};
   size_t n, nb;
   rg_node **order = rg_toposort(g->nin, g->inputs, g->nout, g->outputs, &n);
   for (size_t k = 0; k < n; k++) {
