@@ -692,7 +692,12 @@ GRAD_FN(g_inner) {
       if (uniq[j] == n->inputs[i]) at[i] = -2; /* a repeat */
     if (at[i] == -1) at[i] = nu, uniq[nu++] = n->inputs[i];
   }
-  rg_grad_opts o = {.disconnected = RG_GRAD_DISCONNECTED_NULL, .nknown = k, .known = outs, .known_grads = og};
+  /* The node's inputs are the leaves of this walk (constants of it that
+   * still get their gradients): it must not go on into the graph that
+   * computes them, where the walk this rule runs in has marked its nodes
+   * (exp(w) passed to the op lost its gradient). */
+  rg_grad_opts o = {.disconnected = RG_GRAD_DISCONNECTED_NULL, .nknown = k, .known = outs, .known_grads = og,
+                    .nconsts = nu, .consts = uniq};
   int rc = rg_grad(C, NULL, nu, uniq, &o, gu);
   if (rc != RG_OK) return rc;
   for (int i = 0; i < nin; i++) ig[i] = at[i] >= 0 ? gu[at[i]] : NULL;
