@@ -484,7 +484,10 @@ static int clone_grad(sg *w, V *in, V *go, V *d, rg_memo **clone, bool *any) {
   if (!nk) return RG_OK;
   for (int i = 0; i < g->nin; i++)
     if (w->want[i] && rg_dtype_is_float(g->inputs[i]->type->dtype)) wrt[nw++] = in[i];
-  rg_grad_opts opts = {.disconnected = RG_GRAD_DISCONNECTED_NULL, .nknown = nk, .known = known, .known_grads = kg};
+  /* the step's inputs are the walk's leaves: it never goes on into what
+   * computes them (as through a composite's inputs, grad-ops.c) */
+  rg_grad_opts opts = {.disconnected = RG_GRAD_DISCONNECTED_NULL, .nknown = nk, .known = known, .known_grads = kg,
+                       .nconsts = g->nin, .consts = in};
   rc = rg_grad(w->C, NULL, nw, wrt, &opts, dw);
   if (rc) return rc;
   for (int i = 0, j = 0; i < g->nin; i++)
