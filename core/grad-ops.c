@@ -661,7 +661,11 @@ static int inline_inner(rg_ctx *C, const rg_node *n, V *outs) {
     V in[x->nin > 0 ? x->nin : 1];
     for (int i = 0; i < x->nin; i++) {
       V m = rg_memo_get(map, x->inputs[i]);
-      in[i] = m ? m : x->inputs[i]; /* constants are shared */
+      /* a constant of the inner graph belongs to that graph: the outer
+       * graph gets a copy (its own variable, the same value) */
+      if (!m && rg_clone(C, 0, NULL, 1, &x->inputs[i], NULL, RG_CLONE_CONSTANTS, &m) != RG_OK) return RG_ERR_TYPE;
+      rg_memo_put(map, x->inputs[i], m);
+      in[i] = m;
     }
     rg_node *y = rg_make_node(C, x->op, x->nin, in);
     if (!y) return RG_ERR_TYPE;
@@ -669,7 +673,8 @@ static int inline_inner(rg_ctx *C, const rg_node *n, V *outs) {
   }
   for (int k = 0; k < inner->nout; k++) {
     V m = rg_memo_get(map, inner->outputs[k]);
-    outs[k] = m ? m : inner->outputs[k];
+    if (!m && rg_clone(C, 0, NULL, 1, &inner->outputs[k], NULL, RG_CLONE_CONSTANTS, &m) != RG_OK) return RG_ERR_TYPE;
+    outs[k] = m; /* an output that is a constant: copied as above */
   }
   return RG_OK;
 }
