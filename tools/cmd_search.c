@@ -68,14 +68,13 @@ static int parse_limit(const char *opt, const char *v, search_args *a) {
     a->o.time_limit = s;
     return EXIT_OK;
   }
-  if (!cli_parse_int("search", opt, v, 1, INT32_MAX, &n)) return EXIT_USAGE;
+  /* each option's own range, so that the message gives it */
+  int64_t max = !strcmp(opt, "--depth") ? RG_SEARCH_MAX_DEPTH : !strcmp(opt, "--answers") ? 10000 : INT32_MAX;
+  if (!cli_parse_int("search", opt, v, 1, max, &n)) return EXIT_USAGE;
   if (!strcmp(opt, "--node-limit")) a->o.node_limit = n;
   else if (!strcmp(opt, "--iter-limit")) a->o.iter_limit = (int)n;
-  else if (!strcmp(opt, "--depth") && n > RG_SEARCH_MAX_DEPTH)
-    return cli_error("search", "--depth: at most %d", RG_SEARCH_MAX_DEPTH), EXIT_USAGE;
   else if (!strcmp(opt, "--depth")) a->o.rel_depth = (int)n;
   else if (!strcmp(opt, "--rel-answers")) a->o.rel_answers = (int)n;
-  else if (n > 10000) return cli_error("search", "--answers: at most 10000"), EXIT_USAGE;
   else a->answers = n;
   return EXIT_OK;
 }
