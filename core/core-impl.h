@@ -113,6 +113,9 @@ int rgc_op_error(rg_ctx *C, const rg_op *op, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A shape as text: "(3 ?)". */
 char *rgc_shape_str(int ndim, const int64_t *shape);
+/* rg_graph_from_term with the name its messages give the graph (an
+ * op_from_graph's or composite's: "inner graph"). */
+rg_fgraph *rgc_graph_from_term_named(rg_ctx *C, rg_term form, const char *name);
 
 /* ------------------------------------------------------------------ printing numbers */
 

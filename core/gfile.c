@@ -165,8 +165,11 @@ static const rg_op *resolve_op(reader *r, rg_term form, rg_term head) {
   if (!op) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", rg_errmsg(r->C));
+    /* the hint is for an op named here: an error from inside an inner
+     * graph (op_from_graph, composite) carries its own, once */
+    bool named_here = rg_kind_of(name) == RG_K_SYMBOL && !rg_is_pair(head);
     rerr(r, form, rg_errcode(r->C), "%s%s", msg,
-         rg_errcode(r->C) == RG_ERR_NAME ? " (declare opaque ops with (opaque NAME))" : "");
+         named_here && rg_errcode(r->C) == RG_ERR_NAME ? " (declare opaque ops with (opaque NAME))" : "");
   }
   return op;
 }
@@ -479,10 +482,12 @@ static rg_fgraph *read_graph(reader *r, rg_term g) {
   return fg;
 }
 
-rg_fgraph *rg_graph_from_term(rg_ctx *C, rg_term form) {
-  reader r = {.C = C, .name = "<graph>"};
+rg_fgraph *rgc_graph_from_term_named(rg_ctx *C, rg_term form, const char *name) {
+  reader r = {.C = C, .name = name};
   return read_graph(&r, form);
 }
+
+rg_fgraph *rg_graph_from_term(rg_ctx *C, rg_term form) { return rgc_graph_from_term_named(C, form, "<graph>"); }
 
 rg_fgraph *rg_graph_read(rg_ctx *C, const char *name, const char *text, size_t n) {
   reader r = {.C = C, .name = name ? name : "<graph>"};

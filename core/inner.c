@@ -89,7 +89,7 @@ const rg_op *rgc_inner_parse(rg_ctx *C, const rg_op_class *cls, rg_term params) 
     return NULL;
   }
   rg_ctx *ctx = C ? C : rg_ctx_new();
-  rg_fgraph *g = rg_graph_from_term(ctx, g0);
+  rg_fgraph *g = rgc_graph_from_term_named(ctx, g0, "inner graph");
   if (!g) return NULL;
   if (cls->inner_make) return cls->inner_make(ctx, g, (int)nints, ints);
   if (cls->code == RG_OP_COMPOSITE && scalar_graph_error(ctx, g) != RG_OK) return NULL;
