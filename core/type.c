@@ -138,24 +138,11 @@ bool rg_dtype_can_cast(rg_dtype from, rg_dtype to) {
   return valid_dtype(from) && valid_dtype(to) && rg_dtype_promote(from, to) == to;
 }
 
-/* Value bits of an integer dtype, and a float's significand bits. */
-static int value_bits(rg_dtype dt) {
-  switch (dt) {
-  case RG_BOOL: return 1;
-  case RG_INT8: return 7;
-  case RG_UINT8: return 8;
-  case RG_INT16: return 15;
-  case RG_INT32: return 31;
-  case RG_INT64: return 63;
-  case RG_FLOAT32: return 24;
-  case RG_FLOAT64: return 53;
-  default: return 0;
-  }
-}
-
+/* Among relgraph's dtypes, safe casting rounds in one case only: int64 ->
+ * float64 (63 value bits into a 53-bit significand); int32 -> float32 and
+ * int64 -> float32 are not safe casts to begin with. */
 bool rg_dtype_exact_cast(rg_dtype from, rg_dtype to) {
-  if (!rg_dtype_can_cast(from, to)) return false;
-  return !rg_dtype_is_float(to) || rg_dtype_is_float(from) || value_bits(from) <= value_bits(to);
+  return rg_dtype_can_cast(from, to) && !(from == RG_INT64 && rg_dtype_is_float(to));
 }
 
 double rg_load_f64(rg_dtype dt, const void *p) {
