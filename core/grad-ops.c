@@ -18,8 +18,8 @@
  * Non-differentiable points follow Aesara: abs' gradient at 0 is 0 (sign),
  * maximum/minimum give ties to the first operand (and a NaN result to the
  * second), max/min reductions send the gradient to every element equal to
- * the result, floor, ceil, round and sign have zero gradients.  An op without a gradient (opaque)
- * fails with a message naming it.
+ * the result, floor, ceil, round and sign have zero gradients.  An op
+ * without a gradient (opaque) fails with a message naming it.
  */
 #include "core/core-impl.h"
 
@@ -647,9 +647,16 @@ GRAD_FN(g_ifelse) {
   return RG_OK;
 }
 
-/* composite and op_from_graph: through the inner graph, inlined on the
- * node's inputs (the gradient's nodes are plain nodes of the outer graph;
- * the fusion rewrites may group them again). */
+/* The outer value standing for inner value v: its copy in map, or, for a
+ * constant of the inner graph (which belongs to that graph), a copy of it
+ * (its own variable, the same value), remembered in map.  NULL on error. */
+static V outer_value(rg_ctx *C, rg_memo *map, V v) {
+  V m = rg_memo_get(map, v);
+  if (!m && rg_clone(C, 0, NULL, 1, &v, NULL, RG_CLONE_CONSTANTS, &m) != RG_OK) return NULL;
+  rg_memo_put(map, v, m);
+  return m;
+}
+
 /* The inner graph's outputs rebuilt on the node's inputs, every node made
  * again so that types follow the outer values (a composite's scalar graph
  * applied to tensors). */
@@ -659,23 +666,14 @@ static int inline_inner(rg_ctx *C, const rg_node *n, V *outs) {
   for (int i = 0; i < inner->nin; i++) rg_memo_put(map, inner->inputs[i], n->inputs[i]);
   for (const rg_node *x = inner->head; x; x = x->next) {
     V in[x->nin > 0 ? x->nin : 1];
-    for (int i = 0; i < x->nin; i++) {
-      V m = rg_memo_get(map, x->inputs[i]);
-      /* a constant of the inner graph belongs to that graph: the outer
-       * graph gets a copy (its own variable, the same value) */
-      if (!m && rg_clone(C, 0, NULL, 1, &x->inputs[i], NULL, RG_CLONE_CONSTANTS, &m) != RG_OK) return RG_ERR_TYPE;
-      rg_memo_put(map, x->inputs[i], m);
-      in[i] = m;
-    }
+    for (int i = 0; i < x->nin; i++)
+      if (!(in[i] = outer_value(C, map, x->inputs[i]))) return RG_ERR_TYPE;
     rg_node *y = rg_make_node(C, x->op, x->nin, in);
     if (!y) return RG_ERR_TYPE;
     for (int o = 0; o < x->nout; o++) rg_memo_put(map, x->outputs[o], y->outputs[o]);
   }
-  for (int k = 0; k < inner->nout; k++) {
-    V m = rg_memo_get(map, inner->outputs[k]);
-    if (!m && rg_clone(C, 0, NULL, 1, &inner->outputs[k], NULL, RG_CLONE_CONSTANTS, &m) != RG_OK) return RG_ERR_TYPE;
-    outs[k] = m; /* an output that is a constant: copied as above */
-  }
+  for (int k = 0; k < inner->nout; k++)
+    if (!(outs[k] = outer_value(C, map, inner->outputs[k]))) return RG_ERR_TYPE;
   return RG_OK;
 }
 
