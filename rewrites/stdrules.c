@@ -356,7 +356,7 @@ static int flatten_nary(rg_rewrite_run *run, rg_node *node, rg_variable **out, v
   return give(run, node, out, built(run->C, rg_apply(run->C, node->op, n, xs)));
 }
 
-/* Whether x is an infinity (tiny: zero or subnormal in float dtype dt). */
+/* Whether x is not finite, or (tiny) zero or subnormal in float dtype dt. */
 static bool extreme(rg_dtype dt, double x, bool tiny) {
   return tiny ? fabs(x) < (dt == RG_FLOAT32 ? FLT_MIN : DBL_MIN) : !isfinite(x);
 }
@@ -431,7 +431,8 @@ static rg_variable *combine_constants(rg_rewrite_run *run, const rg_node *node, 
 /* Constants first, several of them combined into one (2 * x * 3 -> 6 * x):
  * a canonical order that lets merge find equal sums and products.  Only
  * weak literals, or constants already of the node's dtype, are combined
- * (their combination is then computed in the same dtype as before). */
+ * (weak integers in a float node as floats), and floats only where
+ * same_in_dtype says the combination stands for them. */
 static int constants_first(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
   rg_variable **cs = inputs_copy(node), **xs = inputs_copy(node);
   int nc = 0, nx = 0, combinable = 0;
