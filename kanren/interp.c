@@ -420,7 +420,7 @@ rg_interp *rg_interp_new(rg_ctx *C) {
   rg_interp *I = rgk_alloc(sizeof *I);
   I->C = C;
   I->out = stdout;
-  I->map = rgk_srcmap_new();
+  I->map = rgk_srcmap_new(true);
   rgk_install_prims(I);
   rgk_install_builtins(I);
   I->compiling_lib = true;

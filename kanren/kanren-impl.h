@@ -558,10 +558,15 @@ rgk_state *rgk_query_next_state(rg_query *Q);
 
 /* Positions of lists read from source text, keyed by the pair.  One map is
  * shared by every reader of an interpreter, so compiled code can name the
- * file, line and column of any form it came from. */
+ * file, line and column of any form it came from; that map is weak (a form
+ * collected leaves it), a reader's own map is not. */
 typedef struct rgk_srcmap rgk_srcmap;
-rgk_srcmap *rgk_srcmap_new(void);
+rgk_srcmap *rgk_srcmap_new(bool weak);
+/* Records a pair just made (one the map does not hold: the reader puts
+ * each list it conses once). */
 void rgk_srcmap_put(rgk_srcmap *m, rg_term pair, const char *file, uint32_t line, uint32_t col);
+/* The positions held (those of forms not yet collected). */
+size_t rgk_srcmap_count(const rgk_srcmap *m);
 /* "file:line:col" of the form, or NULL. */
 const char *rgk_srcmap_where(const rgk_srcmap *m, rg_term form);
 rg_reader *rgk_reader_new(rg_ctx *C, const char *name, const char *text, size_t len,

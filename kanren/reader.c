@@ -19,47 +19,111 @@
 
 typedef struct srcpos { const char *file; uint32_t line, col; } srcpos;
 
+/* Open addressing on the pair's address.  A weak map (the interpreter's,
+ * which lives as long as it does) holds its keys hidden from the collector,
+ * each slot registered as a disappearing link, so that a form nobody else
+ * holds is collected and its slot cleared: a long-lived interpreter that
+ * evaluates strings keeps no form it read.  Cleared slots are holes inside
+ * probe runs, so a lookup probes `maxprobe` + 1 slots rather than stopping
+ * at the first empty one.  Invariants: keys[i] is 0 or (weak) the hidden
+ * base address of a live pair, or (strong) a pair term; every key sits
+ * within maxprobe slots of its home slot; n counts insertions since the
+ * last rehash (an upper bound of the live keys).  A strong map's keys are
+ * traced, so its forms live as long as it does. */
 struct rgk_srcmap {
-  rg_term *keys;  /* open addressing on the pair's address; NULL = empty */
+  uintptr_t *keys;
   srcpos *pos;
-  size_t cap, n;
+  size_t cap, n, maxprobe;
+  bool weak;
 };
 
-rgk_srcmap *rgk_srcmap_new(void) { return rgk_alloc(sizeof(rgk_srcmap)); }
-
-static size_t pos_slot(const rgk_srcmap *m, rg_term k) {
-  size_t h = (size_t)((RGK_W(k) >> 3) * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
-  while (m->keys[h] && m->keys[h] != k) h = (h + 1) & (m->cap - 1);
-  return h;
+rgk_srcmap *rgk_srcmap_new(bool weak) {
+  rgk_srcmap *m = rgk_alloc(sizeof(rgk_srcmap));
+#ifndef RG_GC_NEVER_FREE
+  m->weak = weak;
+#else
+  (void)weak; /* nothing is ever collected: a strong map is the same */
+#endif
+  return m;
 }
 
-static void srcmap_grow(rgk_srcmap *m) {
-  rgk_srcmap n = {0};
-  n.cap = m->cap ? m->cap * 2 : 256;
-  n.keys = rgk_alloc(n.cap * sizeof(rg_term));
-  n.pos = rgk_alloc(n.cap * sizeof(srcpos));
-  for (size_t i = 0; i < m->cap; i++)
-    if (m->keys[i]) {
-      size_t j = pos_slot(&n, m->keys[i]);
-      n.keys[j] = m->keys[i];
-      n.pos[j] = m->pos[i];
-    }
-  n.n = m->n;
-  *m = n;
+/* The key stored for a pair: its object's address, hidden in a weak map. */
+static uintptr_t key_of(const rgk_srcmap *m, rg_term pair) {
+  uintptr_t base = (uintptr_t)RGK_W(pair) & ~(uintptr_t)7;
+#ifndef RG_GC_NEVER_FREE
+  if (m->weak) return (uintptr_t)GC_HIDE_POINTER((void *)base);
+#endif
+  return base;
+}
+
+static size_t home(const rgk_srcmap *m, uintptr_t k) {
+  return (size_t)((k >> 3) * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
+}
+
+/* The slot holding key k, or m->cap. */
+static size_t find_slot(const rgk_srcmap *m, uintptr_t k) {
+  size_t h = home(m, k);
+  for (size_t d = 0; d <= m->maxprobe; d++) {
+    size_t i = (h + d) & (m->cap - 1);
+    if (m->keys[i] == k) return i;
+  }
+  return m->cap;
+}
+
+/* Stores k at the first empty slot of its probe run (no lookup); in a
+ * weak map the slot becomes the key's disappearing link, moved there from
+ * `from` when the key comes from an older table. */
+static void insert_new(rgk_srcmap *m, uintptr_t k, srcpos p, uintptr_t *from) {
+  size_t h = home(m, k), d = 0;
+  while (m->keys[(h + d) & (m->cap - 1)]) d++;
+  size_t i = (h + d) & (m->cap - 1);
+  m->keys[i] = k;
+  m->pos[i] = p;
+  if (d > m->maxprobe) m->maxprobe = d;
+  m->n++;
+#ifndef RG_GC_NEVER_FREE
+  if (m->weak && from) GC_move_disappearing_link((void **)from, (void **)&m->keys[i]);
+  else if (m->weak) GC_general_register_disappearing_link((void **)&m->keys[i], GC_REVEAL_POINTER(k));
+#else
+  (void)from;
+#endif
+}
+
+/* Rehashes into a table sized for the live keys (cleared slots dropped). */
+static void srcmap_rehash(rgk_srcmap *m) {
+  size_t live = rgk_srcmap_count(m);
+  rgk_srcmap old = *m;
+  m->cap = 256;
+  while (m->cap < 4 * live) m->cap *= 2; /* a quarter full, as a doubling leaves it */
+  if (m->weak) { /* hidden keys: not traced */
+    m->keys = rgk_alloc_atomic(m->cap * sizeof *m->keys);
+    memset(m->keys, 0, m->cap * sizeof *m->keys);
+  } else {
+    m->keys = rgk_alloc(m->cap * sizeof *m->keys);
+  }
+  m->pos = rgk_alloc(m->cap * sizeof(srcpos));
+  m->n = m->maxprobe = 0;
+  for (size_t i = 0; i < old.cap; i++) {
+    uintptr_t k = old.keys[i];
+    if (k) insert_new(m, k, old.pos[i], &old.keys[i]);
+  }
 }
 
 void rgk_srcmap_put(rgk_srcmap *m, rg_term pair, const char *file, uint32_t line, uint32_t col) {
-  if ((m->n + 1) * 2 > m->cap) srcmap_grow(m);
-  size_t i = pos_slot(m, pair);
-  if (!m->keys[i]) m->n++;
-  m->keys[i] = pair;
-  m->pos[i] = (srcpos){file, line, col};
+  if ((m->n + 1) * 2 > m->cap) srcmap_rehash(m);
+  insert_new(m, key_of(m, pair), (srcpos){file, line, col}, NULL);
+}
+
+size_t rgk_srcmap_count(const rgk_srcmap *m) {
+  size_t live = 0;
+  for (size_t i = 0; i < m->cap; i++) live += m->keys[i] != 0;
+  return live;
 }
 
 const char *rgk_srcmap_where(const rgk_srcmap *m, rg_term form) {
   if (!m || !m->cap || !rgk_is_pair(form)) return NULL;
-  size_t i = pos_slot(m, form);
-  if (!m->keys[i]) return NULL;
+  size_t i = find_slot(m, key_of(m, form));
+  if (i == m->cap) return NULL;
   return rgk_sprintf("%s:%u:%u", m->pos[i].file, m->pos[i].line, m->pos[i].col);
 }
 
@@ -85,7 +149,7 @@ rg_reader *rgk_reader_new(rg_ctx *C, const char *name, const char *text, size_t 
   R->len = len;
   R->line = 1;
   R->col = 1;
-  R->map = map ? map : rgk_srcmap_new();
+  R->map = map ? map : rgk_srcmap_new(false);
   R->sym_quote = rg_symbol("quote");
   R->sym_quasi = rg_symbol("quasiquote");
   R->sym_unquote = rg_symbol("unquote");

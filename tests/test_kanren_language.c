@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kanren/kanren-impl.h"
+
 static rg_ctx *C;
 
 static int setup(void **st) {
@@ -445,6 +447,26 @@ static void test_eval_string_one_expression(void **st) {
   assert_non_null(strstr(rg_errmsg(C), "text after the expression"));
 }
 
+/* An interpreter that evaluates strings for a long time keeps none of the
+ * forms it read: its map of source positions is weak (it held every list
+ * ever read, some 900 bytes per evaluation of this one). */
+static void test_eval_string_keeps_no_forms(void **st) {
+#ifdef RG_GC_NEVER_FREE
+  skip(); /* nothing is ever freed in this build */
+#else
+  rg_interp *I = rg_interp_new(C);
+  rg_interp_set_output(I, NULL);
+  size_t prelude = rgk_srcmap_count(I->map);
+  const char *text = "(car (cdr '(1 2 3 4 5 6 7 8 (9 10))))";
+  for (int i = 0; i < 20000; i++) assert_string_equal(rg_to_string(rg_interp_eval_string(I, text)), "2");
+  rg_gc_collect();
+  assert_true(rgk_srcmap_count(I->map) < prelude + 1000); /* 240000 were read */
+  /* positions are still known for forms that are kept: a relation's body */
+  assert_null(rg_interp_eval_string(I, "(begin (defrel (r x) (== x 1) (nosuch x)) 1)"));
+  assert_non_null(strstr(rg_errmsg(C), "<eval>:1:"));
+#endif
+}
+
 static void test_load_file(void **st) {
   rg_interp *I = rg_interp_new(C);
   rg_interp_set_output(I, NULL);
@@ -528,6 +550,7 @@ int main(void) {
       cmocka_unit_test(test_ctx_deadline),
       cmocka_unit_test(test_program_errors),  cmocka_unit_test(test_load_file),
       cmocka_unit_test(test_eval_string_one_expression),
+      cmocka_unit_test(test_eval_string_keeps_no_forms),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
