@@ -172,7 +172,7 @@ static int shared_index(rg_shared **v, int n, rg_shared *s) {
 
 static bool check_inputs(rg_ctx *C, int nin, rg_variable *const *inputs) {
   for (int i = 0; i < nin; i++) {
-    if (!inputs[i]) return rg_error(C, RG_ERR_TYPE, "input %d is NULL", i), false;
+    if (!inputs[i]) return rg_error_null(C, "input %d is NULL", i), false;
     if (inputs[i]->owner)
       return rg_error(C, RG_ERR_TYPE, "input %d (%s) is computed by the graph, not an input", i,
                       inputs[i]->name ? inputs[i]->name : "unnamed"), false;
@@ -392,7 +392,7 @@ rg_function *rg_compile(rg_ctx *C, int nin, rg_variable *const *inputs, int nout
                         rg_variable *const *outputs, const rg_compile_opts *o) {
   if (!check_counts(C, nin, inputs, nout, outputs, o) || !check_inputs(C, nin, inputs)) return NULL;
   for (int j = 0; j < nout; j++)
-    if (!outputs[j]) return rg_error(C, RG_ERR_TYPE, "output %d is NULL", j), NULL;
+    if (!outputs[j]) return rg_error_null(C, "output %d is NULL", j), NULL;
   int nup = o ? o->nupdates : 0;
   for (int u = 0; u < nup; u++)
     if (!o->updates[u].value) return rg_error(C, RG_ERR_TYPE, "update %d has no value", u), NULL;
@@ -594,6 +594,23 @@ static bool within(const rg_tensor *v, const rg_tensor *t) {
   return (const char *)v->data >= lo && (const char *)v->data < hi;
 }
 
+/* Whether a and b share bytes of one storage (views of one array). */
+static bool tensors_overlap(const rg_tensor *a, const rg_tensor *b) {
+  if (!a || !b || a->storage != b->storage || !rg_tensor_numel(a) || !rg_tensor_numel(b)) return false;
+  const char *lo[2], *hi[2];
+  const rg_tensor *t[2] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    lo[k] = hi[k] = t[k]->data;
+    for (int d = 0; d < t[k]->ndim; d++) {
+      int64_t span = (t[k]->shape[d] - 1) * t[k]->strides[d];
+      if (span < 0) lo[k] += span;
+      else hi[k] += span;
+    }
+    hi[k] += rg_dtype_size(t[k]->dtype);
+  }
+  return lo[0] < hi[1] && lo[1] < hi[0];
+}
+
 int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *const *outputs) {
   if (!f) return RG_ERR_TYPE;
   f->err[0] = 0;
@@ -607,6 +624,10 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
     for (int k = 0; k < j; k++) /* one tensor would hold the last output written */
       if (outputs[k]->storage == outputs[j]->storage && outputs[k]->data == outputs[j]->data)
         return ferr(f, RG_ERR_TYPE, "outputs %d and %d are given the same tensor to write into", k, j);
+    for (int i = 0; i < f->nin; i++) /* a kernel would read what it overwrites */
+      if (tensors_overlap(outputs[j], inputs[i]))
+        return ferr(f, RG_ERR_TYPE, "output %d is given memory of input %d to write into: the targets must not "
+                    "overlap the inputs", j, i);
     into[j] = outputs[j];
   }
   int upd[f->nupdates + 1]; /* the updates' program outputs */

@@ -347,7 +347,7 @@ static bool grad_fits(const rg_type *g, const rg_type *t) {
 }
 
 static int check_args(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_opts *o) {
-  if (!cost && (!o || o->nknown <= 0)) return rg_error(C, RG_ERR_TYPE, "grad: no cost and no known gradients");
+  if (!cost && (!o || o->nknown <= 0)) return rg_error_null(C, "grad: no cost and no known gradients");
   if (cost && cost->type->ndim != 0)
     return rg_error(C, RG_ERR_TYPE, "grad: the cost must be a scalar, got %s", rg_type_str(cost->type));
   if (cost && !rg_dtype_is_float(cost->type->dtype))
@@ -358,13 +358,13 @@ static int check_args(rg_ctx *C, V cost, int nwrt, V const *wrt, const rg_grad_o
   if (nwrt < 0) return rg_error(C, RG_ERR_TYPE, "grad: a negative count of wrt (%d)", nwrt);
   if (nwrt > 0 && !wrt) return rg_error(C, RG_ERR_TYPE, "grad: %d wrt and no list of them", nwrt);
   for (int i = 0; i < nwrt; i++)
-    if (!wrt[i]) return rg_error(C, RG_ERR_TYPE, "grad: wrt %d is NULL", i);
+    if (!wrt[i]) return rg_error_null(C, "grad: wrt %d is NULL", i);
   if (o && o->nconsts > 0 && !o->consts) return rg_error(C, RG_ERR_TYPE, "grad: %d constants and no list of them", o->nconsts);
   for (int i = 0; o && i < o->nconsts; i++)
-    if (!o->consts[i]) return rg_error(C, RG_ERR_TYPE, "grad: constant %d is NULL", i);
+    if (!o->consts[i]) return rg_error_null(C, "grad: constant %d is NULL", i);
   if (o && o->nknown > 0 && !o->known) return rg_error(C, RG_ERR_TYPE, "grad: %d known variables and no list of them", o->nknown);
   for (int i = 0; o && i < o->nknown; i++) {
-    if (!o->known[i]) return rg_error(C, RG_ERR_TYPE, "grad: known variable %d is NULL", i);
+    if (!o->known[i]) return rg_error_null(C, "grad: known variable %d is NULL", i);
     const rg_variable *g = o->known_grads ? o->known_grads[i] : NULL;
     if (g && !grad_fits(g->type, o->known[i]->type))
       return rg_error(C, RG_ERR_TYPE, "grad: the known gradient of %s is %s, the variable is %s",

@@ -221,11 +221,11 @@ int rg_clone(rg_ctx *C, int nin, rg_variable *const *inputs, int nout,
   bool fill = memo != NULL;
   if (!memo) memo = rg_memo_new();
   for (int i = 0; i < nin; i++) {
-    if (!inputs[i]) return rg_error(C, RG_ERR_TYPE, "clone: input %d is NULL", i);
+    if (!inputs[i]) return rg_error_null(C, "clone: input %d is NULL", i);
     leaf(memo, inputs[i], flags);
   }
   for (int k = 0; k < nout; k++)
-    if (!outputs[k]) return rg_error(C, RG_ERR_TYPE, "clone: output %d is NULL", k);
+    if (!outputs[k]) return rg_error_null(C, "clone: output %d is NULL", k);
   rg_variable **rev = rgk_alloc((size_t)(nout ? nout : 1) * sizeof *rev);
   for (int k = 0; k < nout; k++) rev[k] = outputs[nout - 1 - k];
   size_t nn;

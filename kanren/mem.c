@@ -334,6 +334,15 @@ int rg_error(rg_ctx *C, int code, const char *fmt, ...) {
   return code;
 }
 
+int rg_error_null(rg_ctx *C, const char *fmt, ...) {
+  if (C->errcode) return C->errcode;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(C->errmsg, sizeof C->errmsg, fmt, ap);
+  va_end(ap);
+  return C->errcode = RG_ERR_TYPE;
+}
+
 const char *rg_version(void) { return RG_VERSION_STRING; }
 
 void **rg_ctx_slot(rg_ctx *C, int slot) { return &C->slots[slot]; }

@@ -264,6 +264,56 @@ static void test_errors(void **st) {
   assert_null(rg_compile(C, 1, &x, 2, NULL, NULL));
 }
 
+/* The calls that end a chain of constructions keep the error that made a
+ * NULL they are given (they said "output 0 is NULL"); a NULL with no error
+ * before it is named. */
+static void test_errors_sticky_null(void **st) {
+  rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
+  int64_t s[2] = {4, 5};
+  rg_variable *m = rg_input(C, "m", rg_type_new(RG_FLOAT64, 2, s));
+  rg_variable *y = rg_exp(rg_dot(m, x));
+  assert_null(y);
+  assert_null(rg_compile(C, 2, (rg_variable *[]){x, m}, 1, &y, NULL));
+  assert_non_null(strstr(rg_errmsg(C), "not aligned"));
+  rg_variable *g;
+  assert_int_not_equal(rg_grad(C, y, 1, &x, NULL, &g), RG_OK);
+  assert_non_null(strstr(rg_errmsg(C), "not aligned"));
+  assert_int_not_equal(rg_grad(C, rg_sum(rg_exp(x), -1, NULL), 1, (rg_variable *[]){rg_neg(NULL)}, NULL, &g), RG_OK);
+  assert_non_null(strstr(rg_errmsg(C), "not aligned"));
+  rg_clear_error(C);
+  y = NULL;
+  assert_null(rg_compile(C, 1, &x, 1, &y, NULL));
+  assert_non_null(strstr(rg_errmsg(C), "output 0 is NULL"));
+  rg_clear_error(C);
+  assert_int_not_equal(rg_grad(C, NULL, 1, &x, NULL, &g), RG_OK);
+  assert_non_null(strstr(rg_errmsg(C), "no cost"));
+}
+
+/* A target that shares memory with an input is refused: the kernels would
+ * read what they overwrite (a transpose plus one, computed into its own
+ * input, gave wrong values silently). */
+static void test_call_into_overlapping_input(void **st) {
+  int64_t s[2] = {3, 3};
+  rg_variable *m = rg_input(C, "m", rg_type_new(RG_FLOAT64, 2, s));
+  rg_variable *y = rg_add(rg_transpose(m), rg_scalar_float(C, 1));
+  rg_function *f = rg_compile(C, 1, &m, 1, &y, NULL);
+  assert_non_null(f);
+  rg_tensor *in = rg_tensor_new(RG_FLOAT64, 2, s);
+  for (int i = 0; i < 9; i++) ((double *)in->data)[i] = i + 1;
+  assert_int_equal(rg_function_call_into(f, &in, &in), RG_ERR_TYPE);
+  assert_non_null(strstr(rg_function_errmsg(f), "output 0 is given memory of input 0"));
+  /* a transposed view of the input overlaps it too; a separate tensor does not */
+  rg_tensor *row = rg_tensor_view(in, 2, (int64_t[]){3, 3}, (int64_t[]){8, 24}, 0);
+  assert_int_equal(rg_function_call_into(f, &in, &row), RG_ERR_TYPE);
+  rg_tensor *out = rg_tensor_new(RG_FLOAT64, 2, s);
+  assert_int_equal(rg_function_call_into(f, &in, &out), RG_OK);
+  assert_true(((double *)out->data)[1] == 5 && ((double *)in->data)[1] == 2);
+  rg_tensor_free(row);
+  rg_tensor_free(out);
+  rg_tensor_free(in);
+  rg_function_free(f);
+}
+
 static void test_call_type_errors(void **st) {
   rg_variable *x = rg_input(C, "x", vec(RG_FLOAT64, 3));
   rg_function *f = rg_compile(C, 1, &x, 1, &x, NULL);
@@ -882,6 +932,7 @@ static void test_thread_counts(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identity_and_constants), cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_errors_sticky_null), cmocka_unit_test(test_call_into_overlapping_input),
       cmocka_unit_test(test_call_type_errors),       cmocka_unit_test(test_ifelse_selects),
       cmocka_unit_test(test_outputs_are_the_callers),
       cmocka_unit_test(test_outputs_not_each_others),

@@ -118,6 +118,11 @@ void rg_clear_error(rg_ctx *C);
 /* Records an error (printf-style message) and returns `code`. */
 int rg_error(rg_ctx *C, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A NULL argument where a value was expected.  A NULL made by a failed
+ * construction carries that construction's error (errors are sticky, see
+ * relgraph/graph.h), so an error C already holds is kept and its code
+ * returned; otherwise the message is recorded as an RG_ERR_TYPE error. */
+int rg_error_null(rg_ctx *C, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *rg_version(void);
 /* Slots where higher layers keep per-context objects (collected), such as
  * the standard rewrite database, built once per context. */
