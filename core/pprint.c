@@ -22,6 +22,7 @@
 
 #define SHARED_INLINE_MAX 12   /* shared subexpressions up to this size stay inline */
 #define INDENT_MAX 32
+#define BRIEF_LABEL_MAX 200    /* rg_pprint_brief cuts an op's label (a Scan's step) here */
 
 /* ------------------------------------------------------------------ labels */
 
@@ -119,10 +120,13 @@ typedef struct pp {
   FILE *f;
   rg_memo *bound;   /* variable -> name of its own line */
   rg_memo *labels;  /* op -> label */
-  rgk_stack work;   /* (word, kind) pairs */
+  rgk_stack work;   /* (word, kind) pairs; a variable's kind holds its depth */
+  int depth;        /* depth of the expression being expanded (its operands: depth + 1) */
+  int max_depth;    /* operands deeper than this print as "..."; 0: no limit */
 } pp;
 
 enum { W_STR = 1, W_VAR = 2 };
+#define W_VAR_AT(d) ((rgk_word)W_VAR | (rgk_word)(d) << 2)
 
 static void push_str(pp *p, const char *s) {
   rgk_push(&p->work, (rgk_word)s);
@@ -130,7 +134,7 @@ static void push_str(pp *p, const char *s) {
 }
 static void push_var(pp *p, const rg_variable *v) {
   rgk_push(&p->work, (rgk_word)v);
-  rgk_push(&p->work, W_VAR);
+  rgk_push(&p->work, W_VAR_AT(p->depth + 1));
 }
 
 /* Pushes, in reverse, the pieces of: prefix a0 sep a1 sep ... suffix. */
@@ -175,7 +179,7 @@ static void push_subtensor(pp *p, const rg_node *n) {
   }
   for (size_t k = q.n; k > 0; k -= 2) {
     rgk_push(&p->work, q.v[k - 2]);
-    rgk_push(&p->work, q.v[k - 1]);
+    rgk_push(&p->work, q.v[k - 1] == W_VAR ? W_VAR_AT(p->depth + 1) : W_STR);
   }
 }
 
@@ -202,7 +206,10 @@ static void push_expr(pp *p, const rg_variable *v) {
              op->code == RG_OP_SET_SUBTENSOR) {
     push_subtensor(p, n);
   } else {
-    push_list(p, rgk_sprintf("%s(", rgc_op_label_cached(p->labels, op)), ", ", ")", n->inputs, n->nin);
+    const char *label = rgc_op_label_cached(p->labels, op);
+    if (p->max_depth && strlen(label) > BRIEF_LABEL_MAX) /* a loop's whole step */
+      label = rgk_sprintf("%.*s ...}", BRIEF_LABEL_MAX, label);
+    push_list(p, rgk_sprintf("%s(", label), ", ", ")", n->inputs, n->nin);
   }
 }
 
@@ -215,9 +222,14 @@ static void run(pp *p) {
     }
     const rg_variable *v = (const rg_variable *)w;
     const char *name = rg_memo_get(p->bound, v);
+    int depth = (int)(kind >> 2);
     if (name) fputs(name, p->f);
     else if (!v->owner) print_leaf(p->f, v);
-    else push_expr(p, v);
+    else if (p->max_depth && depth > p->max_depth) fputs("...", p->f);
+    else {
+      p->depth = depth;
+      push_expr(p, v);
+    }
   }
 }
 
@@ -264,6 +276,7 @@ static void bind_shared(pp *p, int n, rg_variable *const *outs, rgk_stack *lines
 }
 
 static void print_line(pp *p, const rg_variable *v, bool expand) {
+  p->depth = 0;
   if (expand && v->owner) push_expr(p, v);
   else push_var(p, v);
   run(p);
@@ -300,6 +313,19 @@ char *rg_pprint_str(rg_variable *v) {
   rg_pprint(f, 1, &v);
   fclose(f);
   if (len && buf[len - 1] == '\n') len--;
+  char *s = rgk_strndup(buf, len);
+  free(buf);
+  return s;
+}
+
+char *rg_pprint_brief(rg_variable *v, int depth) {
+  if (!v) return rgk_strdup("<NULL>");
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  pp p = {.f = f, .bound = rg_memo_new(), .labels = rg_memo_new(), .max_depth = depth > 0 ? depth : 1};
+  print_line(&p, v, false);
+  fclose(f);
   char *s = rgk_strndup(buf, len);
   free(buf);
   return s;

@@ -372,17 +372,17 @@ static double relation_cost(rg_ctx *C, rg_cost_model *cm, rg_variable *out) {
   int rc = rg_run(C, 1, c, rg_call(cm->rel, 2, args), &o, &answers);
   const char *why = NULL, *rel = rg_proc_name(cm->rel) ? rg_proc_name(cm->rel) : "the cost relation";
   double v = INFINITY;
-  if (rc != RG_OK) why = rgr_sprintf("%s failed on %s: %s", rel, rg_pprint_str(out), rg_errmsg(C));
-  else if (!rg_is_pair(answers)) why = rgr_sprintf("%s has no answer for %s", rel, rg_pprint_str(out));
+  if (rc != RG_OK) why = rgr_sprintf("%s failed on %s: %s", rel, rgr_show(out), rg_errmsg(C));
+  else if (!rg_is_pair(answers)) why = rgr_sprintf("%s has no answer for %s", rel, rgr_show(out));
   else if (rg_kind_of(rg_car(answers)) == RG_K_INT) v = (double)rg_int_value(rg_car(answers));
   else if (rg_kind_of(rg_car(answers)) == RG_K_FLOAT) v = rg_float_value(rg_car(answers));
-  else why = rgr_sprintf("%s answered %s for %s, not a number", rel, rg_to_string(rg_car(answers)), rg_pprint_str(out));
+  else why = rgr_sprintf("%s answered %s for %s, not a number", rel, rgr_show_term(rg_car(answers)), rgr_show(out));
   if (!why && !(v >= 0)) { /* negative or NaN; +inf.0 rules the node out */
-    why = rgr_sprintf("%s answered %s for %s: a cost is a number >= 0", rel, rg_to_string(rg_car(answers)),
-                      rg_pprint_str(out));
+    why = rgr_sprintf("%s answered %s for %s: a cost is a number >= 0", rel, rgr_show_term(rg_car(answers)),
+                      rgr_show(out));
     v = INFINITY;
   } else if (!why && isinf(v)) {
-    why = rgr_sprintf("%s priced %s at +inf.0", rel, rg_pprint_str(out));
+    why = rgr_sprintf("%s priced %s at +inf.0", rel, rgr_show(out));
   }
   rg_clear_error(C);
   if (why && !cm->why) cm->why = why;
@@ -396,7 +396,7 @@ static double cached_dynamic(rg_ctx *C, rg_cost_model *cm, const rg_node *node, 
   if (found) return *slot;
   double v = cm->kind == CM_TIME ? cm->measure(node, cm->ud) : relation_cost(C, cm, node->outputs[out]);
   if (cm->kind == CM_TIME && v < 0 && !cm->why)
-    cm->why = rgr_sprintf("%s could not be timed: it did not compile or run on the CPU", rg_pprint_str(node->outputs[out]));
+    cm->why = rgr_sprintf("%s could not be timed: it did not compile or run on the CPU", rgr_show(node->outputs[out]));
   return *slot = v < 0 ? INFINITY : v;
 }
 

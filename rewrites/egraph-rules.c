@@ -958,7 +958,7 @@ static int run_relation(rg_egraph *eg, eg_rule *r, int dir, uint32_t id, uint32_
     int rc = rg_query_next_walked(Q, &a);
     if ((rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT) && dir == 0)
       return rg_error(eg->C, RG_ERR_LIMIT, "the relation did not answer within %d steps on %s",
-                      RGR_RELATION_STEPS, rg_to_string(term));
+                      RGR_RELATION_STEPS, rgr_show_term(term));
     if (rc < 0 && dir == 0) return rc;
     if (rc != 1) break;
     answer_keep(eg, r, c, a);

@@ -746,7 +746,7 @@ static bool rejection_new(rg_egraph *eg, uint32_t a, uint32_t b) {
  * folding) says so. */
 static const char *rep_str(rg_egraph *eg, uint32_t c) {
   rg_variable *v = eg_rep(eg, c);
-  const char *s = rg_pprint_str(v);
+  const char *s = rgr_show(v);
   return v && (v->flags & RG_VAR_WEAK) ? rgr_sprintf("%s (a literal)", s) : s;
 }
 

@@ -268,6 +268,11 @@ void rgr_states_changed(rgr_states *s, rg_node *node);
  * in its order (earliest first); returns how many. */
 int rgr_keep_live_in_order(const rg_fgraph *fg, rg_node **v, int n);
 #define rgr_sprintf rg_gc_sprintf /* messages and names in collected memory */
+/* A value or a term as traces and messages show it: one line, a few levels
+ * of operations deep, a term cut at a few hundred characters (a whole
+ * expression can be the graph's: megabytes for a Scan's gradient). */
+const char *rgr_show(rg_variable *v);
+const char *rgr_show_term(rg_term t);
 
 /* What a rule is made of, for the e-graph search (rules.c).  kind is one
  * of RGR_RULE_*; pattern rules give their forms as written (?x symbols),

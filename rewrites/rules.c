@@ -179,7 +179,7 @@ static const char *describe_subst(pattern *p, rg_term walked_vars) {
   rg_term l = p->vars, w = walked_vars;
   for (; rg_is_pair(l) && rg_is_pair(w); l = rg_cdr(l), w = rg_cdr(w))
     s = rgr_sprintf("%s%s%s = %s", s, *s ? ", " : "", rg_symbol_name(rg_car(rg_car(l))),
-                    rg_to_string(rg_car(w)));
+                    rgr_show_term(rg_car(w)));
   return s;
 }
 
@@ -210,7 +210,7 @@ static int match_guarded(rg_rewrite_run *run, pattern *p, rg_term term, rg_term 
   int rc = rg_run(C, 1, want, g, &o, &answers);
   if (rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT)
     return rg_error(C, RG_ERR_LIMIT, "the guard did not answer within %d steps on %s", RGR_RELATION_STEPS,
-                    rg_to_string(term)), RG_ERR_LIMIT;
+                    rgr_show_term(term)), RG_ERR_LIMIT;
   if (rc < 0) return rc;
   if (rc != RG_OK || answers == RG_NIL) return 0;
   *out = rg_car(answers);
@@ -400,7 +400,7 @@ static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
     int rc = rg_query_next_walked(Q, &answer);
     if ((rc == RG_STOP_STEPS || rc == RG_STOP_TIMEOUT) && !best) {
       rg_error(C, RG_ERR_LIMIT, "the relation did not answer within %d steps on %s", RGR_RELATION_STEPS,
-               rg_pprint_str(node->outputs[0]));
+               rgr_show(node->outputs[0]));
       return RG_ERR_LIMIT;
     }
     if (rc < 0 && !best) return rc;
@@ -419,7 +419,7 @@ static int relation_fn(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
   }
   rg_clear_error(C);
   if (!best) return 0;
-  if (run->opts.trace) run->subst = rgr_sprintf("out = %s", rg_to_string(best_answer));
+  if (run->opts.trace) run->subst = rgr_sprintf("out = %s", rgr_show_term(best_answer));
   for (int j = 0; j < node->nout; j++) out[j] = single_output(node) ? best : best->owner->outputs[j];
   return 1;
 }

@@ -82,10 +82,20 @@ static void append_event(rgr_event **first, rgr_event **last, rgr_event *e) {
   *last = e;
 }
 
-static const char *show(rg_variable *v) {
-  char *s = rg_pprint_str(v);
+#define SHOW_DEPTH 4      /* levels of operations rgr_show prints */
+#define SHOW_TERM_MAX 400 /* characters of a term rgr_show_term keeps */
+
+const char *rgr_show(rg_variable *v) {
+  char *s = rg_pprint_brief(v, SHOW_DEPTH);
   return s ? s : "?";
 }
+
+const char *rgr_show_term(rg_term t) {
+  const char *s = rg_to_string(t);
+  return strlen(s) > SHOW_TERM_MAX ? rgr_sprintf("%.*s ...", SHOW_TERM_MAX, s) : s;
+}
+
+static const char *show(rg_variable *v) { return rgr_show(v); }
 
 /* Appends a trace entry: rule rw rewrote node_id from before to new_. */
 static rgr_event *trace_event(rg_rewrite_run *run, const rg_rewriter *rw, uint64_t node_id,

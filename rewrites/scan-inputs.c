@@ -166,7 +166,7 @@ static int rewrite_inputs(rg_rewrite_run *run, rg_node *node, V *out, bool dups_
       }
     if (!drop) outer[no++] = node->inputs[i];
     else if (run->opts.trace)
-      dropped = rgr_sprintf("%s%s%s", dropped ? dropped : "", dropped ? "; " : "", rg_pprint_str(node->inputs[i]));
+      dropped = rgr_sprintf("%s%s%s", dropped ? dropped : "", dropped ? "; " : "", rgr_show(node->inputs[i]));
   }
   t.n_seqs = ns, t.n_non_seqs = nn, t.seq_ntaps = nt, t.seq_taps = tp;
   rg_fgraph *ng = new_step(C, g, &p);

@@ -185,7 +185,7 @@ static int merge_outputs(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
     out[o] = from->outputs[rg_scan_outer_out(&s, RG_SCAN_SIT_SOT, pair[k])];
     if (run->opts.trace) /* printing costs: only when traced */
       rgr_note(run, "states merged", "sit-sot %d (from %s) into sit-sot %d", k,
-               rg_pprint_str(node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)]), pair[k]);
+               rgr_show(node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)]), pair[k]);
     changed = 1;
   }
   return changed;
@@ -284,7 +284,7 @@ static int prune_sit_sots(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
   for (int k = 0; k < n && run->opts.trace; k++)
     if (drop[k])
       rgr_note(run, "state no longer carried", "sit-sot %d (from %s)", k,
-               rg_pprint_str(node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)]));
+               rgr_show(node->inputs[rg_scan_outer_in(&s, RG_SCAN_SIT_SOT, k)]));
   return 1;
 }
 
@@ -484,7 +484,7 @@ static int nit_sot_of_seq(rg_rewrite_run *run, rg_node *node, V *out, void *ud) 
       continue;
     }
     out[rg_scan_outer_out(&s, RG_SCAN_NIT_SOT, k)] = x;
-    if (run->opts.trace) rgr_note(run, "output read from its sequence", "nit-sot %d is %s", k, rg_pprint_str(x));
+    if (run->opts.trace) rgr_note(run, "output read from its sequence", "nit-sot %d is %s", k, rgr_show(x));
     done = 1;
   }
   return done;

@@ -444,7 +444,7 @@ static int push_out(rg_rewrite_run *run, rg_node *node, V *out, void *ud) {
   if (run->opts.trace) { /* the trace names what moved: the new outer values */
     const char *moved = "";
     for (int i = 0; i < f.n; i++)
-      moved = rgr_sprintf("%s%s%s", moved, i ? "; " : "", rg_pprint_str(rg_memo_get(c.outer, f.v[i])));
+      moved = rgr_sprintf("%s%s%s", moved, i ? "; " : "", rgr_show(rg_memo_get(c.outer, f.v[i])));
     rgr_note(run, "moved out", "%s", moved);
   }
   return 1;

@@ -984,6 +984,10 @@ rg_variable *rg_graph_eval(rg_ctx *C, rg_term t);
  * subexpression used several times gets its own line "t1 = ..." first. */
 int rg_pprint(FILE *f, int n, rg_variable *const *vars);
 char *rg_pprint_str(rg_variable *v);          /* one variable, collected */
+/* One line: the expression of v down to `depth` levels of operations
+ * (deeper operands print as "..."), shared parts inline, an op's label
+ * (a Scan's whole step) cut at 200 characters; collected. */
+char *rg_pprint_brief(rg_variable *v, int depth);
 int rg_fgraph_pprint(FILE *f, rg_fgraph *fg);
 /* The indented debug print with [id X] tags and types. */
 int rg_dprint(FILE *f, int n, rg_variable *const *vars);
