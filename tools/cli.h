@@ -48,9 +48,10 @@ struct rg_fgraph *cli_load_graph(struct rg_ctx *C, const char *path);
 typedef int (*cli_printer_fn)(FILE *f, struct rg_fgraph *fg);
 cli_printer_fn cli_printer(const char *format);
 /* Where a command writes the lines it adds to a graph it prints (a trace,
- * a profile): stdout, or with --format sexp a buffer whose lines
+ * a profile): stdout; with --format sexp a buffer whose lines
  * cli_notes_end writes to stdout after "; ", comments of graph files, so
- * that the output saved to a file still reads back as a graph. */
+ * that the output saved to a file still reads back as a graph; with
+ * --format json stderr, so that stdout stays one JSON document. */
 typedef struct cli_notes {
   FILE *f;      /* write the lines here (stdout, or the buffer) */
   char *buf;    /* the buffer's text; NULL when f is stdout */

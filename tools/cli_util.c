@@ -85,6 +85,7 @@ cli_printer_fn cli_printer(const char *name) {
 
 FILE *cli_notes_begin(cli_notes *n, const char *format) {
   *n = (cli_notes){.f = stdout};
+  if (!strcmp(format, "json")) n->f = stderr; /* JSON has no comments */
   if (!strcmp(format, "sexp")) {
     FILE *m = open_memstream(&n->buf, &n->len);
     if (m) n->f = m;
@@ -93,7 +94,7 @@ FILE *cli_notes_begin(cli_notes *n, const char *format) {
 }
 
 void cli_notes_end(cli_notes *n) {
-  if (n->f == stdout) return;
+  if (n->f == stdout || n->f == stderr) return;
   fclose(n->f);
   for (char *line = n->buf, *end = n->buf + n->len; line < end;) {
     char *nl = memchr(line, '\n', (size_t)(end - line));

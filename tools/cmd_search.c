@@ -184,16 +184,25 @@ static int print_answers(rg_ctx *C, rg_egraph *eg, rg_cost_model *cm, const sear
   double *costs = calloc((size_t)a->answers, sizeof *costs);
   bool exact;
   int n = rg_egraph_extract(eg, cm, (int)a->answers, gs, costs, &exact);
+  bool json = !strcmp(a->format, "json");
   const char *mark = strcmp(a->format, "sexp") ? "#" : ";"; /* sexp: a comment of graph files */
+  if (json && n >= 0) printf("{\"answers\": [");
   for (int i = 0; i < n; i++) {
-    printf("%s answer %d: %s %.17g\n", mark, i + 1, rg_cost_name(cm), costs[i]);
+    if (json) printf("%s{\"model\": \"%s\", \"cost\": %.17g, \"graph\": ", i ? ", " : "", rg_cost_name(cm), costs[i]);
+    else printf("%s answer %d: %s %.17g\n", mark, i + 1, rg_cost_name(cm), costs[i]);
     cli_printer(a->format)(stdout, gs[i]);
+    if (json) printf("}");
   }
   free(gs);
   free(costs);
   if (n < 0) return cli_error("search", "%s", rg_errmsg(C)), EXIT_INPUT;
-  printf("%s %s; %zu e-nodes, %zu e-classes; extraction %s\n", mark, rg_egraph_stop_message(eg),
-         rg_egraph_nnodes(eg), rg_egraph_nclasses(eg), exact ? "exact" : "heuristic (search budget reached)");
+  const char *extraction = exact ? "exact" : "heuristic (search budget reached)";
+  if (json)
+    printf("],\n \"stop\": \"%s\", \"e_nodes\": %zu, \"e_classes\": %zu, \"extraction\": \"%s\"}\n",
+           rg_egraph_stop_message(eg), rg_egraph_nnodes(eg), rg_egraph_nclasses(eg), extraction);
+  else
+    printf("%s %s; %zu e-nodes, %zu e-classes; extraction %s\n", mark, rg_egraph_stop_message(eg),
+           rg_egraph_nnodes(eg), rg_egraph_nclasses(eg), extraction);
   return EXIT_OK;
 }
 
