@@ -334,25 +334,43 @@ static int div_cancel(rg_rewrite_run *run, rg_node *node, rg_variable **out, voi
 
 /* ------------------------------------------------------------------ canonicalize: n-ary forms */
 
-/* Splices inputs that are the same op, used once and of the same dtype:
- * ((a + b) + c) -> (a + b + c). */
+/* Whether input i of node is spliced into it: the same op, used once
+ * (by node), of the same dtype. */
+static bool splices(const rg_node *node, int i) {
+  rg_node *in = node_of(node->inputs[i], node->op->code);
+  return in && used_once(node->inputs[i]) && out_dtype(in) == out_dtype(node);
+}
+
+/* Splices inputs that are the same op, used once and of the same dtype,
+ * and theirs in turn: ((a + b) + c) + d -> a + b + c + d.  A node that its
+ * only reader will splice is left to it, so a chain of n adds becomes one
+ * node in one rewrite of n inputs, not n rewrites of 2, 3, ..., n inputs
+ * (quadratic: a 10^4-add chain took seconds and a gigabyte). */
 static int flatten_nary(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
-  int n = 0, spliced = 0;
-  for (int i = 0; i < node->nin; i++) {
-    rg_node *in = node_of(node->inputs[i], node->op->code);
-    bool ok = in && used_once(node->inputs[i]) && out_dtype(in) == out_dtype(node);
-    n += ok ? in->nin : 1;
-    spliced += ok;
+  const rg_variable *o = node->outputs[0];
+  if (o->nclients == 1 && o->clients[0].node && splices(o->clients[0].node, o->clients[0].index)) return 0;
+  bool any = false;
+  for (int i = 0; i < node->nin && !any; i++) any = splices(node, i);
+  if (!any) return 0;
+  /* the leaves, left to right: a stack of (node, next input) frames (the
+   * nodes and the leaves are the graph's: the heap may hold them) */
+  rg_words frames = {.a = &rg_heap_abort}, leaves = {.a = &rg_heap_abort};
+  (void)rg_words_push(&frames, (uintptr_t)node), (void)rg_words_push(&frames, 0);
+  while (frames.n) {
+    rg_node *x = (rg_node *)frames.v[frames.n - 2];
+    int i = (int)frames.v[frames.n - 1];
+    if (i == x->nin) {
+      frames.n -= 2;
+      continue;
+    }
+    frames.v[frames.n - 1]++;
+    if (splices(x, i)) (void)rg_words_push(&frames, (uintptr_t)x->inputs[i]->owner), (void)rg_words_push(&frames, 0);
+    else (void)rg_words_push(&leaves, (uintptr_t)x->inputs[i]);
   }
-  if (!spliced) return 0;
+  int n = (int)leaves.n;
   rg_variable **xs = rg_gc_alloc((size_t)n * sizeof *xs);
-  int k = 0;
-  for (int i = 0; i < node->nin; i++) {
-    rg_node *in = node_of(node->inputs[i], node->op->code);
-    if (in && used_once(node->inputs[i]) && out_dtype(in) == out_dtype(node))
-      for (int j = 0; j < in->nin; j++) xs[k++] = in->inputs[j];
-    else xs[k++] = node->inputs[i];
-  }
+  memcpy(xs, leaves.v, (size_t)n * sizeof *xs);
+  rg_words_free(&frames), rg_words_free(&leaves);
   return give(run, node, out, built(run->C, rg_apply(run->C, node->op, n, xs)));
 }
 

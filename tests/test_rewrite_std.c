@@ -552,6 +552,28 @@ static void test_sum_to_size_in_gradients(void **st) {
   }
 }
 
+/* A chain of n additions (and of n multiplications, a chain's gradient)
+ * becomes one n-ary node in one rewrite: each level spliced one at a time
+ * made n rewrites of 2, 3, ..., n inputs (10^4 took seconds and a
+ * gigabyte, 10^5 ran out of memory). */
+static void test_flatten_chain_at_once(void **st) {
+  (void)st;
+  for (int op = 0; op < 2; op++) {
+    int64_t three = 3;
+    rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT64, 1, &three)), *s = x;
+    enum { N = 20000 };
+    for (int i = 0; i < N; i++) s = op ? rg_mul(s, x) : rg_add(s, x);
+    rg_fgraph *fg = rg_fgraph_new(C, 1, &x, 1, &s, 0);
+    rg_rewrite_opts o = {.fold = fold};
+    rg_rewrite_run *run = rg_rewrite(fg, rg_db_query(C, std_db, "canonicalize"), &o);
+    assert_int_equal(rg_rewrite_stop(run), RG_STOP_EQUILIBRIUM);
+    assert_true(rg_rewrite_count(run) < 10);
+    rg_node *top = rg_fgraph_output(fg, 0)->owner;
+    assert_non_null(top);
+    assert_int_equal(top->nin, N + 1);
+  }
+}
+
 /* Types told after the fact: a slice's constant stop becomes static, and
  * the nodes built on the slice before (a reversal, a reshape, an add) are
  * rebuilt by refine-types with the sizes; shape_i of a static size folds,
@@ -723,6 +745,7 @@ int main(void) {
       cmocka_unit_test(test_tags),
       cmocka_unit_test(test_refine_types),
       cmocka_unit_test(test_fast_run_keeps_values),
+      cmocka_unit_test(test_flatten_chain_at_once),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
