@@ -411,11 +411,15 @@ int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *co
  * bt's device; NULL: the host), so that the kernel computing it writes
  * there (rgb_output reuses the cell's buffer); NULL when out of memory.
  * rgb_program_unbind_output takes the wrapper back out of the cell if it
- * is still there.  Scan's steps write their trace rows this way. */
+ * is still there, or what replaced it over the same memory: a kernel that
+ * made its output from the wrapper (an inner Scan's trace shares its
+ * storage) would otherwise leave a tensor over memory the binder gives
+ * back, which rgb_output would hand out again at the next call.  Scan's
+ * steps write their trace rows this way. */
 rg_tensor *rgb_program_bind_output(rgb_program *p, int j, const rg_buffer_type *bt, rg_dtype dt, int ndim,
                                    const int64_t *shape, const int64_t *strides, void *data,
                                    size_t nbytes);
-void rgb_program_unbind_output(rgb_program *p, int j, rg_tensor *wrapper);
+void rgb_program_unbind_output(rgb_program *p, int j, rg_tensor *wrapper, const void *data);
 /* Rewrites the inner graph of every Scan of fg with rw (scan-compile.c). */
 struct rg_rewriter;
 struct rg_rewrite_opts;

@@ -340,11 +340,13 @@ rg_tensor *rgb_program_bind_output(rgb_program *p, int j, const rg_buffer_type *
   return *cell = w;
 }
 
-void rgb_program_unbind_output(rgb_program *p, int j, rg_tensor *w) {
+void rgb_program_unbind_output(rgb_program *p, int j, rg_tensor *w, const void *data) {
   rg_tensor **cell = &p->cells[p->out_cells[j]];
-  if (w && *cell == w) {
+  if (!w) return;
+  if (*cell == w || (*cell && rg_storage_is_external(*cell) && rg_storage_base(*cell) == data)) {
+    /* w, or a tensor made from it (w itself was freed when it was replaced) */
+    rg_tensor_free(*cell);
     *cell = NULL;
-    rg_tensor_free(w);
   }
 }
 
@@ -403,14 +405,7 @@ static int finish_into(rgb_program *p, rg_tensor *const *into, rg_tensor **refs)
  * Scan's trace hands out a view of its buffer), so that no later call
  * writes into the caller's memory or reads it. */
 static void unbind_target(rgb_program *p, int j, rg_tensor *w, const rg_tensor *t) {
-  if (!w) return;
-  rg_tensor **cell = &p->cells[p->out_cells[j]];
-  if (*cell != w && *cell && rg_storage_is_external(*cell) && rg_storage_base(*cell) == t->data) {
-    rg_tensor_free(*cell);
-    *cell = NULL;
-    return;
-  }
-  rgb_program_unbind_output(p, j, w);
+  rgb_program_unbind_output(p, j, w, t ? t->data : NULL);
 }
 
 int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *const *into,

@@ -296,7 +296,7 @@ static rg_fgraph *inner_graph(build *b, const rg_scan_info *s) {
   rg_variable **out = rgk_alloc((size_t)(nout + 1) * sizeof *out);
   int nseq_in = 0;
   for (int i = 0; i < sp->nseqs; i++) nseq_in += seq_ntaps(&sp->seqs[i]);
-  memcpy(in, b->user_in, (size_t)nseq_in * sizeof *in);
+  if (nseq_in) memcpy(in, b->user_in, (size_t)nseq_in * sizeof *in);
   for (int i = 0; i < sp->noutputs; i++) {
     slot sl = b->slots[i];
     out[rg_scan_inner_out(s, sl.kind, sl.k, 0)] = b->step_out[i];

@@ -26,10 +26,11 @@ typedef struct trace {
   int first_in, first_out; /* inner input / output of tap 0 */
   /* Preallocation: the step's output is computed straight into its row.
    * out_cell is the inner output's cell (-1: copied instead); row_out, a
-   * tensor wrapping the row, is ours only while it sits in that cell (a
-   * kernel that replaces it frees it). */
+   * tensor wrapping the row at row_data, is ours only while it sits in
+   * that cell (a kernel that replaces it frees it). */
   int32_t out_cell;
   rg_tensor *row_out;
+  const void *row_data;
 } trace;
 
 typedef struct run {

@@ -299,7 +299,7 @@ static void plan_prealloc(run *r) {
 
 /* Takes our row tensor back out of its cell, if it is still there. */
 static void unbind_row(run *r, trace *tr) {
-  rgb_program_unbind_output(r->p, tr->first_out, tr->row_out);
+  rgb_program_unbind_output(r->p, tr->first_out, tr->row_out, tr->row_data);
   tr->row_out = NULL;
 }
 
@@ -315,6 +315,7 @@ static int bind_rows(run *r, int64_t t) {
     unbind_row(r, tr);
     int64_t row = tr->kind == RG_SCAN_NIT_SOT ? rgbc_wrap_row(tr, t) : rgbc_wrap_row(tr, t + tr->ninit);
     const rg_tensor *b = tr->buf;
+    tr->row_data = b->data + row * b->strides[0];
     tr->row_out = rgb_program_bind_output(r->p, tr->first_out, r->copy ? r->x->buft : NULL, b->dtype,
                                           b->ndim - 1, b->shape + 1,
                                           b->strides + 1, b->data + row * b->strides[0],
