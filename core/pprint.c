@@ -23,6 +23,7 @@
 #define SHARED_INLINE_MAX 12   /* shared subexpressions up to this size stay inline */
 #define INDENT_MAX 32
 #define BRIEF_LABEL_MAX 200    /* rg_pprint_brief cuts an op's label (a Scan's step) here */
+#define INNER_TEXT_MAX 65536   /* an inner graph's text in a label is cut here */
 
 /* ------------------------------------------------------------------ labels */
 
@@ -363,7 +364,12 @@ char *rgc_pprint_inner(const rg_fgraph *g) {
   fclose(f);
   for (size_t i = 0; i < len; i++)
     if (buf[i] == '\n') buf[i] = i + 1 < len ? ';' : 0;
-  char *s = rgk_strdup(buf);
+  /* a step holding loops whose steps hold loops: each label holds the
+   * inner ones whole, as often as the step uses them (a gradient's
+   * backward loops use each forward loop several times), so the text
+   * grows geometrically with the depth; it is cut (megabytes at 12
+   * levels, beyond what printf can count at 24) */
+  char *s = len > INNER_TEXT_MAX ? rgk_sprintf("%.*s ...", INNER_TEXT_MAX, buf) : rgk_strdup(buf);
   free(buf);
   return s;
 }

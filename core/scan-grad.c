@@ -138,6 +138,12 @@ typedef struct sg {
   const bool *need;     /* per outer input: whether the caller uses its gradient */
   vlist stored;         /* forward inner values the backward step reads, not recomputes */
   V *stored_in;         /* their inputs in the backward step */
+  /* find_stored's trial differentiation (trial_clone NULL: none), over
+   * fresh inputs trial_in and output gradients trial_go: step_grads
+   * substitutes into it instead of differentiating the step again (twice
+   * per level made a loop nested D deep cost 2^D differentiations) */
+  V *trial_in, *trial_go, *trial_d;
+  rg_memo *trial_clone;
   int nreads;           /* mit-mot input taps (recorded by the twin first) */
   bscan b;
 } sg;
@@ -592,6 +598,7 @@ static void find_stored(sg *w) {
   rg_memo *clone;
   bool any;
   if (clone_grad(w, in, go, d, &clone, &any) || !any) return; /* an error comes back from step_grads */
+  w->trial_in = in, w->trial_go = go, w->trial_d = d, w->trial_clone = clone;
   frontier f = {rg_memo_new(), rg_memo_new(), per_step(w), rg_memo_new(), rg_memo_new(), rg_memo_new()};
   size_t n, nb;
   rg_node **order = rg_toposort(g->nin, g->inputs, g->nout, g->outputs, &n);
@@ -611,17 +618,36 @@ static void find_stored(sg *w) {
   for (int i = 0; i < nr; i++) consider(w, &f, roots[i]);
 }
 
+/* Whether the trial's output gradients are the backward step's: given for
+ * the same outputs. */
+static bool trial_fits(const sg *w) {
+  if (!w->trial_clone) return false;
+  for (int o = 0; o < w->g->nout; o++)
+    if (!w->trial_go[o] != !w->gout[o]) return false;
+  return true;
+}
+
 /* The step's gradient over the backward inputs, reading stored values
  * where find_stored chose them (the recomputation they replace is then
- * unreachable).  *any: false when no gradient flows at all. */
+ * unreachable): the trial's gradient with the backward step's inputs put
+ * in, or (when it does not fit) a differentiation of its own.  *any:
+ * false when no gradient flows at all. */
 static int step_grads(sg *w, bool *any) {
   const rg_fgraph *g = w->g;
   for (int i = 0; i < g->nin; i++)
     if (!w->vin[i]) w->vin[i] = fresh(w, g->inputs[i]->type);
-  rg_memo *clone;
-  int rc = clone_grad(w, w->vin, w->gout, w->din, &clone, any);
-  if (rc || !*any || !w->stored.n) return rc;
-  rg_memo *use = rg_memo_new();
+  rg_memo *clone, *use = rg_memo_new();
+  V *from = w->vin, *grads = w->din;
+  if (trial_fits(w)) {
+    *any = true;
+    clone = w->trial_clone, from = w->trial_in, grads = w->trial_d;
+    for (int i = 0; i < g->nin; i++) rg_memo_put(use, w->trial_in[i], w->vin[i]);
+    for (int o = 0; o < g->nout; o++)
+      if (w->trial_go[o]) rg_memo_put(use, w->trial_go[o], w->gout[o]);
+  } else {
+    int rc = clone_grad(w, w->vin, w->gout, w->din, &clone, any);
+    if (rc || !*any || !w->stored.n) return rc;
+  }
   for (int r = 0; r < w->stored.n; r++) {
     V c = rg_memo_get(clone, w->stored.v[r]);
     if (c) rg_memo_put(use, c, w->stored_in[r]);
@@ -629,10 +655,10 @@ static int step_grads(sg *w, bool *any) {
   V *d = vec(g->nin), *d2 = vec(g->nin);
   int nd = 0;
   for (int i = 0; i < g->nin; i++)
-    if (w->din[i]) d[nd++] = w->din[i];
-  if ((rc = rg_clone(w->C, g->nin, w->vin, nd, d, use, 0, d2))) return rc;
-  for (int i = 0, j = 0; i < g->nin; i++)
-    if (w->din[i]) w->din[i] = d2[j++];
+    if (grads[i]) d[nd++] = grads[i];
+  int rc = rg_clone(w->C, g->nin, from, nd, d, use, 0, d2);
+  if (rc) return rc;
+  for (int i = 0, j = 0; i < g->nin; i++) w->din[i] = grads[i] ? d2[j++] : NULL;
   return RG_OK;
 }
 

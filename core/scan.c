@@ -609,10 +609,14 @@ const char *rgc_scan_label(const rg_op *op) {
    * has none left): the last line is the until condition, if any. */
   const char *raw = rgc_pprint_inner(g), *cond = s.until ? strrchr(raw, ';') : NULL;
   cond = s.until ? (cond ? cond + 1 : raw) : NULL;
-  char *body = rgk_strdup("");
+  /* each ';' becomes ", ", and "until " goes before the condition */
+  size_t n = strlen(raw), k = 0;
+  char *body = rgk_alloc_atomic(2 * n + sizeof "until ");
   for (const char *c = raw; *c; c++) {
-    if (c == cond) body = rgk_sprintf("%suntil ", body);
-    body = *c == ';' ? rgk_sprintf("%s, ", body) : rgk_sprintf("%s%c", body, *c);
+    if (c == cond) k += (size_t)sprintf(body + k, "until ");
+    if (*c == ';') body[k++] = ',', body[k++] = ' ';
+    else body[k++] = *c;
   }
+  body[k] = 0;
   return rgk_sprintf("scan{lambda %s: %s%s}", params, body, layout_text(&s));
 }

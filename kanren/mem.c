@@ -269,6 +269,7 @@ char *rgk_vsprintf(const char *fmt, va_list ap) {
   va_copy(ap2, ap);
   int n = vsnprintf(NULL, 0, fmt, ap2);
   va_end(ap2);
+  if (n < 0) return rgk_strdup("<text too long>"); /* over INT_MAX bytes */
   char *s = rgk_alloc_atomic((size_t)n + 1);
   vsnprintf(s, (size_t)n + 1, fmt, ap);
   return s;
