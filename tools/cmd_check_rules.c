@@ -555,7 +555,9 @@ static rg_term open_template(rg_ctx *C, rg_term t, bool tail) {
 
 /* The templates of a rule: its examples, or answers of its relation, or
  * when the relation gives none within its steps (it searches without end
- * with its input unknown), the templates the engine indexes it by. */
+ * with its input unknown) or fails with an error there (a relation it
+ * calls is not defined: the trials must show that error), the templates
+ * the engine indexes it by. */
 static int templates(checker *ck, rg_rewriter *rw, rg_term *out) {
   rg_ctx *C = ck->C;
   const char *ex = rg_rewriter_examples(rw);
@@ -577,7 +579,7 @@ static int templates(checker *ck, rg_rewriter *rw, rg_term *out) {
   while (n < MAX_TEMPLATES && (rc = rg_query_next_walked(Q, &a)) == 1)
     if (rg_is_pair(a)) out[n++] = a;
   rg_clear_error(C);
-  for (rg_term ts = n || rc != RG_STOP_STEPS ? RG_NIL : rg_relation_input_templates(rel, back ? 1 : 0);
+  for (rg_term ts = n || rc == 0 ? RG_NIL : rg_relation_input_templates(rel, back ? 1 : 0);
        rg_is_pair(ts) && n < MAX_TEMPLATES; ts = rg_cdr(ts))
     if (rg_is_pair(rg_car(ts))) out[n++] = open_template(C, rg_car(ts), false);
   return n;
