@@ -115,6 +115,13 @@ rg_node **rg_toposort(int nin, rg_variable *const *inputs, int nout, rg_variable
   return postorder(nout, rev, block ? in_memo : NULL, block, n);
 }
 
+rg_node **rg_toposort_above(int nout, rg_variable *const *outputs, blocked_fn leaf, const void *ud,
+                            size_t *n) {
+  rg_variable **rev = rgk_alloc((size_t)(nout ? nout : 1) * sizeof *rev);
+  for (int k = 0; k < nout; k++) rev[k] = outputs[nout - 1 - k];
+  return postorder(nout, rev, leaf, ud, n);
+}
+
 /* ------------------------------------------------------------------ ancestors */
 
 rg_variable **rg_ancestors(int n, rg_variable *const *vars, int nblock,

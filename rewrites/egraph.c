@@ -674,12 +674,19 @@ static uint32_t add_leaf(rg_egraph *eg, rg_variable *v) {
   return c;
 }
 
+/* Whether v has a class already: the walks adding a term stop there (a
+ * rule's answer is mostly the graph's, and sorting all of it for every
+ * answer made a rule's pass quadratic, past any time limit). */
+static bool has_class(const rg_variable *v, const void *eg) {
+  return var_class((rg_egraph *)eg, (rg_variable *)v) != EG_NONE;
+}
+
 uint32_t eg_add_var(rg_egraph *eg, rg_variable *v) {
   uint32_t c = var_class(eg, v);
   if (c != EG_NONE) return c;
   if (!v->owner) return add_leaf(eg, v);
   size_t n;
-  rg_node **order = rg_toposort(0, NULL, 1, &v, &n);
+  rg_node **order = rg_toposort_above(1, &v, has_class, eg, &n);
   for (size_t i = 0; i < n; i++) {
     rg_node *node = order[i];
     for (int j = 0; j < node->nin; j++)
@@ -696,7 +703,7 @@ uint32_t eg_lookup_var(rg_egraph *eg, rg_variable *v) {
   uint32_t c = var_class(eg, v);
   if (c != EG_NONE || !v->owner) return c;
   size_t n;
-  rg_node **order = rg_toposort(0, NULL, 1, &v, &n);
+  rg_node **order = rg_toposort_above(1, &v, has_class, eg, &n);
   uint32_t small[16];
   for (size_t i = 0; i < n; i++) {
     rg_node *node = order[i];

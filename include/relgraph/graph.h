@@ -814,6 +814,11 @@ size_t rg_memo_size(const rg_memo *m);
  * any depth. */
 rg_node **rg_toposort(int nin, rg_variable *const *inputs, int nout, rg_variable *const *outputs,
                       size_t *n);
+/* rg_toposort where the leaves are the variables for which leaf(v, ud)
+ * holds: the walk costs what lies above them (adding a term to a structure
+ * that holds most of its graph already). */
+rg_node **rg_toposort_above(int nout, rg_variable *const *outputs,
+                            bool (*leaf)(const rg_variable *v, const void *ud), const void *ud, size_t *n);
 /* Every variable the given ones depend on, themselves included, stopping
  * at blockers; inputs of a node before its outputs. */
 rg_variable **rg_ancestors(int n, rg_variable *const *vars, int nblock,
