@@ -33,7 +33,10 @@ static rg_goal *compile_goal(cc *k, scope *sc, rg_term form);
 
 /* ------------------------------------------------------------------ helpers */
 
-const char *rgk_where(rg_interp *I, rg_term form) { return rgk_srcmap_where(I->map, form); }
+const char *rgk_where(rg_interp *I, rg_term form) {
+  const char *w = rgk_srcmap_where(I->map, form);
+  return w ? w : rgk_srcmap_where(I->wmap, form);
+}
 
 static const char *where(cc *k) {
   const char *w = rgk_where(k->I, k->where_form);

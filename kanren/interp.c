@@ -364,8 +364,8 @@ static int exec_form(rg_interp *I, rg_term form) {
   return eval_top(I, form) ? RG_OK : status_of(I);
 }
 
-static int load_text(rg_interp *I, const char *name, const char *text, size_t len) {
-  rg_reader *R = rgk_reader_new(I->C, name, text, len, I->map);
+static int load_text(rg_interp *I, const char *name, const char *text, size_t len, rgk_srcmap *map) {
+  rg_reader *R = rgk_reader_new(I->C, name, text, len, map);
   rg_term form;
   int rc;
   rg_term outer = I->top_form;
@@ -382,7 +382,7 @@ static int load_text(rg_interp *I, const char *name, const char *text, size_t le
 
 int rg_interp_load_string(rg_interp *I, const char *name, const char *text) {
   rg_clear_error(I->C);
-  return load_text(I, name, text, strlen(text));
+  return load_text(I, name, text, strlen(text), I->wmap);
 }
 
 /* The text of a file, or of standard input for "-"; NULL (errno set) if
@@ -408,7 +408,7 @@ int rg_interp_load_file(rg_interp *I, const char *path) {
   char *dircopy = rgk_strdup(path);
   I->dir = std_in ? saved : rgk_strdup(dirname(dircopy));
   I->load_depth++;
-  int rc = load_text(I, std_in ? "<stdin>" : path, text, len);
+  int rc = load_text(I, std_in ? "<stdin>" : path, text, len, I->map);
   I->load_depth--;
   I->dir = saved;
   return rc;
@@ -420,11 +420,12 @@ rg_interp *rg_interp_new(rg_ctx *C) {
   rg_interp *I = rgk_alloc(sizeof *I);
   I->C = C;
   I->out = stdout;
-  I->map = rgk_srcmap_new(true);
+  I->map = rgk_srcmap_new(false);
+  I->wmap = rgk_srcmap_new(true);
   rgk_install_prims(I);
   rgk_install_builtins(I);
   I->compiling_lib = true;
-  int rc = load_text(I, "<prelude>", rgk_prelude_text, strlen(rgk_prelude_text));
+  int rc = load_text(I, "<prelude>", rgk_prelude_text, strlen(rgk_prelude_text), I->map);
   I->compiling_lib = false;
   if (rc != RG_OK) {
     fprintf(stderr, "relgraph: the relations prelude failed to load: %s\n", rg_errmsg(C));
@@ -439,7 +440,7 @@ void rg_interp_set_run_opts(rg_interp *I, const rg_run_opts *opts) { I->opts = o
 
 rg_term rg_interp_eval_string(rg_interp *I, const char *text) {
   rg_clear_error(I->C);
-  rg_reader *R = rgk_reader_new(I->C, "<eval>", text, strlen(text), I->map);
+  rg_reader *R = rgk_reader_new(I->C, "<eval>", text, strlen(text), I->wmap);
   rg_term form;
   int rc = rg_reader_next(R, &form);
   if (rc < 0) return NULL;

@@ -556,10 +556,10 @@ rgk_state *rgk_query_next_state(rg_query *Q);
 
 /* ------------------------------------------------------------------ source positions */
 
-/* Positions of lists read from source text, keyed by the pair.  One map is
- * shared by every reader of an interpreter, so compiled code can name the
- * file, line and column of any form it came from; that map is weak (a form
- * collected leaves it), a reader's own map is not. */
+/* Positions of lists read from source text, keyed by the pair.  The maps
+ * of an interpreter are shared by its readers, so compiled code can name
+ * the file, line and column of any form it came from.  A weak map drops a
+ * form once it is collected; a strong one keeps it. */
 typedef struct rgk_srcmap rgk_srcmap;
 rgk_srcmap *rgk_srcmap_new(bool weak);
 /* Records a pair just made (one the map does not hold: the reader puts
@@ -590,7 +590,12 @@ struct rg_interp {
   FILE *out;
   rg_run_opts opts;
   int64_t passed, failed;
-  rgk_srcmap *map;
+  rgk_srcmap *map;       /* positions of what files (and the prelude) hold */
+  rgk_srcmap *wmap;      /* of text given as strings: weak, so that a
+                          * long-lived interpreter evaluating strings keeps
+                          * no form it read (a weak entry costs the collector
+                          * a link, which would make loading a large file
+                          * several times slower) */
   const char *dir;      /* directory of the file being loaded, for load */
   rg_term top_form;     /* the top-level form being run: the place of errors
                            in parts with no position of their own (a symbol) */

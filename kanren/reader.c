@@ -19,8 +19,8 @@
 
 typedef struct srcpos { const char *file; uint32_t line, col; } srcpos;
 
-/* Open addressing on the pair's address.  A weak map (the interpreter's,
- * which lives as long as it does) holds its keys hidden from the collector,
+/* Open addressing on the pair's address.  A weak map (an interpreter's
+ * for text given as strings) holds its keys hidden from the collector,
  * each slot registered as a disappearing link, so that a form nobody else
  * holds is collected and its slot cleared: a long-lived interpreter that
  * evaluates strings keeps no form it read.  Cleared slots are holes inside

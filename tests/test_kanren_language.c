@@ -456,11 +456,11 @@ static void test_eval_string_keeps_no_forms(void **st) {
 #else
   rg_interp *I = rg_interp_new(C);
   rg_interp_set_output(I, NULL);
-  size_t prelude = rgk_srcmap_count(I->map);
+  size_t prelude = rgk_srcmap_count(I->wmap);
   const char *text = "(car (cdr '(1 2 3 4 5 6 7 8 (9 10))))";
   for (int i = 0; i < 20000; i++) assert_string_equal(rg_to_string(rg_interp_eval_string(I, text)), "2");
   rg_gc_collect();
-  assert_true(rgk_srcmap_count(I->map) < prelude + 1000); /* 240000 were read */
+  assert_true(rgk_srcmap_count(I->wmap) < prelude + 1000); /* 240000 were read */
   /* positions are still known for forms that are kept: a relation's body */
   assert_null(rg_interp_eval_string(I, "(begin (defrel (r x) (== x 1) (nosuch x)) 1)"));
   assert_non_null(strstr(rg_errmsg(C), "<eval>:1:"));

@@ -68,7 +68,8 @@ static inline rg_interp *fuzz_interp(void) {
   *I = *fuzz_base_interp;
   I->C = fuzz_ctx();
   memset(&I->user, 0, sizeof I->user);
-  I->map = rgk_srcmap_new(true);
+  I->map = rgk_srcmap_new(false);
+  I->wmap = rgk_srcmap_new(true);
   I->out = NULL;
   I->passed = I->failed = 0;
   I->dir = NULL;
