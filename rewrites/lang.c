@@ -46,7 +46,11 @@ static int rule_err(rg_interp *I, rg_term form, int code, const char *fmt, ...) 
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   const char *w = rg_interp_where(I, form);
-  return rg_error(rg_interp_ctx(I), code, "%s%s%s", w ? w : "", w ? ": " : "", msg);
+  /* the rule's name, unless the message gives it already */
+  rg_term name = rg_is_pair(form) && rg_is_pair(rg_cdr(form)) ? rg_car(rg_cdr(form)) : RG_NIL;
+  const char *who = rg_kind_of(name) == RG_K_SYMBOL && strncmp(msg, "rule ", 5)
+                        ? rgr_sprintf("rule %s: ", rg_symbol_name(name)) : "";
+  return rg_error(rg_interp_ctx(I), code, "%s%s%s%s", w ? w : "", w ? ": " : "", who, msg);
 }
 
 /* ------------------------------------------------------------------ options */
@@ -78,6 +82,9 @@ static int parse_opts(rg_interp *I, rg_term form, rg_term rest, rule_opts *o) {
     if (!rg_is_pair(rg_cdr(rest))) return rule_err(I, form, RG_ERR_SYNTAX, "%s needs a value", k);
     rg_term v = rg_car(rg_cdr(rest));
     rest = rg_cdr(rest);
+    if ((!strcmp(k, ":tags") && o->tags != RG_NIL) || (!strcmp(k, ":tracks") && o->tracks != RG_NIL) ||
+        (!strcmp(k, ":when") && o->has_when) || (!strcmp(k, ":shared") && o->has_shared))
+      return rule_err(I, form, RG_ERR_SYNTAX, "%s given twice", k); /* the first would be lost */
     if (!strcmp(k, ":tags") || !strcmp(k, ":tracks")) {
       if (rg_list_length(v) < 0) return rule_err(I, form, RG_ERR_SYNTAX, "%s needs a list", k);
       for (rg_term l = v; rg_is_pair(l); l = rg_cdr(l))
@@ -227,6 +234,11 @@ static int defrule(rg_interp *I, rg_term form, void *ud) {
   if (rg_list_length(form) < 3 || rg_kind_of(rg_car(rg_cdr(form))) != RG_K_SYMBOL)
     return rule_err(I, form, RG_ERR_SYNTAX, "defrule needs a name and a rule: (defrule NAME (in out) goal ...)");
   const char *name = rg_symbol_name(rg_car(rg_cdr(form)));
+  /* a name is a tag: one the query language reads as something else
+   * (db.c: +T, -T, &T, DB:WORD, none) could not be selected */
+  if (strchr("+-&", name[0]) || strchr(name, ':') || !strcmp(name, "none"))
+    return rule_err(I, form, RG_ERR_SYNTAX, "a query could not name it (+, -, & begin query words, "
+                    "':' names a database, 'none' selects nothing)");
   rg_term spec = rg_car(rg_cdr(rg_cdr(form)));
   rule_opts o;
   int rc = parse_opts(I, form, rg_cdr(rg_cdr(rg_cdr(form))), &o);
