@@ -594,75 +594,6 @@ static bool within(const rg_tensor *v, const rg_tensor *t) {
   return (const char *)v->data >= lo && (const char *)v->data < hi;
 }
 
-/* The byte offsets of t's elements from its data pointer, sorted. */
-static int cmp_i64(const void *x, const void *y) {
-  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-  return (a > b) - (a < b);
-}
-
-static int64_t *element_offsets(const rg_tensor *t, int64_t n) {
-  int64_t *o = malloc((size_t)n * sizeof *o), idx[RG_MAX_NDIM] = {0};
-  if (!o) return NULL;
-  for (int64_t e = 0; e < n; e++) {
-    int64_t off = 0;
-    for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
-    o[e] = off;
-    for (int d = t->ndim - 1; d >= 0 && ++idx[d] == t->shape[d]; d--) idx[d] = 0;
-  }
-  qsort(o, (size_t)n, sizeof *o, cmp_i64);
-  return o;
-}
-
-static int64_t gcd64(int64_t a, int64_t b) {
-  a = a < 0 ? -a : a, b = b < 0 ? -b : b;
-  while (b) { int64_t r = a % b; a = b, b = r; }
-  return a;
-}
-
-#define OVERLAP_EXACT_MAX (1 << 20) /* elements compared one by one, at most */
-
-/* Whether a and b share bytes of one storage (views of one array): their
- * byte ranges meet and, where the strides could keep the elements apart
- * (the columns of a matrix, the even and odd elements of a vector), they
- * do not.  Views too large to compare element by element count as
- * sharing when the strides cannot tell. */
-static bool tensors_overlap(const rg_tensor *a, const rg_tensor *b) {
-  int64_t na = rg_tensor_numel(a), nb = rg_tensor_numel(b);
-  if (!a || !b || a->storage != b->storage || !na || !nb) return false;
-  const char *lo[2], *hi[2];
-  const rg_tensor *t[2] = {a, b};
-  int64_t g = 0, size = (int64_t)rg_dtype_size(a->dtype);
-  for (int k = 0; k < 2; k++) {
-    lo[k] = hi[k] = t[k]->data;
-    for (int d = 0; d < t[k]->ndim; d++) {
-      int64_t span = (t[k]->shape[d] - 1) * t[k]->strides[d];
-      if (span < 0) lo[k] += span;
-      else hi[k] += span;
-      if (t[k]->shape[d] > 1) g = gcd64(g, t[k]->strides[d]);
-    }
-    hi[k] += rg_dtype_size(t[k]->dtype);
-  }
-  if (!(lo[0] < hi[1] && lo[1] < hi[0])) return false;
-  /* every difference of two element addresses is the data pointers'
-   * difference plus a multiple of g */
-  int64_t diff = (int64_t)(a->data - b->data);
-  if (g > 0 && a->dtype == b->dtype) {
-    int64_t r = ((diff % g) + g) % g;
-    if (r >= size && g - r >= size) return false;
-  }
-  if (na + nb > OVERLAP_EXACT_MAX || a->dtype != b->dtype) return true;
-  int64_t *oa = element_offsets(a, na), *ob = element_offsets(b, nb);
-  bool meet = !oa || !ob;
-  for (int64_t i = 0, j = 0; !meet && i < na && j < nb;) {
-    int64_t x = oa[i] + diff, y = ob[j]; /* offsets from b's data pointer */
-    if (x < y + size && y < x + size) meet = true;
-    else if (x < y) i++;
-    else j++;
-  }
-  free(oa), free(ob);
-  return meet;
-}
-
 int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *const *outputs) {
   if (!f) return RG_ERR_TYPE;
   f->err[0] = 0;
@@ -677,7 +608,7 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
       if (outputs[k]->storage == outputs[j]->storage && outputs[k]->data == outputs[j]->data)
         return ferr(f, RG_ERR_TYPE, "outputs %d and %d are given the same tensor to write into", k, j);
     for (int i = 0; i < f->nin; i++) /* a kernel would read what it overwrites */
-      if (tensors_overlap(outputs[j], inputs[i]))
+      if (rg_tensor_overlap(outputs[j], inputs[i]))
         return ferr(f, RG_ERR_TYPE, "output %d is given memory of input %d to write into: the targets must not "
                     "overlap the inputs", j, i);
     into[j] = outputs[j];

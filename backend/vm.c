@@ -400,14 +400,6 @@ static int finish_into(rgb_program *p, rg_tensor *const *into, rg_tensor **refs)
   return 0;
 }
 
-/* Takes the caller's tensor t (wrapped as w) back out of output j's cell:
- * w itself, or any other header over t's memory a kernel left there (a
- * Scan's trace hands out a view of its buffer), so that no later call
- * writes into the caller's memory or reads it. */
-static void unbind_target(rgb_program *p, int j, rg_tensor *w, const rg_tensor *t) {
-  rgb_program_unbind_output(p, j, w, t ? t->data : NULL);
-}
-
 int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *const *into,
                          rg_tensor **refs) {
   p->rt->errcode = 0;
@@ -424,7 +416,8 @@ int rgb_program_run_into(rgb_program *p, rg_tensor *const *inputs, rg_tensor *co
   }
   if (rc == 0) rc = p->lazy ? run_stack(p, p->out_cells, p->nout) : run_loop(p);
   if (rc == 0) rc = finish_into(p, into, refs);
-  for (int32_t j = 0; j < p->nout; j++) unbind_target(p, j, wrap[j], into[j]);
+  /* the caller's memory leaves the cells: no later call writes or reads it */
+  for (int32_t j = 0; j < p->nout; j++) rgb_program_unbind_output(p, j, wrap[j], into[j] ? into[j]->data : NULL);
   if (p->lazy && p->rt->use_pool) release_all(p);
   release_input_views(p);
   unbind_inputs(p);

@@ -306,12 +306,19 @@ static int pprint_named(FILE *f, int n, rg_variable *const *vars, int nin, rg_va
 
 int rg_pprint(FILE *f, int n, rg_variable *const *vars) { return pprint_named(f, n, vars, 0, NULL, NULL); }
 
-char *rg_pprint_str(rg_variable *v) {
+/* One value as collected text, without the last newline: pprint's lines
+ * (max_depth 0), or one line down to max_depth levels. */
+static char *value_text(rg_variable *v, int max_depth) {
   if (!v) return rgk_strdup("<NULL>");
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  rg_pprint(f, 1, &v);
+  if (max_depth) {
+    pp p = {.f = f, .bound = rg_memo_new(), .labels = rg_memo_new(), .max_depth = max_depth};
+    print_line(&p, v, false);
+  } else {
+    rg_pprint(f, 1, &v);
+  }
   fclose(f);
   if (len && buf[len - 1] == '\n') len--;
   char *s = rgk_strndup(buf, len);
@@ -319,18 +326,8 @@ char *rg_pprint_str(rg_variable *v) {
   return s;
 }
 
-char *rg_pprint_brief(rg_variable *v, int depth) {
-  if (!v) return rgk_strdup("<NULL>");
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  pp p = {.f = f, .bound = rg_memo_new(), .labels = rg_memo_new(), .max_depth = depth > 0 ? depth : 1};
-  print_line(&p, v, false);
-  fclose(f);
-  char *s = rgk_strndup(buf, len);
-  free(buf);
-  return s;
-}
+char *rg_pprint_str(rg_variable *v) { return value_text(v, 0); }
+char *rg_pprint_brief(rg_variable *v, int depth) { return value_text(v, depth > 0 ? depth : 1); }
 
 int rg_fgraph_pprint(FILE *f, rg_fgraph *fg) { return rg_pprint(f, fg->nout, fg->outputs); }
 

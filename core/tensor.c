@@ -431,6 +431,66 @@ static char *iter_next(iter *it) {
   return cur;
 }
 
+/* ------------------------------------------------------------------ overlap */
+
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* The byte offsets of t's elements from its data pointer, sorted. */
+static int64_t *element_offsets(const rg_tensor *t, int64_t n) {
+  int64_t *o = rg_malloc((size_t)n * sizeof *o);
+  if (!o) return NULL;
+  iter it;
+  iter_init(&it, t);
+  for (int64_t e = 0; e < n; e++) o[e] = iter_next(&it) - t->data;
+  qsort(o, (size_t)n, sizeof *o, cmp_i64);
+  return o;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  a = a < 0 ? -a : a, b = b < 0 ? -b : b;
+  while (b) {
+    int64_t r = a % b;
+    a = b, b = r;
+  }
+  return a;
+}
+
+#define OVERLAP_EXACT_MAX (1 << 20) /* elements compared one by one, at most */
+
+bool rg_tensor_overlap(const rg_tensor *a, const rg_tensor *b) {
+  if (!a || !b || a->storage != b->storage) return false;
+  int64_t lo[2], hi[2], na = rg_tensor_numel(a), nb = rg_tensor_numel(b), g = 0;
+  bool empty[2];
+  const rg_tensor *t[2] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    extent(t[k], t[k]->ndim, t[k]->shape, t[k]->strides, &lo[k], &hi[k], &empty[k]);
+    for (int d = 0; d < t[k]->ndim; d++)
+      if (t[k]->shape[d] > 1) g = gcd64(g, t[k]->strides[d]);
+  }
+  int64_t diff = (int64_t)(a->data - b->data); /* a's element 0 from b's */
+  if (empty[0] || empty[1] || !(diff + lo[0] < hi[1] && lo[1] < diff + hi[0])) return false;
+  /* every difference of two element addresses is diff plus a multiple of g */
+  int64_t size = (int64_t)rg_dtype_size(a->dtype);
+  if (g > 0 && a->dtype == b->dtype) {
+    int64_t r = ((diff % g) + g) % g;
+    if (r >= size && g - r >= size) return false;
+  }
+  if (na + nb > OVERLAP_EXACT_MAX || a->dtype != b->dtype) return true;
+  int64_t *oa = element_offsets(a, na), *ob = element_offsets(b, nb);
+  bool meet = !oa || !ob;
+  for (int64_t i = 0, j = 0; !meet && i < na && j < nb;) {
+    int64_t x = oa[i] + diff, y = ob[j]; /* offsets from b's data pointer */
+    if (x < y + size && y < x + size) meet = true;
+    else if (x < y) i++;
+    else j++;
+  }
+  rg_free(oa), rg_free(ob);
+  return meet;
+}
+
 static rg_tensor *on_host_then_back(const rg_tensor *t, rg_dtype dt);
 
 rg_tensor *rg_tensor_copy(const rg_tensor *t) {

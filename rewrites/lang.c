@@ -200,7 +200,7 @@ static rg_rewriter *relation_rule(rg_interp *I, rg_term form, const char *name, 
   rg_ctx *C = rg_interp_ctx(I);
   if (rg_list_length(params) != 2)
     return rule_err(I, form, RG_ERR_SYNTAX, "a relational rule needs two parameters (in out)"), NULL;
-  if (o->body == RG_NIL) return rule_err(I, form, RG_ERR_SYNTAX, "rule %s has no goal", name), NULL;
+  if (o->body == RG_NIL) return rule_err(I, form, RG_ERR_SYNTAX, "it has no goal"), NULL;
   rg_term rel = rg_interp_lambda(I, rg_symbol(name), params, o->body, form);
   if (!rel) return NULL;
   rg_rewriter *rw = rg_relation_rule(C, name, rel, false, o->flags);
@@ -243,10 +243,10 @@ static int defrule(rg_interp *I, rg_term form, void *ud) {
   rule_opts o;
   int rc = parse_opts(I, form, rg_cdr(rg_cdr(rg_cdr(form))), &o);
   if (rc) return rc;
-  if (!rg_is_pair(spec)) return rule_err(I, form, RG_ERR_SYNTAX, "rule %s: expected (in out), (pattern ...), (subst ...) or (remove ...)", name);
+  if (!rg_is_pair(spec)) return rule_err(I, form, RG_ERR_SYNTAX, "expected (in out), (pattern ...), (subst ...) or (remove ...)");
   rg_term head = rg_car(spec);
   if (head != sym("pattern") && (o.has_when || o.has_shared))
-    return rule_err(I, form, RG_ERR_SYNTAX, "rule %s: %s is an option of pattern rules%s", name,
+    return rule_err(I, form, RG_ERR_SYNTAX, "%s is an option of pattern rules%s",
                     o.has_when ? ":when" : ":shared",
                     o.has_when && head != sym("subst") && head != sym("remove")
                         ? " (a relational rule states its conditions as goals)" : "");
@@ -256,7 +256,7 @@ static int defrule(rg_interp *I, rg_term form, void *ud) {
   else rw = relation_rule(I, form, name, spec, &o);
   if (!rw) return rg_errcode(rg_interp_ctx(I)) ? rg_errcode(rg_interp_ctx(I)) : RG_ERR;
   if (o.body != RG_NIL && (head == sym("pattern") || head == sym("subst") || head == sym("remove")))
-    return rule_err(I, form, RG_ERR_SYNTAX, "rule %s: unexpected forms after the rule", name);
+    return rule_err(I, form, RG_ERR_SYNTAX, "unexpected forms after the rule");
   if (o.tracks != RG_NIL) apply_tracks(I, form, rw, o.tracks);
   return add_rule(rs, rw, tags_str(o.tags));
 }

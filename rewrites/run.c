@@ -95,8 +95,6 @@ const char *rgr_show_term(rg_term t) {
   return strlen(s) > SHOW_TERM_MAX ? rgr_sprintf("%.*s ...", SHOW_TERM_MAX, s) : s;
 }
 
-static const char *show(rg_variable *v) { return rgr_show(v); }
-
 /* Appends a trace entry: rule rw rewrote node_id from before to new_. */
 static rgr_event *trace_event(rg_rewrite_run *run, const rg_rewriter *rw, uint64_t node_id,
                               const char *before, rg_variable *new_) {
@@ -105,7 +103,7 @@ static rgr_event *trace_event(rg_rewrite_run *run, const rg_rewriter *rw, uint64
   e->node_id = node_id;
   e->output = -1;
   e->before = before;
-  e->after = show(new_);
+  e->after = rgr_show(new_);
   e->subst = run->subst;
   append_event(&run->events, &run->last_event, e);
   return e;
@@ -115,7 +113,7 @@ void rgr_trace_merge(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *client
                      rg_variable *old, rg_variable *new_) {
   if (!run->opts.trace) return;
   rg_node *gone = old->owner ? old->owner : client;
-  rgr_event *e = trace_event(run, rw, gone ? gone->id : 0, show(old), new_);
+  rgr_event *e = trace_event(run, rw, gone ? gone->id : 0, rgr_show(old), new_);
   if (!gone) e->output = index; /* an output of the graph changed, no node */
   e->subst = new_->owner ? rgr_sprintf("the same value as node %llu", (unsigned long long)new_->owner->id)
                          : "an equal constant";
@@ -126,7 +124,7 @@ void rgr_record(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, int n
                 rg_node *const *created) {
   run->rewrites++;
   const char *before = NULL;
-  if (run->opts.trace || run->opts.provenance) before = show(olds[0]);
+  if (run->opts.trace || run->opts.provenance) before = rgr_show(olds[0]);
   if (run->opts.trace) {
     rgr_event *e = trace_event(run, rw, node->id, before, news[0]);
     e->created = rg_gc_alloc((size_t)(ncreated ? ncreated : 1) * sizeof *e->created);
@@ -166,8 +164,8 @@ void rgr_reject(rg_rewrite_run *run, const rg_rewriter *rw, rg_node *node, rg_va
   e->output = -1;
   e->rule = rw->name;
   e->node_id = node ? node->id : 0;
-  e->before = show(old);
-  e->after = show(new_);
+  e->before = rgr_show(old);
+  e->after = rgr_show(new_);
   e->subst = run->subst;
   e->why = rgr_sprintf("%s", rg_errmsg(run->C));
   if (k < RGR_MAX_REJECTS) append_event(&run->rejects, &run->last_reject, e);

@@ -221,6 +221,31 @@ static void test_tensor_views_share_storage(void **st) {
 static int released;
 static void on_release(void *base, void *ud) { released += *(int *)ud; }
 
+/* rg_tensor_overlap: views of one array share bytes when their elements
+ * meet, not when their byte ranges merely interleave. */
+static void test_tensor_overlap(void **st) {
+  (void)st;
+  int64_t s[2] = {4, 3}, four = 4, six = 6;
+  rg_tensor *m = rg_tensor_new(RG_FLOAT64, 2, s), *other = rg_tensor_new(RG_FLOAT64, 2, s);
+  rg_tensor *c0 = rg_tensor_view(m, 1, &four, (int64_t[]){24}, 0), *c1 = rg_tensor_view(m, 1, &four, (int64_t[]){24}, 8);
+  rg_tensor *mt = rg_tensor_view(m, 2, (int64_t[]){3, 4}, (int64_t[]){8, 24}, 0);
+  rg_tensor *even = rg_tensor_view(m, 1, &six, (int64_t[]){16}, 0), *odd = rg_tensor_view(m, 1, &six, (int64_t[]){16}, 8);
+  rg_tensor *row1 = rg_tensor_view(m, 1, (int64_t[]){3}, (int64_t[]){8}, 24);
+  rg_tensor *rev1 = rg_tensor_view(m, 1, (int64_t[]){3}, (int64_t[]){-8}, 40);
+  rg_tensor *empty = rg_tensor_view(m, 1, (int64_t[]){0}, (int64_t[]){8}, 0);
+  assert_true(rg_tensor_overlap(m, m) && rg_tensor_overlap(m, mt) && rg_tensor_overlap(c0, m));
+  assert_false(rg_tensor_overlap(c0, c1));
+  assert_false(rg_tensor_overlap(even, odd));
+  assert_true(rg_tensor_overlap(even, c0)); /* element 0 */
+  assert_true(rg_tensor_overlap(row1, rev1));
+  assert_true(rg_tensor_overlap(c1, row1)); /* element (1, 1) */
+  assert_true(rg_tensor_overlap(c0, row1)); /* element (1, 0) */
+  assert_false(rg_tensor_overlap(m, other));
+  assert_false(rg_tensor_overlap(m, empty));
+  rg_tensor *ts[] = {m, other, c0, c1, mt, even, odd, row1, rev1, empty};
+  for (size_t k = 0; k < sizeof ts / sizeof *ts; k++) rg_tensor_free(ts[k]);
+}
+
 static void test_tensor_wrap_and_cast(void **st) {
   static double ext[4] = {1.5, -2.5, 3.0, NAN};
   int one = 1;
@@ -278,6 +303,7 @@ int main(void) {
       cmocka_unit_test(test_types),
       cmocka_unit_test(test_tensor_new_and_access),
       cmocka_unit_test(test_tensor_views_share_storage),
+      cmocka_unit_test(test_tensor_overlap),
       cmocka_unit_test(test_tensor_wrap_and_cast),
       cmocka_unit_test(test_tensor_print_shapes),
   };

@@ -434,7 +434,7 @@ static void test_bad_rule_files(void **st) {
       {"(defrule r (pattern (exp ?x) (log ?x))", "unterminated list"},
       {"(defrule r (pattern (exp ?x) (log ?y)))", "?y appears in the result but not in the pattern"},
       {"(defrule r (subst exp frobnicate))", "unknown op 'frobnicate'"},
-      {"(defrule r (in out))", "rule r has no goal"},
+      {"(defrule r (in out))", "rule r: it has no goal"},
       {"(defrule r (pattern ?x (log ?x)))", "the pattern must be an expression"},
       {"(defrule r (pattern (exp ?x) ?x) :colour blue)", "unknown rule option :colour"},
       {"(defrule (pattern (exp ?x) ?x))", "defrule needs a name"},
