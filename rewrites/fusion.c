@@ -88,23 +88,25 @@ static bool inner_constant(const rg_variable *v) { return rg_is_constant(v) && v
  *    and "grouped earlier" are one probe, with no table per group;
  *  - `clear` maps each value found independent of a group (independent())
  *    to that group's number;
- *  - `seen` maps each node a search visited to the number of the last
- *    search that did, so a search starts by taking a fresh number and
- *    nothing is cleared between searches;
+ *  - `seen` and `seen_back` map each node a search visited (forwards,
+ *    backwards) to the number of the last search that did, so a search
+ *    starts by taking a fresh number and nothing is cleared between
+ *    searches;
  *  - `inputs` maps each value entering a group from outside to that
  *    group's number (0 once a member computes it), so a group's inputs
  *    are counted as it grows;
- *  - `stack` is the searches' work list. */
+ *  - `stack` and `stack_back` are the searches' work lists. */
 typedef struct scratch {
-  rg_map group_of, clear, seen, inputs;
-  rg_ptrs stack;
+  rg_map group_of, clear, seen, seen_back, inputs;
+  rg_ptrs stack, stack_back;
   uint64_t ngroups, nsearches;
 } scratch;
 
 static void scratch_init(scratch *s, size_t nodes) {
-  *s = (scratch){.stack = {.a = &rg_heap_abort}};
+  *s = (scratch){.stack = {.a = &rg_heap_abort}, .stack_back = {.a = &rg_heap_abort}};
   if (rg_map_init(&s->group_of, &rg_heap_abort, nodes) || rg_map_init(&s->clear, &rg_heap_abort, 16) ||
-      rg_map_init(&s->seen, &rg_heap_abort, 64) || rg_map_init(&s->inputs, &rg_heap_abort, 64))
+      rg_map_init(&s->seen, &rg_heap_abort, 64) || rg_map_init(&s->seen_back, &rg_heap_abort, 64) ||
+      rg_map_init(&s->inputs, &rg_heap_abort, 64))
     abort();
 }
 
@@ -112,29 +114,36 @@ static void scratch_free(scratch *s) {
   rg_map_free(&s->group_of);
   rg_map_free(&s->clear);
   rg_map_free(&s->seen);
+  rg_map_free(&s->seen_back);
   rg_map_free(&s->inputs);
   rg_ptrs_free(&s->stack);
+  rg_ptrs_free(&s->stack_back);
 }
 
 static uint64_t key_of(const void *p) { return (uint64_t)(uintptr_t)p; }
 
-/* Starts a search: an empty work list and a fresh number. */
+/* Starts a search: empty work lists and a fresh number. */
 static void search_start(scratch *s) {
-  s->stack.n = 0;
+  s->stack.n = s->stack_back.n = 0;
   s->nsearches++;
 }
 
-/* True the first time the current search reaches u (and marks it). */
-static bool first_visit(scratch *s, const rg_node *u) {
+/* True the first time the current search reaches u in `seen` (and marks
+ * it). */
+static bool first_visit_in(rg_map *seen, uint64_t search, const rg_node *u) {
   bool fresh;
-  rg_map_entry *e = rg_map_slot(&s->seen, key_of(u), s->nsearches, &fresh);
-  if (!fresh && e->val == s->nsearches) return false;
-  e->val = s->nsearches;
+  rg_map_entry *e = rg_map_slot(seen, key_of(u), search, &fresh);
+  if (!fresh && e->val == search) return false;
+  e->val = search;
   return true;
 }
 
-static void push_node(scratch *s, rg_node *u) { (void)rg_ptrs_push(&s->stack, u); /* aborts when out of memory */ }
-static rg_node *pop_node(scratch *s) { return s->stack.n ? s->stack.v[--s->stack.n] : NULL; }
+static bool first_visit(scratch *s, const rg_node *u) { return first_visit_in(&s->seen, s->nsearches, u); }
+
+static void push_on(rg_ptrs *stack, rg_node *u) { (void)rg_ptrs_push(stack, u); /* aborts when out of memory */ }
+static rg_node *pop_from(rg_ptrs *stack) { return stack->n ? stack->v[--stack->n] : NULL; }
+static void push_node(scratch *s, rg_node *u) { push_on(&s->stack, u); }
+static rg_node *pop_node(scratch *s) { return pop_from(&s->stack); }
 
 /* The number of the group holding n (0: none yet). */
 static uint64_t group_of(const scratch *s, const rg_node *n) {
@@ -160,6 +169,10 @@ typedef struct group {
   int n, cap;
   uint64_t last;
   int nins, nouts;
+  /* every value that entered the group from outside, in the order it
+   * did (those a member computes since stay listed: is_input() tells) */
+  const rg_variable **ins;
+  int nin_seen, cap_ins;
 } group;
 
 static bool member(const group *g, const rg_node *n) { return n && group_of(g->s, n) == g->id; }
@@ -233,10 +246,38 @@ static bool fits(const group *g, const rg_node *n) {
 }
 
 /* Whether a path from p's users outside the group comes back into it.
- * Depth-first over the nodes after p (a client always comes after) and
- * not after the group's last member, so the search stays between the two
- * (a deep graph of many groups is not walked to its end once per
- * producer). */
+ * Two searches, a step of each in turn, and the first to finish answers:
+ * forwards from p's users outside the group, looking for a member; and
+ * backwards from the producers of the group's inputs other than p (such
+ * a path enters the group through one of them), over nodes outside the
+ * group, looking for p.  Both keep between p's order label and the
+ * group's last member's (nothing outside that window is reached from p
+ * and reaches the group), and the shorter decides: in a chain's
+ * gradient, where everything after p leads on for thousands of nodes
+ * before it leaves the window, the group's few inputs answer at once. */
+static bool is_input(const group *g, const rg_variable *x);
+
+/* One step forwards: true when a member is reached. */
+static bool step_forwards(const group *g, rg_node *u) {
+  scratch *s = g->s;
+  if (member(g, u)) return true;
+  if (u->label > g->last || !first_visit(s, u)) return false;
+  for (int o = 0; o < u->nout; o++)
+    for (uint32_t c = 0; c < u->outputs[o]->nclients; c++)
+      if (u->outputs[o]->clients[c].node) push_node(s, u->outputs[o]->clients[c].node);
+  return false;
+}
+
+/* One step backwards: true when p is reached. */
+static bool step_backwards(const group *g, const rg_node *p, rg_node *u) {
+  scratch *s = g->s;
+  if (u == p) return true;
+  if (u->label < p->label || member(g, u) || !first_visit_in(&s->seen_back, s->nsearches, u)) return false;
+  for (int k = 0; k < u->nin; k++)
+    if (u->inputs[k]->owner) push_on(&s->stack_back, u->inputs[k]->owner);
+  return false;
+}
+
 static bool reenters(const group *g, const rg_node *p) {
   scratch *s = g->s;
   search_start(s);
@@ -244,14 +285,18 @@ static bool reenters(const group *g, const rg_node *p) {
     rg_node *u = p->outputs[0]->clients[c].node;
     if (u && !member(g, u)) push_node(s, u);
   }
-  for (rg_node *u; (u = pop_node(s));) {
-    if (member(g, u)) return true;
-    if (u->label > g->last || !first_visit(s, u)) continue;
-    for (int o = 0; o < u->nout; o++)
-      for (uint32_t c = 0; c < u->outputs[o]->nclients; c++)
-        if (u->outputs[o]->clients[c].node) push_node(s, u->outputs[o]->clients[c].node);
+  for (int i = 0; i < g->nin_seen; i++) {
+    const rg_variable *x = g->ins[i];
+    if (x->owner && x->owner != p && is_input(g, x)) push_on(&s->stack_back, x->owner);
   }
-  return false;
+  for (;;) {
+    rg_node *f = pop_node(s), *b = pop_from(&s->stack_back);
+    if (!f && !b) return false;
+    if (f && step_forwards(g, f)) return true;
+    if (!f && !s->stack.n) return false; /* forwards done: nothing comes back */
+    if (b && step_backwards(g, p, b)) return true;
+    if (!b && !s->stack_back.n) return false; /* backwards done: p is no ancestor */
+  }
 }
 
 /* Whether p can fail on its own elements: an integer power (a negative
@@ -271,10 +316,25 @@ static bool may_absorb(const group *g, const rg_node *p) {
   return !reenters(g, p);
 }
 
+/* Lists x among the values that entered the group. */
+static void list_input(group *g, const rg_variable *x) {
+  if (g->nin_seen == g->cap_ins) {
+    int cap = g->cap_ins ? 2 * g->cap_ins : 8;
+    const rg_variable **v = rg_gc_alloc(sizeof *v * (size_t)cap);
+    if (g->nin_seen) memcpy(v, g->ins, sizeof *v * (size_t)g->nin_seen);
+    g->ins = v, g->cap_ins = cap;
+  }
+  g->ins[g->nin_seen++] = x;
+}
+
 static void add_member(group *g, rg_node *n) {
   counts_with(g, n, &g->nins, &g->nouts);
-  for (int k = 0; k < n->nin; k++)
-    if (outer(g, n->inputs[k]) && rg_map_put(&g->s->inputs, key_of(n->inputs[k]), g->id)) abort();
+  for (int k = 0; k < n->nin; k++) {
+    const rg_variable *x = n->inputs[k];
+    if (!outer(g, x) || is_input(g, x)) continue;
+    if (rg_map_put(&g->s->inputs, key_of(x), g->id)) abort();
+    list_input(g, x);
+  }
   if (is_input(g, n->outputs[0]) && rg_map_put(&g->s->inputs, key_of(n->outputs[0]), 0)) abort();
   if (g->n == g->cap) {
     int cap = g->cap ? 2 * g->cap : 8;

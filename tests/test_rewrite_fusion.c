@@ -117,6 +117,40 @@ static void test_no_cycle(void **st) {
   same_values(body);
 }
 
+/* The same through three transposes, with exp also feeding a long
+ * branch of its own that never comes back (the search backwards from the
+ * group's inputs finds exp first): the add stays out of exp's group,
+ * which takes the product and the branch's negation instead. */
+static void test_no_cycle_long_way(void **st) {
+  char body[3072];
+  int k = snprintf(body, sizeof body, "(define e (exp r)) (define d0 ((sum 0) e))");
+  for (int i = 1; i < 40; i++) k += snprintf(body + k, sizeof body - (size_t)k, " (define d%d (neg d%d))", i, i - 1);
+  snprintf(body + k, sizeof body - (size_t)k,
+           " (define t ((dimshuffle 1 0) ((dimshuffle 1 0) ((dimshuffle 1 0) e))))"
+           " (output (add (mul e 2.0) t)) (output d39)");
+  rg_fgraph *fg = fused(body);
+  assert_int_equal(count_op(fg, RG_OP_COMPOSITE), 1);
+  assert_int_equal(count_op(fg, RG_OP_ADD), 1);
+  assert_int_equal(count_op(fg, RG_OP_EXP), 0);
+  same_values(body);
+}
+
+/* The gradient of a chain of 3000 tanh: groups along the chain, values
+ * as unfused. */
+static void test_long_chain_gradient(void **st) {
+  rg_variable *x = rg_input(C, "x", rg_type_new(RG_FLOAT32, 1, (int64_t[]){4})), *h = x;
+  for (int i = 0; i < 3000; i++) h = rg_tanh(h);
+  rg_variable *cost = rg_sum(h, -1, NULL), *g;
+  assert_int_equal(rg_grad(C, cost, 1, &x, NULL, &g), RG_OK);
+  rg_fgraph *fg = rg_fgraph_new(C, 1, &x, 2, (rg_variable *[]){cost, g}, RG_FG_CLONE);
+  rg_fgraph *copy = rg_fgraph_new(C, 1, &x, 2, (rg_variable *[]){cost, g}, RG_FG_CLONE);
+  rg_rewrite_run *r = rg_rewrite(copy, rg_db_query(C, rg_std_db(C), "fast_run"), NULL);
+  assert_int_equal(rg_rewrite_stop(r), RG_STOP_EQUILIBRIUM);
+  assert_true(count_op(copy, RG_OP_COMPOSITE) > 10);
+  assert_int_equal(count_op(copy, RG_OP_TANH), 0);
+  same_values_of(fg, "the gradient of 3000 tanh");
+}
+
 /* Siblings reading one value join its group: four products of a shared
  * derivative with four slices (the LSTM's gate gradients) are one
  * composite of four outputs feeding the join.  A sibling whose other input
@@ -326,6 +360,8 @@ int main(void) {
       cmocka_unit_test(test_shared_intermediate_is_an_output),
       cmocka_unit_test(test_broadcast_producers),
       cmocka_unit_test(test_no_cycle),
+      cmocka_unit_test(test_no_cycle_long_way),
+      cmocka_unit_test(test_long_chain_gradient),
       cmocka_unit_test(test_sibling_consumers),
       cmocka_unit_test(test_join_siblings),
       cmocka_unit_test(test_small_and_unknown_shapes),
