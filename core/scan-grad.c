@@ -272,7 +272,13 @@ static V init_rows(sg *w, rg_scan_kind kind, int k, int64_t M) {
   return kind == RG_SCAN_SIT_SOT ? as_row(init) : rows(init, idx(w->C, 0), idx(w->C, M));
 }
 
-/* Forward states: the rows the steps read, reversed, at taps -1 - k. */
+/* Forward states: the rows the steps read, reversed.  Forward step t
+ * reads tap k of a state at row t + M + k of its initial rows (M of them)
+ * joined with its trace, so backward step b (forward step n - 1 - b) reads
+ * row b - 1 - k of those rows reversed.  A sequence's taps count from its
+ * smallest (rg_scan_tap_min), so the reversed rows start at the smallest
+ * of the offsets, lo = -1 - (the largest tap), which is not 0 when the
+ * state has no tap -1: taps (-3 -2) read rows b + 1 and b + 2. */
 static void state_inputs(sg *w) {
   const rg_scan_info *s = &w->s;
   for (rg_scan_kind kind = RG_SCAN_MIT_SOT; kind <= RG_SCAN_SIT_SOT; kind++)
@@ -287,9 +293,10 @@ static void state_inputs(sg *w) {
         int i = rg_scan_inner_in(s, kind, k, j);
         vpush(&w->b.in_seq, w->vin[i] = fresh(w, w->g->inputs[i]->type));
       }
+      int64_t lo = rg_scan_tap_min(nt, bt);
       V trace = w->src->outputs[rg_scan_outer_out(&w->ts, kind, k)];
       V full = rg_join(0, 2, (V[]){init_rows(w, kind, k, M), trace});
-      add_seq(w, reversed(rows(full, idx(w->C, 0), iplus(w->C, w->n, M - 1))), nt, bt);
+      add_seq(w, reversed(rows(full, idx(w->C, 0), iplus(w->C, w->n, M - 1 - lo))), nt, bt);
     }
 }
 

@@ -501,6 +501,14 @@ static const char *const scan_cases[] = {
     SCAN_G("(input i0 float64 (3 2)) (input a float64 (2)) ",
            "(define f (scan (lambda (p q a) (add (mul p a) (tanh q))) (outputs-info (i0 (taps -3 -1))) "
            "(non-sequences a) (n-steps 6))) (output (sum (mul f f)))"),
+    /* mit-sots without tap -1: the backward step reads each state at its
+     * own row (taps -2; -3 -2), with the non-sequence's gradient needing it */
+    SCAN_G("(input i0 float64 (2)) (input w float64 ()) ",
+           "(define f (scan (lambda (s w) (tanh (mul s w))) (outputs-info (i0 (taps -2))) "
+           "(non-sequences w) (n-steps 5))) (output (sum (mul f f)))"),
+    SCAN_G("(input i0 float64 (3 2)) (input w float64 (2)) ",
+           "(define f (scan (lambda (p q w) (tanh (add (mul p w) (mul q q) 0.1))) (outputs-info (i0 (taps -3 -2))) "
+           "(non-sequences w) (n-steps 6))) (output (sum (mul f f)))"),
     /* sequence taps -1 1 and a second sequence */
     SCAN_G("(input x float64 (9 2)) (input y float64 (7 2)) (input h0 float64 (2)) ",
            "(define hs (scan (lambda (xm xp y_t h) (add (mul h (tanh xm)) (mul xp y_t))) "
