@@ -126,8 +126,16 @@ int rg_verify_grad(rg_ctx *C, int nin, rg_variable *const *inputs, rg_variable *
     return rg_error(C, RG_ERR_TYPE, "verify_grad: the output must be a float value");
   rg_variable **gv = rg_gc_alloc((size_t)(nin > 0 ? nin : 1) * sizeof *gv);
   rg_grad_opts go = {.disconnected = RG_GRAD_DISCONNECTED_ZERO};
-  /* symbolic problems (an op without a gradient) before running anything */
-  if (rg_grad(C, rg_sum(out, -1, NULL), nin, inputs, &go, gv) != RG_OK) return RG_ERR_TYPE;
+  /* symbolic problems (an op without a gradient) before running anything,
+   * unless the output itself cannot be evaluated at the point (values of
+   * other shapes than the graph was built for can fail both ways) */
+  if (rg_grad(C, rg_sum(out, -1, NULL), nin, inputs, &go, gv) != RG_OK) {
+    char *why = rg_gc_sprintf("%s", rg_errmsg(C));
+    rg_tensor *t = output_at(C, nin, inputs, out, values);
+    if (!t && rg_errcode(C) == RG_ERR_EVAL) return RG_ERR_EVAL;
+    rg_tensor_free(t);
+    return rg_error(C, RG_ERR_TYPE, "%s", why);
+  }
   rg_tensor *o0 = output_at(C, nin, inputs, out, values);
   if (!o0) return rg_errcode(C);
   rg_variable *P = projection(C, o0, out->type->dtype, o && o->seed ? o->seed : 0x5eed);
