@@ -294,6 +294,10 @@ static rgk_lambda *compile_lambda_in(cc *k, scope *sc, rg_term name, rg_term par
   bool rest;
   rg_term names = param_names(k, params, &rest);
   if (!names) return NULL;
+  for (rg_term a = names; rgk_is_pair(a); a = rgk_cdr(a))
+    for (rg_term b = rgk_cdr(a); rgk_is_pair(b); b = rgk_cdr(b))
+      if (rgk_car(a) == rgk_car(b))
+        return cerr(k, RG_ERR_SYNTAX, "parameter %s is named twice", rg_to_string(rgk_car(a)));
   scope *inner = scope_new(sc, names, k);
   if (!inner) return NULL;
   rgk_lambda *lam = rgk_alloc(sizeof *lam);
@@ -359,6 +363,7 @@ static rg_term clause_goals(cc *k, scope *sc, rg_term clause) {
 static rg_goal *goal_conde(cc *k, scope *sc, rg_term form) {
   rg_term clauses = rgk_cdr(form);
   int64_t n = rgk_length(clauses);
+  if (n < 0) return cerr(k, RG_ERR_SYNTAX, "improper list in conde");
   if (n < 1) return cerr(k, RG_ERR_SYNTAX, "conde needs at least one clause");
   rg_goal *g = rgk_goal_new(G_CONDE);
   g->n = (uint32_t)n;
@@ -375,6 +380,7 @@ static rg_goal *goal_conde(cc *k, scope *sc, rg_term form) {
 static rg_goal *goal_conda(cc *k, scope *sc, rg_term form, int op) {
   rg_term clauses = rgk_cdr(form);
   int64_t n = rgk_length(clauses);
+  if (n < 0) return cerr(k, RG_ERR_SYNTAX, "improper list in %s", rg_to_string(rgk_car(form)));
   if (n < 1) return cerr(k, RG_ERR_SYNTAX, "%s needs at least one clause", rg_to_string(rgk_car(form)));
   rg_goal *g = rgk_goal_new(op);
   g->n = (uint32_t)n;
@@ -419,6 +425,7 @@ static rg_goal *goal_binding(cc *k, scope *sc, rg_term form, int op) {
 }
 
 static rg_goal *goal_disj(cc *k, scope *sc, rg_term form) {
+  if (rgk_length(rgk_cdr(form)) < 0) return cerr(k, RG_ERR_SYNTAX, "improper list in disj");
   RGK_LOCAL_STACK(cl, 8);
   for (rg_term l = rgk_cdr(form); rgk_is_pair(l); l = rgk_cdr(l)) {
     rg_goal *g = compile_goal(k, sc, rgk_car(l));
@@ -517,6 +524,7 @@ static rg_goal *compile_goal(cc *k, scope *sc, rg_term form) {
 /* ------------------------------------------------------------------ value forms */
 
 static rgk_tx *value_list(cc *k, scope *sc, rg_term items) {
+  if (rgk_length(items) < 0) return cerr(k, RG_ERR_SYNTAX, "improper list in list");
   RGK_LOCAL_STACK(v, 16);
   for (; rgk_is_pair(items); items = rgk_cdr(items)) {
     rgk_tx *t = compile_value(k, sc, rgk_car(items));

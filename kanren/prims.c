@@ -79,6 +79,11 @@ static rg_term p_equal(rg_ctx *C, int n, const rg_term *a, const rgk_tx *t) { re
 static rg_term p_eq(rg_ctx *C, int n, const rg_term *a, const rgk_tx *t) {
   return rg_bool(a[0] == a[1] || (rgk_is_int(a[0]) && rgk_is_int(a[1]) && rg_equal(a[0], a[1])));
 }
+/* eqv?: eq?, and numbers of one kind (both exact or both not) by value. */
+static rg_term p_eqv(rg_ctx *C, int n, const rg_term *a, const rgk_tx *t) {
+  bool same_kind = (rgk_is_int(a[0]) && rgk_is_int(a[1])) || (rgk_is_float(a[0]) && rgk_is_float(a[1]));
+  return rg_bool(a[0] == a[1] || (same_kind && rg_equal(a[0], a[1])));
+}
 static rg_term p_nullp(rg_ctx *C, int n, const rg_term *a, const rgk_tx *t) { return rg_bool(a[0] == RG_NIL); }
 static rg_term p_pairp(rg_ctx *C, int n, const rg_term *a, const rgk_tx *t) { return rg_bool(rgk_is_pair(rgk_as_list(a[0]))); }
 static rg_term p_symbolp(rg_ctx *C, int n, const rg_term *a, const rgk_tx *t) { return rg_bool(rgk_is_symbol(a[0])); }
@@ -169,7 +174,7 @@ static const struct { const char *name; int arity; rgk_prim_fn fn; } prims[] = {
     {"list", -1, p_list}, {"length", 1, p_length}, {"reverse", 1, p_reverse},
     {"append", -1, rgk_prim_append}, {"iota", 1, p_iota}, {"etuple", -1, p_etuple},
     {"eval-etuple", 1, p_eval_etuple}, {"equal?", 2, p_equal}, {"eq?", 2, p_eq},
-    {"eqv?", 2, p_eq}, {"null?", 1, p_nullp}, {"pair?", 1, p_pairp},
+    {"eqv?", 2, p_eqv}, {"null?", 1, p_nullp}, {"pair?", 1, p_pairp},
     {"symbol?", 1, p_symbolp}, {"number?", 1, p_numberp}, {"string?", 1, p_stringp},
     {"not", 1, p_not}, {"+", -1, p_add}, {"-", -1, p_sub}, {"*", -1, p_mul},
     {"/", -1, p_div}, {"<", -1, p_lt}, {">", -1, p_gt}, {"<=", -1, p_le},

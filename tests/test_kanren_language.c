@@ -190,6 +190,9 @@ static void test_eval_and_define(void **st) {
   rg_interp_define(I, "seven", rg_int(7));
   assert_string_equal(tu_eval(I, "(run* (q) (== q seven))"), "(7)");
   assert_string_equal(tu_eval(I, "(list seven 'a)"), "(7 a)");
+  /* eqv? compares numbers of one kind by value, floats too */
+  assert_string_equal(tu_eval(I, "(list (eqv? 2.0 2.0) (eqv? 100000000000000000 100000000000000000) (eqv? 2 2.0) (eq? 'a 'a))"),
+                      "(#t #t #f #t)");
   /* a splice in last place is the tail itself, as Scheme expands it */
   assert_string_equal(tu_eval(I, "(run* (q) (fresh (x) (== q `(1 ,@x))))"), "((1 . _.0))");
   assert_string_equal(tu_eval(I, "`(1 ,@'(2 . 3))"), "(1 2 . 3)");
@@ -416,6 +419,13 @@ static void test_program_errors(void **st) {
   check_program_error("(defrel (f . 1) succeed)", RG_ERR_SYNTAX, "bad parameter list");
   check_program_error("(defrel (f x))", RG_ERR_SYNTAX, "defrel needs (defrel (name arg ...) goal ...)");
   check_program_error("(fact)", RG_ERR_SYNTAX, "fact needs a relation name");
+  /* improper lists where forms take several parts; a parameter named twice */
+  check_program_error("(run* (q) (== q (list 1 . 2)))", RG_ERR_SYNTAX, "<test>:1:17: improper list in list");
+  check_program_error("(run* (q) (disj (== q 1) . 5))", RG_ERR_SYNTAX, "<test>:1:11: improper list in disj");
+  check_program_error("(run* (q) (conde ((== q 1)) . 5))", RG_ERR_SYNTAX, "<test>:1:11: improper list in conde");
+  check_program_error("(run* (q) (conda ((== q 1)) . 5))", RG_ERR_SYNTAX, "<test>:1:11: improper list in conda");
+  check_program_error("(defrel (f x x) (== x 1))", RG_ERR_SYNTAX, "<test>:1:1: parameter x is named twice");
+  check_program_error("(define g (lambda (a b a) succeed))", RG_ERR_SYNTAX, "parameter a is named twice");
   check_program_error("(load 5)", RG_ERR_SYNTAX, "load needs a file name string");
   check_program_error("(run* (q) (walko (lambda (a b) succeed) 1 2 3 4))", RG_ERR_ARITY,
                       "walko expects 3 or 4 arguments, got 5");
