@@ -8,8 +8,11 @@
  * exp(x), op1(x, y), with parameters in braces sum{0}(x).  A subexpression
  * used several times is printed inline while small; a large shared one is
  * bound to a name on a line of its own (t1 = ...) and referred to, so the
- * output is linear in the graph, never exponential.  Expressions are
- * printed from an explicit stack: any depth.
+ * output is linear in the graph, never exponential.  A node of several
+ * outputs used more than once in all, when large or with a long label (a
+ * loop, a fused kernel), is bound as a whole (t1 = scan{...}(x, h0)) and
+ * its outputs are t1[0], t1[1] ..., so its label is written once.
+ * Expressions are printed from an explicit stack: any depth.
  *
  * dprint is Aesara's debugprint: one line per variable, indented under the
  * node using it, with [id X] tags; a node already shown is not expanded
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 
 #define SHARED_INLINE_MAX 12   /* shared subexpressions up to this size stay inline */
+#define SHARED_LABEL_MAX 40    /* a node of several outputs with a longer label is bound when shared */
 #define INDENT_MAX 32
 #define BRIEF_LABEL_MAX 200    /* rg_pprint_brief cuts an op's label (a Scan's step) here */
 #define INNER_TEXT_MAX 65536   /* an inner graph's text in a label is cut here */
@@ -119,7 +123,7 @@ static void print_leaf(FILE *f, const rg_variable *v) {
 
 typedef struct pp {
   FILE *f;
-  rg_memo *bound;   /* variable -> name of its own line */
+  rg_memo *bound;   /* variable -> name of its own line; a node of several outputs -> its name */
   rg_memo *labels;  /* op -> label */
   rgk_stack work;   /* (word, kind) pairs; a variable's kind holds its depth */
   int depth;        /* depth of the expression being expanded (its operands: depth + 1) */
@@ -189,9 +193,8 @@ static void push_expr(pp *p, const rg_variable *v) {
   const rg_node *n = v->owner;
   const rg_op *op = n->op;
   const char *inf = infix_of(op->code);
-  if (n->nout > 1) {
+  if (n->nout > 1 && !rg_memo_get(p->bound, n)) /* a bound node's line shows the node */
     push_str(p, rgk_sprintf("[%d]", v->index));
-  }
   if (inf && n->nin >= 2) {
     push_list(p, "(", rgk_sprintf(" %s ", inf), ")", n->inputs, n->nin);
   } else if (op->code == RG_OP_NEG && op->inplace < 0) {
@@ -222,9 +225,10 @@ static void run(pp *p) {
       continue;
     }
     const rg_variable *v = (const rg_variable *)w;
-    const char *name = rg_memo_get(p->bound, v);
+    const char *name = rg_memo_get(p->bound, v), *node = v->owner ? rg_memo_get(p->bound, v->owner) : NULL;
     int depth = (int)(kind >> 2);
     if (name) fputs(name, p->f);
+    else if (node) fprintf(p->f, "%s[%d]", node, v->index);
     else if (!v->owner) print_leaf(p->f, v);
     else if (p->max_depth && depth > p->max_depth) fputs("...", p->f);
     else {
@@ -232,6 +236,28 @@ static void run(pp *p) {
       push_expr(p, v);
     }
   }
+}
+
+/* A fresh name: v's own if free, else the next t<k> nobody holds. */
+static const char *fresh_name(const rg_variable *v, rg_memo *taken, rg_memo *named, int *next) {
+  const char *name = v && v->name && !rg_memo_get(taken, rg_symbol(v->name)) ? v->name : NULL;
+  while (!name) {
+    char *c = rgk_sprintf("t%d", ++*next);
+    if (!rg_memo_get(taken, rg_symbol(c)) && !rg_memo_get(named, rg_symbol(c))) name = c; /* nobody's name */
+  }
+  rg_memo_put(taken, rg_symbol(name), (void *)name);
+  return name;
+}
+
+/* Whether node x, of several outputs, is printed once on a line of its own:
+ * its outputs are used (by nodes, or printed as outputs) more than once in
+ * all, and it is large or its label is long. */
+static bool bind_node(pp *p, const rg_node *x, uintptr_t size, rg_memo *uses, rg_memo *printed) {
+  if (x->nout < 2) return false;
+  uintptr_t total = 0;
+  for (int o = 0; o < x->nout; o++)
+    total += (uintptr_t)rg_memo_get(uses, x->outputs[o]) + (uintptr_t)rg_memo_get(printed, x->outputs[o]);
+  return total > 1 && (size > SHARED_INLINE_MAX || strlen(rgc_op_label_cached(p->labels, x->op)) > SHARED_LABEL_MAX);
 }
 
 /* Sizes of inline expressions, and names for large shared ones. */
@@ -245,6 +271,8 @@ static void bind_shared(pp *p, int n, rg_variable *const *outs, rgk_stack *lines
       rg_memo_put(uses, in, (void *)((uintptr_t)rg_memo_get(uses, in) + 1));
       if (!in->owner && in->name) rg_memo_put(taken, rg_symbol(in->name), (void *)in->name); /* printed as is */
     }
+  rg_memo *printed = rg_memo_new(); /* how often each value is printed as an output */
+  for (int k = 0; k < n; k++) rg_memo_put(printed, outs[k], (void *)((uintptr_t)rg_memo_get(printed, outs[k]) + 1));
   for (size_t k = 0; k < nn; k++)
     for (int o = 0; o < order[k]->nout; o++)
       if (order[k]->outputs[o]->name) rg_memo_put(named, rg_symbol(order[k]->outputs[o]->name), (void *)1);
@@ -257,15 +285,16 @@ static void bind_shared(pp *p, int n, rg_variable *const *outs, rgk_stack *lines
       s += si ? si : 1;
       if (s > 1000000) s = 1000000;
     }
+    if (bind_node(p, x, s, uses, printed)) {
+      rg_memo_put(p->bound, x, (void *)fresh_name(NULL, taken, named, &next));
+      rgk_push(lines, (rgk_word)x->outputs[0]);
+      for (int o = 0; o < x->nout; o++) rg_memo_put(size, x->outputs[o], (void *)1);
+      continue;
+    }
     for (int o = 0; o < x->nout; o++) {
       rg_variable *v = x->outputs[o];
       if ((uintptr_t)rg_memo_get(uses, v) > 1 && s > SHARED_INLINE_MAX) {
-        const char *name = v->name && !rg_memo_get(taken, rg_symbol(v->name)) ? v->name : NULL;
-        while (!name) {
-          char *c = rgk_sprintf("t%d", ++next);
-          if (!rg_memo_get(taken, rg_symbol(c)) && !rg_memo_get(named, rg_symbol(c))) name = c; /* nobody's name */
-        }
-        rg_memo_put(taken, rg_symbol(name), (void *)name);
+        const char *name = fresh_name(v, taken, named, &next);
         rg_memo_put(p->bound, v, (void *)name);
         rgk_push(lines, (rgk_word)v);
         rg_memo_put(size, v, (void *)1);
@@ -283,6 +312,13 @@ static void print_line(pp *p, const rg_variable *v, bool expand) {
   run(p);
 }
 
+/* The name a line binds: a variable's, or its node's when the node is
+ * bound as a whole. */
+static const char *line_name(const pp *p, const rg_variable *v) {
+  const char *name = rg_memo_get(p->bound, v);
+  return name ? name : rg_memo_get(p->bound, v->owner);
+}
+
 /* rg_pprint with the first nin leaves given names (NULL: their own). */
 static int pprint_named(FILE *f, int n, rg_variable *const *vars, int nin, rg_variable *const *ins,
                         const char *const *names) {
@@ -293,7 +329,7 @@ static int pprint_named(FILE *f, int n, rg_variable *const *vars, int nin, rg_va
   bind_shared(&p, n, vars, &lines);
   for (size_t k = 0; k < lines.n; k++) {
     const rg_variable *v = (const rg_variable *)lines.v[k];
-    fprintf(f, "%s = ", (const char *)rg_memo_get(p.bound, v));
+    fprintf(f, "%s = ", line_name(&p, v));
     print_line(&p, v, true);
     fputc('\n', f);
   }
