@@ -89,9 +89,9 @@ static bool inner_constant(const rg_variable *v) { return rg_is_constant(v) && v
  *  - `clear` maps each value found independent of a group (independent())
  *    to that group's number;
  *  - `seen` and `seen_back` map each node a search visited (forwards,
- *    backwards) to the number of the last search that did, so a search
- *    starts by taking a fresh number and nothing is cleared between
- *    searches;
+ *    backwards; `seen` also each value first_slot met) to the number of
+ *    the last search that did, so a search starts by taking a fresh
+ *    number and nothing is cleared between searches;
  *  - `inputs` maps each value entering a group from outside to that
  *    group's number (0 once a member computes it), so a group's inputs
  *    are counted as it grows;
@@ -130,7 +130,7 @@ static void search_start(scratch *s) {
 
 /* True the first time the current search reaches u in `seen` (and marks
  * it). */
-static bool first_visit_in(rg_map *seen, uint64_t search, const rg_node *u) {
+static bool first_visit_in(rg_map *seen, uint64_t search, const void *u) {
   bool fresh;
   rg_map_entry *e = rg_map_slot(seen, key_of(u), search, &fresh);
   if (!fresh && e->val == search) return false;
@@ -207,8 +207,15 @@ static bool is_input(const group *g, const rg_variable *x) {
   return u && *u == g->id;
 }
 
-/* Whether input k of n is its first input slot holding that value. */
-static bool first_slot(const rg_node *n, int k) {
+/* Whether input k of n is its first input slot holding that value.  A
+ * node of many inputs (a product of 10^5 factors in a chain's gradient)
+ * is asked in one pass instead: the caller takes a fresh search number
+ * (`mark`, 0 for a node of few inputs) and asks for every slot in order,
+ * and each value is marked in the search map, so a slot costs a probe,
+ * not a scan of the slots before it. */
+#define FEW_INPUTS 8
+static bool first_slot(scratch *s, uint64_t mark, const rg_node *n, int k) {
+  if (mark) return first_visit_in(&s->seen, mark, n->inputs[k]);
   for (int j = 0; j < k; j++)
     if (n->inputs[j] == n->inputs[k]) return false;
   return true;
@@ -221,9 +228,10 @@ static bool outer(const group *g, const rg_variable *x) { return !inner_constant
 /* The group's input and output counts were n a member. */
 static void counts_with(const group *g, const rg_node *n, int *nins, int *nouts) {
   int ins = g->nins, outs = g->nouts;
+  uint64_t mark = n->nin > FEW_INPUTS ? ++g->s->nsearches : 0; /* no search is under way */
   for (int k = 0; k < n->nin; k++) {
     const rg_variable *x = n->inputs[k];
-    if (!first_slot(n, k)) continue;
+    if (!first_slot(g->s, mark, n, k)) continue;
     if (outer(g, x)) ins += !is_input(g, x);
     else if (member(g, x->owner)) /* n may have been the reader that made it an output */
       outs += (int)used_outside_but(g, x, n) - (int)used_outside(g, x);

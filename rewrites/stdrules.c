@@ -26,6 +26,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* ------------------------------------------------------------------ looking at the graph */
 
@@ -917,22 +918,41 @@ static int mul_neg_one(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
   return give(run, node, out, p ? negate(C, p) : NULL);
 }
 
+/* The first input slot i of node whose value, not a constant, comes
+ * again, and the next slot j holding it; false if none.  Slots are
+ * counted in a table (a product of 10^5 factors, a chain's gradient, is
+ * not compared pair by pair). */
+static bool repeated_input(const rg_node *node, int *i, int *j) {
+  rg_map seen;
+  if (rg_map_init(&seen, &rg_heap_abort, (size_t)node->nin)) abort();
+  for (int k = 0; k < node->nin; k++) {
+    const rg_variable *x = node->inputs[k];
+    uint64_t *c = rg_map_get(&seen, (uint64_t)(uintptr_t)x);
+    if (rg_map_put(&seen, (uint64_t)(uintptr_t)x, c ? *c + 1 : 1)) abort();
+  }
+  bool found = false;
+  for (int k = 0; k < node->nin && !found; k++) {
+    const rg_variable *x = node->inputs[k];
+    found = *(uint64_t *)rg_map_get(&seen, (uint64_t)(uintptr_t)x) > 1 && !rg_is_constant(x);
+    if (found) *i = k;
+  }
+  rg_map_free(&seen);
+  for (int k = found ? *i + 1 : node->nin; k < node->nin; k++)
+    if (node->inputs[k] == node->inputs[*i]) return *j = k, true;
+  return false;
+}
+
 /* x * x * y -> sqr(x) * y in products of three or more (binary ones are
  * the pattern rule mul-self-to-sqr). */
 static int mul_square(rg_rewrite_run *run, rg_node *node, rg_variable **out, void *ud) {
   rg_ctx *C = run->C;
-  if (node->nin < 3) return 0;
-  for (int i = 0; i < node->nin; i++)
-    for (int j = i + 1; j < node->nin; j++) {
-      rg_variable *x = node->inputs[i];
-      if (x != node->inputs[j] || rg_is_constant(x)) continue;
-      rg_variable **rest = inputs_copy(node);
-      rest[j] = rest[node->nin - 1];
-      rest[i] = built(C, rg_sqr(to_dtype(C, x, out_dtype(node))));
-      if (!rest[i]) return 0;
-      return give(run, node, out, built(C, rg_mul_n(node->nin - 1, rest)));
-    }
-  return 0;
+  int i, j;
+  if (node->nin < 3 || !repeated_input(node, &i, &j)) return 0;
+  rg_variable *x = node->inputs[i], **rest = inputs_copy(node);
+  rest[j] = rest[node->nin - 1];
+  rest[i] = built(C, rg_sqr(to_dtype(C, x, out_dtype(node))));
+  if (!rest[i]) return 0;
+  return give(run, node, out, built(C, rg_mul_n(node->nin - 1, rest)));
 }
 
 /* ------------------------------------------------------------------ specialize: BLAS */

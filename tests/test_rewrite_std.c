@@ -304,6 +304,9 @@ static const std_case cases[] = {
     {"mul-neg-one", "(mul -1 x)", "-x"},
     {"mul-neg-one", "(mul x -1 y)", "-(x * y)"},
     {"mul-square", "(mul x y x)", "(sqr(x) * y)"},
+    /* each value that comes again is squared in turn, not the repeated
+     * constants, in a product of more than a few factors too */
+    {"mul-square", "(mul 2.0 y 2.0 w x w x 3.0 v s)", "(2.0 * y * 2.0 * sqr(w) * sqr(cast{float64}(x)) * s * v * 3.0)"},
     {"mul-self-to-sqr", "(mul x x)", "sqr(x)"},
     /* ---- SumToSize commuting (specialize) and back (relational) */
     {"sum_to_size_commute", "(mul ((sum 0) m) v)", "sum{0}((m * v))"},
