@@ -165,26 +165,31 @@ rg_tensor *rg_tensor_scalar_f64(rg_dtype dt, double v) {
   return t;
 }
 
-/* The byte range [lo, hi) touched by elements relative to element 0. */
-static void extent(const rg_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+/* The byte range [lo, hi) touched by elements relative to element 0;
+ * false when it does not fit in 64 bits (strides no storage can hold: the
+ * tensors this file makes always fit, views and wraps are checked). */
+static bool extent(const rg_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
                    int64_t *lo, int64_t *hi, bool *empty) {
   *lo = 0;
   *hi = (int64_t)rg_dtype_size(t->dtype);
   *empty = false;
+  bool ok = true;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] == 0) *empty = true;
     if (shape[i] <= 1) continue;
-    int64_t span = (shape[i] - 1) * strides[i];
-    if (span > 0)
-      *hi += span;
-    else
-      *lo += span;
+    int64_t span;
+    ok &= !__builtin_mul_overflow(shape[i] - 1, strides[i], &span);
+    ok &= !__builtin_add_overflow(span > 0 ? *hi : *lo, span, span > 0 ? hi : lo);
   }
+  return ok;
 }
 
-static bool inside(const rg_storage *s, const char *data, int64_t lo, int64_t hi) {
-  int64_t off = data - (const char *)s->base;
-  return off + lo >= 0 && off + hi <= (int64_t)s->nbytes;
+/* Whether bytes [off + lo, off + hi) lie in the storage, off being the
+ * first element's offset in it. */
+static bool inside(const rg_storage *s, int64_t off, int64_t lo, int64_t hi) {
+  int64_t a, b;
+  return !__builtin_add_overflow(off, lo, &a) && !__builtin_add_overflow(off, hi, &b) && a >= 0 &&
+         b <= (int64_t)s->nbytes;
 }
 
 rg_tensor *rg_tensor_wrap(rg_dtype dt, int ndim, const int64_t *shape, const int64_t *strides,
@@ -201,9 +206,9 @@ rg_tensor *rg_tensor_wrap(rg_dtype dt, int ndim, const int64_t *shape, const int
     c_strides(t);
   int64_t lo, hi;
   bool empty;
-  extent(t, ndim, t->shape, t->strides, &lo, &hi, &empty);
+  bool fits = extent(t, ndim, t->shape, t->strides, &lo, &hi, &empty);
   rg_storage probe = {data, nbytes, 1, NULL, NULL, false, NULL, false};
-  if (!empty && !inside(&probe, data, lo, hi)) {
+  if (!fits || (!empty && !inside(&probe, 0, lo, hi))) {
     rg_free(t);
     return NULL;
   }
@@ -230,13 +235,15 @@ rg_tensor *rg_tensor_view(const rg_tensor *t, int ndim, const int64_t *shape,
   int64_t lo, hi;
   bool empty;
   rg_tensor probe = {.dtype = t->dtype};
-  extent(&probe, ndim, shape, strides, &lo, &hi, &empty);
-  char *data = t->data + offset;
-  if (!empty && !inside(t->storage, data, lo, hi)) return NULL;
+  int64_t off;
+  if (!extent(&probe, ndim, shape, strides, &lo, &hi, &empty) ||
+      __builtin_add_overflow((int64_t)(t->data - (char *)t->storage->base), offset, &off))
+    return NULL;
+  if (!empty && !inside(t->storage, off, lo, hi)) return NULL; /* an empty view reads nothing */
   rg_tensor *v = header(t->dtype, ndim, shape);
   if (!v) return NULL;
   if (ndim) memcpy(v->strides, strides, (size_t)ndim * sizeof(int64_t));
-  v->data = data;
+  v->data = (char *)t->storage->base + off;
   v->storage = t->storage;
   __atomic_add_fetch(&t->storage->refs, 1, __ATOMIC_ACQ_REL);
   return v;

@@ -200,6 +200,11 @@ static void test_tensor_views_share_storage(void **st) {
   /* out of bounds views are refused */
   assert_null(rg_tensor_view(t, 1, (int64_t[]){7}, (int64_t[]){4}, 0));
   assert_null(rg_tensor_view(t, 1, (int64_t[]){2}, (int64_t[]){-4}, 0));
+  /* strides and offsets whose byte ranges pass 64 bits are refused too */
+  assert_null(rg_tensor_view(t, 1, (int64_t[]){4}, (int64_t[]){INT64_MAX}, 0));
+  assert_null(rg_tensor_view(t, 1, (int64_t[]){3}, (int64_t[]){INT64_MAX / 2}, 0));
+  assert_null(rg_tensor_view(t, 2, (int64_t[]){2, 2}, (int64_t[]){INT64_MAX / 2, INT64_MAX / 2}, 0));
+  assert_null(rg_tensor_view(t, 1, (int64_t[]){1}, (int64_t[]){4}, INT64_MAX));
   /* a broadcast view (stride 0) */
   rg_tensor *bv = rg_tensor_view(t, 2, (int64_t[]){4, 3}, (int64_t[]){0, 4}, 0);
   assert_non_null(bv);
@@ -269,8 +274,11 @@ static void test_tensor_wrap_and_cast(void **st) {
   assert_int_equal(released, 1);
   rg_tensor_free(i);
   rg_tensor_free(w);
-  /* wrapping memory too small for the shape is refused */
+  /* wrapping memory too small for the shape is refused, also where the
+   * strides' byte range passes 64 bits */
   assert_null(rg_tensor_wrap(RG_FLOAT64, 1, (int64_t[]){5}, NULL, ext, sizeof ext, NULL, NULL));
+  assert_null(rg_tensor_wrap(RG_FLOAT64, 1, (int64_t[]){4}, (int64_t[]){INT64_MAX}, ext, sizeof ext, NULL, NULL));
+  assert_null(rg_tensor_wrap(RG_FLOAT64, 1, (int64_t[]){3}, (int64_t[]){INT64_MIN / 4}, ext, sizeof ext, NULL, NULL));
 }
 
 static void test_tensor_print_shapes(void **st) {
