@@ -607,6 +607,8 @@ int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *c
     for (int k = 0; k < j; k++) /* one tensor would hold the last output written */
       if (outputs[k]->storage == outputs[j]->storage && outputs[k]->data == outputs[j]->data)
         return ferr(f, RG_ERR_TYPE, "outputs %d and %d are given the same tensor to write into", k, j);
+      else if (rg_tensor_overlap(outputs[k], outputs[j]))
+        return ferr(f, RG_ERR_TYPE, "outputs %d and %d are given overlapping memory to write into", k, j);
     for (int i = 0; i < f->nin; i++) /* a kernel would read what it overwrites */
       if (rg_tensor_overlap(outputs[j], inputs[i]))
         return ferr(f, RG_ERR_TYPE, "output %d is given memory of input %d to write into: the targets must not "

@@ -497,6 +497,15 @@ static void test_call_into(void **st) {
   assert_string_equal(rg_function_errmsg(f), "output 0 is float64 (20 30), the tensor given for it float64 (30 20)");
   assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){t0, t0, t2}), RG_OK);
   assert_string_equal(rg_function_errmsg(f), "outputs 0 and 1 are given the same tensor to write into");
+  /* two views sharing elements (a row of one inside the other) */
+  rg_tensor *wide = rg_tensor_new(RG_FLOAT64, 2, (int64_t[]){40, 30});
+  rg_tensor *va = rg_tensor_view(wide, 2, (int64_t[]){20, 30}, (int64_t[]){240, 8}, 0);
+  rg_tensor *vb = rg_tensor_view(wide, 2, (int64_t[]){20, 30}, (int64_t[]){240, 8}, 19 * 240);
+  assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){va, vb, t2}), RG_OK);
+  assert_string_equal(rg_function_errmsg(f), "outputs 0 and 1 are given overlapping memory to write into");
+  rg_tensor *vc = rg_tensor_view(wide, 2, (int64_t[]){20, 30}, (int64_t[]){240, 8}, 20 * 240);
+  assert_int_equal(rg_function_call_into(f, &in, (rg_tensor *[]){va, vc, t2}), RG_OK); /* apart: fine */
+  rg_tensor_free(va), rg_tensor_free(vb), rg_tensor_free(vc), rg_tensor_free(wide);
   rg_tensor *i32 = rg_tensor_new(RG_INT32, 2, (int64_t[]){20, 30});
   assert_int_not_equal(rg_function_call_into(f, &in, (rg_tensor *[]){t0, i32, t2}), RG_OK);
   assert_non_null(strstr(rg_function_errmsg(f), "output 1"));

@@ -142,7 +142,7 @@ int rg_function_call_subset(rg_function *f, rg_tensor *const *inputs, int n, con
  * provides (of the output's dtype and shape; any strides; on any device):
  * outputs computed by a kernel are computed straight into C-contiguous
  * host targets, the others copied.  The targets must not overlap the
- * inputs (a target sharing bytes with an input's storage is an error). */
+ * inputs or each other (targets sharing an element are an error). */
 int rg_function_call_into(rg_function *f, rg_tensor *const *inputs, rg_tensor *const *outputs);
 const char *rg_function_errmsg(const rg_function *f);
 
