@@ -342,7 +342,7 @@ static int check_types(rg_fgraph *fg, const rg_variable *old, const rg_variable 
 
 int rg_fgraph_change_input(rg_fgraph *fg, rg_node *node, int i, rg_variable *new_,
                            const char *reason) {
-  if (!new_) return RG_ERR_TYPE;
+  if (!new_) return rg_error_null(fg->ctx, "change_input: NULL variable");
   if (fg->frozen) return frozen_error(fg);
   if (node ? node->fgraph != fg || i < 0 || i >= node->nin : i < 0 || i >= fg->nout)
     return fg_error(fg, RG_ERR_TYPE, "change_input: no input %d of that node in this graph", i);
@@ -510,7 +510,7 @@ static void push_output(rg_fgraph *fg, rg_variable *v) {
 }
 
 int rg_fgraph_add_output(rg_fgraph *fg, rg_variable *v, const char *reason) {
-  if (!v) return RG_ERR_TYPE;
+  if (!v) return rg_error_null(fg->ctx, "add_output: NULL variable");
   if (fg->frozen) return frozen_error(fg);
   int rc = import_var(fg, v, NULL, reason);
   if (rc != RG_OK) return rc;
@@ -546,7 +546,10 @@ rg_fgraph *rg_fgraph_new(rg_ctx *C, int nin, rg_variable *const *inputs, int nou
     return NULL;
   }
   for (int k = 0; k < nout; k++)
-    if (!outputs[k]) return NULL; /* sticky NULL */
+    if (!outputs[k]) { /* a failed construction's NULL keeps its error */
+      if (C) rg_error_null(C, "FunctionGraph: output %d is NULL", k);
+      return NULL;
+    }
   rg_variable **in = (rg_variable **)inputs, **out = (rg_variable **)outputs;
   if (flags & RG_FG_CLONE) {
     rg_memo *memo = rg_memo_new();

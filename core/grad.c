@@ -192,13 +192,22 @@ static bool reached(gwalk *w, V x) {
 V rg_grad_sum_to(V g, const rg_type *t) {
   if (!g || !t) return NULL;
   int gd = g->type->ndim, td = t->ndim, lead = gd - td;
-  if (lead < 0) return g; /* the caller reports it */
+  if (lead < 0) {
+    rg_error(g->ctx, RG_ERR_TYPE, "grad_sum_to: a gradient of rank %d for a value of rank %d", gd, td);
+    return NULL;
+  }
   int64_t axes[RG_MAX_NDIM], order[RG_MAX_NDIM];
   int na = 0, k = 0;
   for (int d = 0; d < lead; d++) axes[na++] = d;
   bool bcast[RG_MAX_NDIM];
   for (int d = 0; d < td; d++) {
-    bcast[d] = t->shape[d] == 1 && g->type->shape[lead + d] != 1;
+    int64_t gs = g->type->shape[lead + d], ts = t->shape[d];
+    if (ts != 1 && gs != 1 && gs != RG_DIM_UNKNOWN && ts != RG_DIM_UNKNOWN && gs != ts) {
+      rg_error(g->ctx, RG_ERR_TYPE, "grad_sum_to: a gradient of type %s is no broadcast of %s",
+               rg_type_str(g->type), rg_type_str(t));
+      return NULL;
+    }
+    bcast[d] = ts == 1 && gs != 1;
     if (bcast[d]) axes[na++] = lead + d;
   }
   if (!na) return g;

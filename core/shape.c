@@ -396,7 +396,7 @@ const char *rg_arange_length(double start, double stop, double step, int64_t *le
   if (step == 0) return "the step must not be zero";
   double n = ceil((stop - start) / step);
   if (isnan(n)) return "the length cannot be computed (a bound or the step is NaN, or both bounds infinite)";
-  if (!(n < RG_ARANGE_MAX)) return rgk_sprintf("%g elements are too many (at most 2^62)", n);
+  if (!(n <= RG_ARANGE_MAX)) return rgk_sprintf("%g elements are too many (at most 2^62)", n);
   *len = n > 0 ? (int64_t)n : 0;
   return NULL;
 }

@@ -106,9 +106,20 @@ static void test_construction_errors(void **st) {
   assert_int_equal(rg_fgraph_add_output(fg, x, "test"), 1);
   assert_int_equal(rg_fgraph_add_output(fg, k, "test"), 2);
   checked(fg);
+  /* NULL variables are named, unless a failed construction made them */
+  rg_clear_error(C);
+  assert_int_equal(rg_fgraph_add_output(fg, NULL, "test"), RG_ERR_TYPE);
+  expect_msg("add_output: NULL variable");
+  assert_int_equal(rg_fgraph_change_input(fg, z->owner, 0, NULL, "test"), RG_ERR_TYPE);
+  expect_msg("change_input: NULL variable");
   rg_fgraph_release(fg);
   assert_null(z->owner->fgraph);
   assert_int_equal(x->nclients, 0);
+  rg_clear_error(C);
+  assert_null(rg_fgraph_new(C, 2, (rg_variable *[]){x, y}, 2, (rg_variable *[]){z, NULL}, 0));
+  expect_msg("FunctionGraph: output 1 is NULL");
+  assert_null(rg_fgraph_new(C, 2, (rg_variable *[]){x, y}, 1, (rg_variable *[]){rg_shape_i(z, 5)}, 0));
+  expect_msg("shape_i: dimension 5 is out of range"); /* the construction's own error is kept */
   assert_non_null(rg_fgraph_new(C, 2, (rg_variable *[]){x, y}, 1, &z, 0));
 }
 

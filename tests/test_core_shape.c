@@ -294,6 +294,16 @@ static void test_arange(void **st) {
   assert_true(ev(s[0]) == 0);
   scalar_vars[0] = NULL;
   expect_error(rg_arange(K(0), K(1), K(0), RG_INT64), "arange: the step must not be zero");
+  /* at most 2^62 elements: exactly 2^62 is allowed */
+  int64_t len = 0;
+  assert_null(rg_arange_length(0, 0x1p62, 1, &len));
+  assert_true(len == (int64_t)1 << 62);
+  assert_non_null(rg_arange_length(0, 0x1p63, 1, &len));
+  /* a gradient brought back to a type it is no broadcast of */
+  rg_variable *g23 = in("g", RG_FLOAT64, 2, SHAPE(2, 3));
+  assert_string_equal(ty(rg_grad_sum_to(g23, rg_type_new(RG_FLOAT64, 2, SHAPE(1, 3)))), "float64 (1 3)");
+  expect_error(rg_grad_sum_to(g23, rg_type_new(RG_FLOAT64, 3, SHAPE(1, 2, 3))), "grad_sum_to: a gradient of rank 2 for a value of rank 3");
+  expect_error(rg_grad_sum_to(g23, rg_type_new(RG_FLOAT64, 2, SHAPE(3, 3))), "is no broadcast of float64 (3 3)");
   expect_error(rg_arange(K(0), in("v", RG_INT64, 1, SHAPE(2)), K(1), RG_INT64), "arange: start, stop and step must be numeric scalars");
 }
 

@@ -801,7 +801,9 @@ int rg_grad(rg_ctx *C, rg_variable *cost, int nwrt, rg_variable *const *wrt,
             const rg_grad_opts *opts, rg_variable **out);
 /* g summed over the dimensions where it was broadcast against type t (the
  * leading extra ones, and those of size 1 in t), keeping t's rank: the
- * one step that brings a broadcast gradient back to its input's shape. */
+ * one step that brings a broadcast gradient back to its input's shape.
+ * NULL (an error in g's context) when g is no broadcast of t: a lower
+ * rank, or a static size other than t's and 1 where t's is not 1. */
 rg_variable *rg_grad_sum_to(rg_variable *g, const rg_type *t);
 
 /* ------------------------------------------------------------------ graph walks */
