@@ -41,6 +41,7 @@
 #include "base/base.h"
 
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <strings.h>
 #include <unistd.h>
@@ -77,14 +78,22 @@ void rg_blas_choose_kernels(char **argv) {
 
 /* ------------------------------------------------------------------ operands */
 
-static int blas_threads = -1; /* the count last given to OpenBLAS */
+/* OpenBLAS's thread count is one setting of the process.  The count last
+ * given to it, and the lock that keeps the two equal: two functions of
+ * different counts called at once in two threads would otherwise leave
+ * the recorded count other than OpenBLAS's, and later calls would run on
+ * a count they did not ask for. */
+static int blas_threads = -1;
+static pthread_mutex_t blas_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void set_blas_threads(rgb_exec *x) {
   int n = x->rt->nthreads;
-  if (__atomic_load_n(&blas_threads, __ATOMIC_RELAXED) != n) {
+  pthread_mutex_lock(&blas_threads_lock);
+  if (blas_threads != n) {
     openblas_set_num_threads(n);
-    __atomic_store_n(&blas_threads, n, __ATOMIC_RELAXED);
+    blas_threads = n;
   }
+  pthread_mutex_unlock(&blas_threads_lock);
 }
 
 /* A matrix as BLAS sees it: row-major data with leading dimension ld,
