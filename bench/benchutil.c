@@ -9,6 +9,7 @@
 #include <time.h>
 
 size_t bu_gc_count(void) { return (size_t)GC_get_gc_no(); }
+size_t bu_heap_size(void) { return GC_get_heap_size(); }
 
 __attribute__((noinline)) void bu_clear_stack(void) {
   volatile uintptr_t words[1 << 16]; /* 512 KiB: deeper than any run's frames */

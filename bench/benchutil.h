@@ -14,6 +14,8 @@ double bu_median(double *v, size_t n); /* sorts v */
 double bu_time(void (*fn)(void *ud), void *ud, int reps);
 /* Collections the collector has run since start. */
 size_t bu_gc_count(void);
+/* The collector's heap, in bytes. */
+size_t bu_heap_size(void);
 /* Overwrites the unused stack below the caller.  The collector scans the
  * stack conservatively, and the frames of a later call leave parts of the
  * stack unwritten: pointers a finished run left there (to the graph it
