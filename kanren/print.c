@@ -56,8 +56,9 @@ static void print_string(FILE *f, rg_term t) {
     case '\n': fputs("\\n", f); break;
     case '\t': fputs("\\t", f); break;
     case '\r': fputs("\\r", f); break;
-    default:
-      if (c < 32) fprintf(f, "\\x%x;", c);
+    case 7: fputs("\\a", f); break;
+    default: /* other control characters and DEL as Chez writes them */
+      if (c < 32 || c == 127) fprintf(f, "\\x%x;", c);
       else fputc(c, f);
     }
   }

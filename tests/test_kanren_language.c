@@ -190,6 +190,9 @@ static void test_eval_and_define(void **st) {
   rg_interp_define(I, "seven", rg_int(7));
   assert_string_equal(tu_eval(I, "(run* (q) (== q seven))"), "(7)");
   assert_string_equal(tu_eval(I, "(list seven 'a)"), "(7 a)");
+  /* strings print as they read back: named escapes, \x..; for other
+   * control characters and DEL */
+  assert_string_equal(tu_eval(I, "(list \"a\\ab\" \"\\x7f;\\x1;\\t\")"), "(\"a\\ab\" \"\\x7f;\\x1;\\t\")");
   /* eqv? compares numbers of one kind by value, floats too */
   assert_string_equal(tu_eval(I, "(list (eqv? 2.0 2.0) (eqv? 100000000000000000 100000000000000000) (eqv? 2 2.0) (eq? 'a 'a))"),
                       "(#t #t #f #t)");
