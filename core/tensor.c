@@ -208,7 +208,7 @@ rg_tensor *rg_tensor_wrap(rg_dtype dt, int ndim, const int64_t *shape, const int
   bool empty;
   bool fits = extent(t, ndim, t->shape, t->strides, &lo, &hi, &empty);
   rg_storage probe = {data, nbytes, 1, NULL, NULL, false, NULL, false};
-  if (!fits || (!empty && !inside(&probe, 0, lo, hi))) {
+  if (!empty && (!fits || !inside(&probe, 0, lo, hi))) { /* an empty tensor reads nothing */
     rg_free(t);
     return NULL;
   }
@@ -236,10 +236,9 @@ rg_tensor *rg_tensor_view(const rg_tensor *t, int ndim, const int64_t *shape,
   bool empty;
   rg_tensor probe = {.dtype = t->dtype};
   int64_t off;
-  if (!extent(&probe, ndim, shape, strides, &lo, &hi, &empty) ||
-      __builtin_add_overflow((int64_t)(t->data - (char *)t->storage->base), offset, &off))
-    return NULL;
-  if (!empty && !inside(t->storage, off, lo, hi)) return NULL; /* an empty view reads nothing */
+  bool fits = extent(&probe, ndim, shape, strides, &lo, &hi, &empty);
+  if (__builtin_add_overflow((int64_t)(t->data - (char *)t->storage->base), offset, &off)) return NULL;
+  if (!empty && (!fits || !inside(t->storage, off, lo, hi))) return NULL; /* an empty view reads nothing */
   rg_tensor *v = header(t->dtype, ndim, shape);
   if (!v) return NULL;
   if (ndim) memcpy(v->strides, strides, (size_t)ndim * sizeof(int64_t));
@@ -465,7 +464,21 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-#define OVERLAP_EXACT_MAX (1 << 20) /* elements compared one by one, at most */
+#define OVERLAP_EXACT_MAX (1 << 20) /* runs compared one by one, at most */
+
+/* t as runs of bytes: its last dimension, when that is contiguous, as one
+ * run of *width bytes per row (the rows' first elements in *rows), else
+ * each element a run of its own. */
+static void as_runs(const rg_tensor *t, rg_tensor *rows, int64_t *width) {
+  int64_t size = (int64_t)rg_dtype_size(t->dtype);
+  *rows = *t;
+  *width = size;
+  int last = t->ndim - 1;
+  if (last >= 0 && t->strides[last] == size) {
+    *width = size * t->shape[last];
+    rows->ndim = last;
+  }
+}
 
 bool rg_tensor_overlap(const rg_tensor *a, const rg_tensor *b) {
   if (!a || !b || a->storage != b->storage) return false;
@@ -485,12 +498,18 @@ bool rg_tensor_overlap(const rg_tensor *a, const rg_tensor *b) {
     int64_t r = ((diff % g) + g) % g;
     if (r >= size && g - r >= size) return false;
   }
-  if (na + nb > OVERLAP_EXACT_MAX || a->dtype != b->dtype) return true;
-  int64_t *oa = element_offsets(a, na), *ob = element_offsets(b, nb);
+  /* the runs of bytes themselves, in order of address (a run of a
+   * tensor that does not overlap itself ends before its next begins) */
+  rg_tensor ra, rb;
+  int64_t wa, wb;
+  as_runs(a, &ra, &wa), as_runs(b, &rb, &wb);
+  na = rg_tensor_numel(&ra), nb = rg_tensor_numel(&rb);
+  if (na + nb > OVERLAP_EXACT_MAX) return true;
+  int64_t *oa = element_offsets(&ra, na), *ob = element_offsets(&rb, nb);
   bool meet = !oa || !ob;
   for (int64_t i = 0, j = 0; !meet && i < na && j < nb;) {
     int64_t x = oa[i] + diff, y = ob[j]; /* offsets from b's data pointer */
-    if (x < y + size && y < x + size) meet = true;
+    if (x < y + wb && y < x + wa) meet = true;
     else if (x < y) i++;
     else j++;
   }

@@ -251,8 +251,9 @@ void rg_tensor_set_i64(rg_tensor *t, int64_t i, int64_t v);
 bool rg_tensor_equal(const rg_tensor *a, const rg_tensor *b);
 /* Whether a and b share bytes (views of one storage whose elements meet;
  * views that interleave without meeting, a matrix's columns, do not).
- * Views too large to compare element by element count as sharing when
- * their strides cannot tell. */
+ * Views are compared row by row where their last dimension is
+ * contiguous, else element by element; past 2^20 rows or elements they
+ * count as sharing when their strides cannot tell. */
 bool rg_tensor_overlap(const rg_tensor *a, const rg_tensor *b);
 /* Same shape and |a - b| <= atol + rtol * |b| elementwise (any dtypes). */
 bool rg_tensor_allclose(const rg_tensor *a, const rg_tensor *b, double rtol, double atol);
