@@ -272,7 +272,10 @@ static void bind_shared(pp *p, int n, rg_variable *const *outs, rgk_stack *lines
       if (!in->owner && in->name) rg_memo_put(taken, rg_symbol(in->name), (void *)in->name); /* printed as is */
     }
   rg_memo *printed = rg_memo_new(); /* how often each value is printed as an output */
-  for (int k = 0; k < n; k++) rg_memo_put(printed, outs[k], (void *)((uintptr_t)rg_memo_get(printed, outs[k]) + 1));
+  for (int k = 0; k < n; k++) {
+    rg_memo_put(printed, outs[k], (void *)((uintptr_t)rg_memo_get(printed, outs[k]) + 1));
+    if (!outs[k]->owner && outs[k]->name) rg_memo_put(taken, rg_symbol(outs[k]->name), (void *)outs[k]->name);
+  }
   for (size_t k = 0; k < nn; k++)
     for (int o = 0; o < order[k]->nout; o++)
       if (order[k]->outputs[o]->name) rg_memo_put(named, rg_symbol(order[k]->outputs[o]->name), (void *)1);
