@@ -259,7 +259,10 @@ static int infer_node(rg_ctx **C, const rg_op **op, int nin, rg_variable *const 
     return RG_ERR;
   }
   if (check_arity(*C, *op, nin) != RG_OK) return RG_ERR;
-  return (*op)->cls->make_node(*C, op, nin, inputs, outs) == RG_OK ? RG_OK : RG_ERR;
+  if ((*op)->cls->make_node(*C, op, nin, inputs, outs) != RG_OK) return RG_ERR;
+  for (int k = 0; k < outs->n; k++) /* a type the node's sizes could not make (too large) */
+    if (!outs->types[k]) return rgc_op_error(*C, *op, "output %d has no type: a size is too large", k);
+  return RG_OK;
 }
 
 int rg_node_types(rg_ctx *C, const rg_op *op, int nin, rg_variable *const *inputs, int cap,

@@ -241,7 +241,9 @@ static int join_make_node(rg_ctx *C, const rg_op **op, int nin, rg_variable *con
     dt = rg_dtype_promote(dt, t->dtype);
     for (int d = 0; d < t->ndim; d++) {
       if (d == axis) {
-        shape[d] = shape[d] < 0 || t->shape[d] < 0 ? RG_DIM_UNKNOWN : shape[d] + t->shape[d];
+        if (shape[d] < 0 || t->shape[d] < 0) shape[d] = RG_DIM_UNKNOWN;
+        else if (__builtin_add_overflow(shape[d], t->shape[d], &shape[d]))
+          return rgc_op_error(C, *op, "the joined length along axis %lld passes 2^63", (long long)axis);
       } else if (shape[d] >= 0 && t->shape[d] >= 0 && shape[d] != t->shape[d]) {
         return rgc_op_error(C, *op, "shapes %s and %s differ outside the axis %lld",
                             rgc_shape_str(t0->ndim, t0->shape), rgc_shape_str(t->ndim, t->shape),
