@@ -106,15 +106,18 @@ static int check_steps(run *r) {
     const rg_tensor *q = rgb_in(x, rg_scan_outer_in(&r->s, RG_SCAN_SEQ, k));
     int nt = r->s.seq_ntaps[k];
     int64_t lo = rg_scan_tap_min(nt, r->s.seq_taps[k]), hi = rg_scan_tap_max(nt, r->s.seq_taps[k]);
+    /* The op holds the rows the taps reach (the builder cut the others
+     * off, so they count for nothing here) and, going backwards, the
+     * taps negated: messages give the taps as the program wrote them. */
+    int64_t ulo = r->s.go_backwards ? -hi : lo, uhi = r->s.go_backwards ? -lo : hi;
     /* a count made from a sequence too short for its taps is negative:
      * the sequence is the cause */
-    if (r->n < 0 && q->shape[0] < hi - lo)
-      return rgb_error(x, RG_ERR_EVAL, "sequence %d has %lld rows, too short for its taps %lld..%lld",
-                       k, (long long)q->shape[0], (long long)lo, (long long)hi);
+    if (r->n < 0 && q->shape[0] <= hi - lo)
+      return rgb_error(x, RG_ERR_EVAL, "sequence %d is too short for its taps %lld..%lld: that leaves %lld steps",
+                       k, (long long)ulo, (long long)uhi, (long long)r->n);
     if (r->n > 0 && q->shape[0] < r->n + hi - lo)
-      return rgb_error(x, RG_ERR_EVAL, "sequence %d has %lld rows: %lld steps with taps %lld..%lld "
-                       "need %lld", k, (long long)q->shape[0], (long long)r->n, (long long)lo,
-                       (long long)hi, (long long)(r->n + hi - lo));
+      return rgb_error(x, RG_ERR_EVAL, "sequence %d is too short for %lld steps with taps %lld..%lld", k,
+                       (long long)r->n, (long long)ulo, (long long)uhi);
   }
   if (r->n < 0) return rgb_error(x, RG_ERR_EVAL, "n_steps is negative (%lld)", (long long)r->n);
   for (int k = 0; k < r->s.n_nit_sot; k++) {
