@@ -253,18 +253,6 @@ static bool fits(const group *g, const rg_node *n) {
   return ins <= RG_COMPOSITE_MAX_IO && outs <= RG_COMPOSITE_MAX_IO;
 }
 
-/* Whether a path from p's users outside the group comes back into it.
- * Two searches, a step of each in turn, and the first to finish answers:
- * forwards from p's users outside the group, looking for a member; and
- * backwards from the producers of the group's inputs other than p (such
- * a path enters the group through one of them), over nodes outside the
- * group, looking for p.  Both keep between p's order label and the
- * group's last member's (nothing outside that window is reached from p
- * and reaches the group), and the shorter decides: in a chain's
- * gradient, where everything after p leads on for thousands of nodes
- * before it leaves the window, the group's few inputs answer at once. */
-static bool is_input(const group *g, const rg_variable *x);
-
 /* One step forwards: true when a member is reached. */
 static bool step_forwards(const group *g, rg_node *u) {
   scratch *s = g->s;
@@ -286,6 +274,16 @@ static bool step_backwards(const group *g, const rg_node *p, rg_node *u) {
   return false;
 }
 
+/* Whether a path from p's users outside the group comes back into it.
+ * Two searches, a step of each in turn, and the first to finish answers:
+ * forwards from p's users outside the group, looking for a member; and
+ * backwards from the producers of the group's inputs other than p (such
+ * a path enters the group through one of them), over nodes outside the
+ * group, looking for p.  Both keep between p's order label and the
+ * group's last member's (nothing outside that window is reached from p
+ * and reaches the group), and the shorter decides: in a chain's
+ * gradient, where everything after p leads on for thousands of nodes
+ * before it leaves the window, the group's few inputs answer at once. */
 static bool reenters(const group *g, const rg_node *p) {
   scratch *s = g->s;
   search_start(s);
