@@ -919,10 +919,16 @@ static int mul_neg_one(rg_rewrite_run *run, rg_node *node, rg_variable **out, vo
 }
 
 /* The first input slot i of node whose value, not a constant, comes
- * again, and the next slot j holding it; false if none.  Slots are
- * counted in a table (a product of 10^5 factors, a chain's gradient, is
- * not compared pair by pair). */
+ * again, and the next slot j holding it; false if none.  Past a few
+ * factors the slots are counted in a table (a product of 10^5 factors, a
+ * chain's gradient, is not compared pair by pair). */
 static bool repeated_input(const rg_node *node, int *i, int *j) {
+  if (node->nin <= 8) { /* the common product: pairs, with no table to make */
+    for (int a = 0; a < node->nin; a++)
+      for (int b = a + 1; b < node->nin; b++)
+        if (node->inputs[a] == node->inputs[b] && !rg_is_constant(node->inputs[a])) return *i = a, *j = b, true;
+    return false;
+  }
   rg_map seen;
   if (rg_map_init(&seen, &rg_heap_abort, (size_t)node->nin)) abort();
   for (int k = 0; k < node->nin; k++) {
